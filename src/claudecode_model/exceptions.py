@@ -1,0 +1,230 @@
+"""The exception hierarchy of claudecode-model.
+
+Everything the library raises on purpose derives from :class:`ClaudeCodeError`. API status errors are also
+pydantic-ai :class:`~pydantic_ai.exceptions.ModelHTTPError` instances (and the matching error category, such as
+:class:`~pydantic_ai.exceptions.ModelRateLimitError`), so ``FallbackModel`` and retry logic treat them like any other
+provider's errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_ai.exceptions import (
+    ModelAuthenticationError,
+    ModelHTTPError,
+    ModelOverloadedError,
+    ModelRateLimitError,
+    ModelRequestRejectedError,
+    ModelServerError,
+    ModelUnavailableError,
+)
+
+__all__ = [
+    "BridgeStartupError",
+    "CLIConnectionError",
+    "CLIInterruptedError",
+    "CLINotFoundError",
+    "CLIProcessError",
+    "CLIResponseParseError",
+    "CLITimeoutError",
+    "ClaudeCodeAPIError",
+    "ClaudeCodeAuthenticationError",
+    "ClaudeCodeError",
+    "ClaudeCodeOverloadedError",
+    "ClaudeCodeRateLimitError",
+    "ClaudeCodeRequestRejectedError",
+    "ClaudeCodeServerError",
+    "ClaudeCodeUnavailableError",
+    "IPCConnectionError",
+    "IPCError",
+    "IPCMessageSizeError",
+    "IPCToolExecutionError",
+    "MessageConversionError",
+    "StructuredOutputError",
+    "ToolNotFoundError",
+    "ToolValidationError",
+    "ToolsetNotRegisteredError",
+    "TypeHintResolutionError",
+    "UnsupportedContentError",
+    "UnsupportedDepsTypeError",
+    "api_error_for_status",
+]
+
+
+class ClaudeCodeError(Exception):
+    """Base class of every error claudecode-model raises on purpose."""
+
+
+# --- the CLI process -------------------------------------------------------------------------------------------
+
+
+class CLINotFoundError(ClaudeCodeError):
+    """The Claude Code CLI could not be found; the message says where we looked and how to install it."""
+
+    def __init__(self, message: str, *, searched: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.searched: list[str] = list(searched or [])
+
+
+class CLIProcessError(ClaudeCodeError):
+    """The CLI process failed to start or exited abnormally."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, stderr: str | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.stderr = stderr
+
+
+class CLIConnectionError(CLIProcessError):
+    """Talking to the CLI process failed (it closed its pipes, or never answered)."""
+
+
+class CLIResponseParseError(ClaudeCodeError):
+    """The CLI produced output that could not be understood."""
+
+
+class CLITimeoutError(ClaudeCodeError, TimeoutError):
+    """A request did not finish within its timeout; the CLI process was stopped."""
+
+    def __init__(self, message: str, *, timeout: float) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
+class CLIInterruptedError(ClaudeCodeError):
+    """The CLI run was interrupted (for example by ``interrupt()``) before it produced a result."""
+
+
+class StructuredOutputError(ClaudeCodeError):
+    """Claude finished without producing the structured output the request asked for."""
+
+
+class MessageConversionError(ClaudeCodeError):
+    """A pydantic-ai message could not be converted for Claude Code."""
+
+
+class UnsupportedContentError(MessageConversionError):
+    """A user prompt holds content Claude Code cannot receive (the message names the type)."""
+
+
+# --- API status errors -----------------------------------------------------------------------------------------
+
+
+class ClaudeCodeAPIError(ClaudeCodeError, ModelHTTPError):
+    """The Anthropic API answered the CLI with an error status.
+
+    Also a pydantic-ai ``ModelHTTPError``: ``status_code`` and ``body`` carry the status and the CLI's message.
+    """
+
+    def __init__(
+        self,
+        status_code: int,
+        model_name: str,
+        body: object | None = None,
+        *,
+        cli_message: str | None = None,
+        result: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        ModelHTTPError.__init__(self, status_code, model_name, body, **kwargs)
+        self.cli_message = cli_message
+        self.result = result
+
+
+class ClaudeCodeAuthenticationError(ClaudeCodeAPIError, ModelAuthenticationError):
+    """401/403: the API refused the credentials the CLI used."""
+
+
+class ClaudeCodeRateLimitError(ClaudeCodeAPIError, ModelRateLimitError):
+    """429: rate limited."""
+
+
+class ClaudeCodeOverloadedError(ClaudeCodeAPIError, ModelOverloadedError):
+    """529: the API is overloaded."""
+
+
+class ClaudeCodeUnavailableError(ClaudeCodeAPIError, ModelUnavailableError):
+    """503: the API is unavailable."""
+
+
+class ClaudeCodeServerError(ClaudeCodeAPIError, ModelServerError):
+    """Any other 5xx status."""
+
+
+class ClaudeCodeRequestRejectedError(ClaudeCodeAPIError, ModelRequestRejectedError):
+    """Any other 4xx status."""
+
+
+def api_error_for_status(
+    status_code: int,
+    model_name: str,
+    body: object | None = None,
+    *,
+    cli_message: str | None = None,
+    result: dict[str, Any] | None = None,
+    in_stream: bool = False,
+) -> ClaudeCodeAPIError:
+    """Build the API error class that matches ``status_code``."""
+    cls: type[ClaudeCodeAPIError]
+    if status_code in (401, 403):
+        cls = ClaudeCodeAuthenticationError
+    elif status_code == 429:
+        cls = ClaudeCodeRateLimitError
+    elif status_code == 529:
+        cls = ClaudeCodeOverloadedError
+    elif status_code == 503:
+        cls = ClaudeCodeUnavailableError
+    elif status_code >= 500:
+        cls = ClaudeCodeServerError
+    elif status_code >= 400:
+        cls = ClaudeCodeRequestRejectedError
+    else:
+        cls = ClaudeCodeAPIError
+    return cls(status_code, model_name, body, cli_message=cli_message, result=result, in_stream=in_stream)
+
+
+# --- tools (seed 000) ------------------------------------------------------------------------------------------
+
+
+class ToolValidationError(ClaudeCodeError, ValueError):
+    """A tool cannot be converted: empty name, no function, or a parameters schema that is not a dict."""
+
+
+class UnsupportedDepsTypeError(ClaudeCodeError):
+    """Dependencies of this type cannot be serialised (e.g. ``httpx.AsyncClient``, connections, file handles)."""
+
+
+class ToolsetNotRegisteredError(ClaudeCodeError):
+    """The request names function tools, but ``set_agent_toolsets()`` was never called."""
+
+
+class ToolNotFoundError(ClaudeCodeError):
+    """The request names a function tool that no registered toolset holds."""
+
+
+class TypeHintResolutionError(ClaudeCodeError):
+    """The type hints of a dependencies dataclass could not be resolved (unresolved forward reference)."""
+
+
+# --- IPC bridge (seed 002) -------------------------------------------------------------------------------------
+
+
+class IPCError(ClaudeCodeError):
+    """Base class of the IPC bridge errors."""
+
+
+class IPCConnectionError(IPCError):
+    """The bridge could not reach the IPC server, or the connection broke."""
+
+
+class IPCMessageSizeError(IPCError):
+    """A message exceeds ``MAX_MESSAGE_SIZE``."""
+
+
+class IPCToolExecutionError(IPCError):
+    """A tool function failed while serving an IPC call."""
+
+
+class BridgeStartupError(IPCError):
+    """The bridge process could not start."""

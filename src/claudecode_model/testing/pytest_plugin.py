@@ -1,0 +1,1 @@
+"""pytest plugin of claudecode-model (fixtures for the offline backend)."""
