@@ -1,0 +1,452 @@
+"""``OfflineBackend``: a local Anthropic Messages API server whose answers come from a pydantic-ai brain."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import socket
+import tempfile
+import threading
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ._brain import Brain, BrainAnswer, BrainSpec, ScriptExhaustedError, make_brain
+from ._env import quiet_cli_env
+from ._request import RecordedRequest, parse_request
+from ._script import Failure, error_type_for_status
+from ._sse import SSEEvent, Usage, message_json, message_start, new_message_id, stream_events
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from types import TracebackType
+
+    from pydantic_ai.models.function import StreamFunctionDef
+    from starlette.requests import Request
+
+__all__ = ["OfflineBackend"]
+
+logger = logging.getLogger(__name__)
+
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 10.0
+
+
+class _NoDelayH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with TCP_NODELAY set on every accepted socket (records what it saw)."""
+
+    nodelay_flags: ClassVar[list[bool]]
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.nodelay_flags.append(bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)))
+        super().connection_made(transport)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that reports when it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config, started: threading.Event) -> None:
+        super().__init__(config)
+        self.started_event = started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.started_event.set()
+
+
+def _error_response(status: int, message: str, error_type: str | None = None) -> JSONResponse:
+    body = {
+        "type": "error",
+        "error": {"type": error_type or error_type_for_status(status), "message": message},
+    }
+    return JSONResponse(body, status_code=status, headers={"request-id": _request_id()})
+
+
+def _request_id() -> str:
+    return f"req_offline_{uuid.uuid4().hex[:20]}"
+
+
+class OfflineBackend:
+    """A local Anthropic Messages API server for the Claude Code CLI, answering from a pydantic-ai brain.
+
+    ``brain`` is ``None`` (``TestModel`` behaviour: call every offered tool once, then answer with text), a
+    pydantic-ai ``Model``, a ``FunctionModel``-style function ``(messages, info) -> ModelResponse``, a fixed
+    reply text, or a list of scripted turns (``ScriptedTurn``, ``ModelResponse``, text, list of parts, or
+    ``Failure``) consumed one per request. ``stream_function`` takes a ``FunctionModel`` stream function
+    instead.
+
+    The server runs on 127.0.0.1 in a background thread with its own event loop; use it as a (sync or async)
+    context manager or call :meth:`start` / :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        brain: BrainSpec = None,
+        *,
+        stream_function: StreamFunctionDef | None = None,
+        text_chunk_size: int = 8,
+        delta_delay: float = 0.0,
+        model_name: str = "claude-sonnet-4-5",
+        port: int = 0,
+    ) -> None:
+        if text_chunk_size < 1:
+            raise ValueError("text_chunk_size must be at least 1")
+        if delta_delay < 0:
+            raise ValueError("delta_delay must not be negative")
+        self._brain: Brain = make_brain(brain, stream_function)
+        self.text_chunk_size = text_chunk_size
+        self.delta_delay = delta_delay
+        self.model_name = model_name
+        self._port = port
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._failures: deque[Failure] = deque()
+        self._nodelay_flags: list[bool] = []
+        self._thread: threading.Thread | None = None
+        self._server: _Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._url: str | None = None
+        self._config_dir: Path | None = None
+        self._tmp_dir: Path | None = None
+        self._startup_error: BaseException | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether the server is up."""
+        return self._thread is not None and self._url is not None
+
+    @property
+    def url(self) -> str:
+        """The base URL, ``http://127.0.0.1:<port>`` (only while running)."""
+        if self._url is None:
+            raise RuntimeError(
+                "the offline backend is not running; use it as a context manager or call start()"
+            )
+        return self._url
+
+    @property
+    def port(self) -> int:
+        """The TCP port (only while running)."""
+        return int(self.url.rsplit(":", 1)[1])
+
+    def start(self) -> None:
+        """Start serving (blocks until the server accepts connections)."""
+        if self._thread is not None:
+            raise RuntimeError("the offline backend is already running")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.bind(("127.0.0.1", self._port))
+            sock.listen(128)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        protocol = type("_BackendH11Protocol", (_NoDelayH11Protocol,), {"nodelay_flags": self._nodelay_flags})
+        config = uvicorn.Config(
+            self._app(),
+            loop="asyncio",
+            http=protocol,
+            ws="none",
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=30,
+        )
+        started = threading.Event()
+        server = _Server(config, started)
+        self._server = server
+        self._startup_error = None
+        self._config_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-config-"))
+        self._tmp_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-tmp-"))
+        thread = threading.Thread(
+            target=self._serve, args=(server, sock, started), name="offline-backend", daemon=True
+        )
+        self._thread = thread
+        thread.start()
+        if not started.wait(_START_TIMEOUT) or not server.started:
+            server.should_exit = True
+            thread.join(_STOP_TIMEOUT)
+            sock.close()
+            self._cleanup()
+            raise RuntimeError(f"the offline backend failed to start: {self._startup_error!r}")
+        port = sock.getsockname()[1]
+        self._url = f"http://127.0.0.1:{port}"
+        logger.debug("offline backend listening on %s", self._url)
+
+    def _serve(self, server: _Server, sock: socket.socket, started: threading.Event) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stopping = asyncio.Event()
+
+            await server.serve(sockets=[sock])
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # the thread must never die silently
+            self._startup_error = exc
+            logger.exception("offline backend server thread failed")
+        finally:
+            started.set()
+            sock.close()
+
+    def stop(self) -> None:
+        """Stop serving and remove the backend's temp dirs; returns once the thread has ended."""
+        thread, server = self._thread, self._server
+        if thread is None or server is None:
+            return
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(stopping.set)
+            except RuntimeError:
+                logger.debug("offline backend loop already closed")
+        server.should_exit = True
+        thread.join(_STOP_TIMEOUT)
+        if thread.is_alive():
+            server.force_exit = True
+            thread.join(_STOP_TIMEOUT)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        for directory in (self._config_dir, self._tmp_dir):
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
+        self._config_dir = self._tmp_dir = None
+        self._thread = self._server = None
+        self._loop = self._stopping = None
+        self._url = None
+
+    def __enter__(self) -> OfflineBackend:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> OfflineBackend:
+        await asyncio.to_thread(self.start)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+    # --- configuration --------------------------------------------------------------------------------------
+
+    @property
+    def config_dir(self) -> Path:
+        """The private CLI config dir this backend owns (only while running)."""
+        if self._config_dir is None:
+            raise RuntimeError("the offline backend is not running")
+        return self._config_dir
+
+    @property
+    def tmp_dir(self) -> Path:
+        """The private CLI temp dir this backend owns (only while running)."""
+        if self._tmp_dir is None:
+            raise RuntimeError("the offline backend is not running")
+        return self._tmp_dir
+
+    def cli_env(self, config_dir: str | Path | None = None) -> dict[str, str]:
+        """The environment that points the CLI at this backend (see :func:`quiet_cli_env`).
+
+        ``config_dir`` defaults to a private dir the backend removes on stop.
+        """
+        return quiet_cli_env(
+            self.url, config_dir if config_dir is not None else self.config_dir, self.tmp_dir
+        )
+
+    def set_brain(self, brain: BrainSpec = None, *, stream_function: StreamFunctionDef | None = None) -> None:
+        """Replace the brain (same forms as the constructor)."""
+        self._brain = make_brain(brain, stream_function)
+
+    def fail_next(self, failure: Failure, count: int = 1) -> None:
+        """Serve ``failure`` instead of the brain's answer to the next ``count`` ``/v1/messages`` requests."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        with self._lock:
+            self._failures.extend([failure] * count)
+
+    def reset(self) -> None:
+        """Forget recorded requests and pending failures."""
+        with self._lock:
+            self._requests.clear()
+            self._failures.clear()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """The recorded ``/v1/messages`` requests, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def last_request(self) -> RecordedRequest:
+        """The latest recorded request (IndexError if none)."""
+        with self._lock:
+            return self._requests[-1]
+
+    # --- HTTP -----------------------------------------------------------------------------------------------
+
+    def _app(self) -> Starlette:
+        async def not_found(request: Request, exc: Exception) -> Response:
+            status = exc.status_code if isinstance(exc, HTTPException) else 404
+            return _error_response(
+                status, f"offline backend: {request.method} {request.url.path} is not served"
+            )
+
+        return Starlette(
+            routes=[
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/", self._hello, methods=["GET", "HEAD"]),
+                Route("/api/hello", self._hello, methods=["GET", "HEAD"]),
+            ],
+            exception_handlers={404: not_found, 405: not_found},
+        )
+
+    async def _hello(self, request: Request) -> Response:
+        return JSONResponse({"ok": True, "server": "claudecode-model offline backend"})
+
+    async def _body(self, request: Request) -> dict[str, Any] | Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error_response(400, f"offline backend: request body is not valid JSON: {exc}")
+        if not isinstance(body, dict):
+            return _error_response(400, "offline backend: request body must be a JSON object")
+        return body
+
+    async def _count_tokens(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
+        size = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("system", "")))
+        return JSONResponse({"input_tokens": size // 4 + 1}, headers={"request-id": _request_id()})
+
+    async def _messages(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
+        parsed = parse_request(body)
+        record = RecordedRequest(
+            raw=body,
+            headers={k.lower(): v for k, v in request.headers.items()},
+            path=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
+            stream=bool(body.get("stream", False)),
+            system="\n\n".join(parsed.system_blocks),
+            messages=parsed.messages,
+            tools=parsed.tools,
+            system_blocks=parsed.system_blocks,
+        )
+        with self._lock:
+            self._requests.append(record)
+            failure = self._failures.popleft() if self._failures else None
+        model = str(body.get("model") or self.model_name)
+        if failure is not None:
+            return await self._serve_failure(failure, model, record.stream)
+        try:
+            answer = await self._brain.answer(parsed.messages, parsed.tools)
+        except ScriptExhaustedError as exc:
+            logger.error("%s", exc)
+            return _error_response(500, str(exc))
+        except Exception as exc:
+            logger.exception("offline backend brain failed")
+            return _error_response(500, f"offline backend: the brain raised {type(exc).__name__}: {exc}")
+        return await self._serve_answer(answer, body, model, record.stream)
+
+    async def _wait(self, seconds: float | None) -> None:
+        """Sleep ``seconds`` (forever if None), cut short when the backend stops."""
+        stopping = self._stopping
+        if stopping is None:
+            return
+        try:
+            await asyncio.wait_for(stopping.wait(), seconds)
+        except TimeoutError:
+            return
+
+    async def _serve_answer(
+        self, answer: BrainAnswer, body: dict[str, Any], model: str, stream: bool
+    ) -> Response:
+        if answer.delay > 0:
+            await self._wait(answer.delay)
+        if answer.failure is not None:
+            return await self._serve_failure(answer.failure, model, stream)
+        if answer.response is None:
+            return _error_response(500, "offline backend: the brain gave no response")
+        message_id = new_message_id()
+        if not stream:
+            return JSONResponse(
+                message_json(answer.response, message_id=message_id, model=model, request_body=body),
+                headers={"request-id": _request_id()},
+            )
+        events = stream_events(
+            answer.response,
+            message_id=message_id,
+            model=model,
+            request_body=body,
+            text_chunk_size=self.text_chunk_size,
+        )
+        return self._sse_response(self._paced(events))
+
+    async def _paced(self, events: list[SSEEvent]) -> AsyncIterator[bytes]:
+        for event in events:
+            yield event.encode()
+            if self.delta_delay > 0 and event.event == "content_block_delta":
+                await asyncio.sleep(self.delta_delay)
+
+    def _sse_response(self, chunks: AsyncIterator[bytes]) -> StreamingResponse:
+        headers = {"request-id": _request_id(), "cache-control": "no-cache"}
+        return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
+
+    async def _serve_failure(self, failure: Failure, model: str, stream: bool) -> Response:
+        logger.debug("offline backend serving injected failure %s", failure)
+        match failure.kind:
+            case "http":
+                return _error_response(failure.status, failure.message, failure.error_type)
+            case "stall":
+                await self._wait(failure.seconds)
+                return _error_response(failure.status, failure.message, failure.error_type)
+            case "sse_error":
+                if not stream:
+                    status = 529 if failure.error_type == "overloaded_error" else 500
+                    return _error_response(status, failure.message, failure.error_type)
+                usage = Usage(
+                    input_tokens=1, output_tokens=0, cache_creation_input_tokens=0, cache_read_input_tokens=0
+                )
+                start = message_start(new_message_id(), model, usage)
+                error = SSEEvent("error", failure.error_body())
+                return self._sse_response(_once(start.encode() + error.encode()))
+            case "malformed_sse":
+                if not stream:
+                    return Response(b'{"type": "message", "content": [', media_type="application/json")
+                garbage = (
+                    b'event: message_start\ndata: {"type": "message_start", "message": \n\nnot SSE at all\n\n'
+                )
+                return self._sse_response(_once(garbage))
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data

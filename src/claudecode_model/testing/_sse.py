@@ -1,0 +1,211 @@
+"""pydantic-ai response -> Anthropic Messages API response (SSE event stream or Message JSON)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from pydantic_ai.messages import ModelResponse, TextPart, ThinkingPart, ToolCallPart
+
+__all__ = [
+    "SSEEvent",
+    "Usage",
+    "content_blocks",
+    "encode_events",
+    "message_json",
+    "stream_events",
+    "usage_for",
+]
+
+logger = logging.getLogger(__name__)
+
+_TOOL_ID_RE = re.compile(r"^toolu_[A-Za-z0-9_-]+$")
+StopReason = Literal["end_turn", "tool_use", "max_tokens"]
+
+
+class Usage(TypedDict):
+    """Anthropic usage counts."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """One server-sent event: its name and JSON data."""
+
+    event: str
+    data: dict[str, Any]
+
+    def encode(self) -> bytes:
+        """The event on the wire."""
+        return f"event: {self.event}\ndata: {json.dumps(self.data, separators=(',', ':'))}\n\n".encode()
+
+
+def encode_events(events: list[SSEEvent]) -> bytes:
+    """Several events on the wire."""
+    return b"".join(e.encode() for e in events)
+
+
+def new_message_id() -> str:
+    """A fresh Anthropic-style message id."""
+    return f"msg_{uuid.uuid4().hex[:24]}"
+
+
+def new_tool_use_id() -> str:
+    """A fresh Anthropic-style tool_use id."""
+    return f"toolu_{uuid.uuid4().hex[:24]}"
+
+
+def content_blocks(response: ModelResponse) -> list[dict[str, Any]]:
+    """The response's parts as Anthropic content blocks (text, tool_use, thinking)."""
+    blocks: list[dict[str, Any]] = []
+    used_ids: set[str] = set()
+    for part in response.parts:
+        match part:
+            case TextPart():
+                if part.content:
+                    blocks.append({"type": "text", "text": part.content})
+            case ToolCallPart():
+                tool_id = part.tool_call_id
+                if not _TOOL_ID_RE.match(tool_id or "") or tool_id in used_ids:
+                    tool_id = new_tool_use_id()
+                used_ids.add(tool_id)
+                blocks.append(
+                    {"type": "tool_use", "id": tool_id, "name": part.tool_name, "input": part.args_as_dict()}
+                )
+            case ThinkingPart():
+                signature = part.signature or f"offline-signature-{uuid.uuid4().hex}"
+                blocks.append({"type": "thinking", "thinking": part.content, "signature": signature})
+            case _:
+                logger.warning("offline backend cannot send a %s part; skipping it", type(part).__name__)
+    return blocks
+
+
+def _estimate_tokens(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+def usage_for(response: ModelResponse, request_body: dict[str, Any], blocks: list[dict[str, Any]]) -> Usage:
+    """Token counts: the brain's own if it reported any, else a rough estimate from the text sizes."""
+    brain = response.usage
+    input_tokens = brain.input_tokens or _estimate_tokens(json.dumps(request_body.get("messages", [])))
+    output_tokens = brain.output_tokens or _estimate_tokens(json.dumps(blocks))
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_creation_input_tokens=brain.cache_write_tokens,
+        cache_read_input_tokens=brain.cache_read_tokens,
+    )
+
+
+def stop_reason(response: ModelResponse, blocks: list[dict[str, Any]]) -> StopReason:
+    """``tool_use`` if any tool is called, ``max_tokens`` for a ``length`` finish, else ``end_turn``."""
+    if any(b["type"] == "tool_use" for b in blocks):
+        return "tool_use"
+    if response.finish_reason == "length":
+        return "max_tokens"
+    return "end_turn"
+
+
+def message_json(
+    response: ModelResponse, *, message_id: str, model: str, request_body: dict[str, Any]
+) -> dict[str, Any]:
+    """The non-streaming Message JSON for a response."""
+    blocks = content_blocks(response)
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop_reason(response, blocks),
+        "stop_sequence": None,
+        "usage": dict(usage_for(response, request_body, blocks)),
+    }
+
+
+def message_start(message_id: str, model: str, usage: Usage) -> SSEEvent:
+    """The ``message_start`` event (empty content, input usage)."""
+    start_usage = {**usage, "output_tokens": 1}
+    message: dict[str, Any] = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": start_usage,
+    }
+    return SSEEvent("message_start", {"type": "message_start", "message": message})
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _json_chunks(text: str, pieces: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // pieces))
+    return _chunks(text, size)
+
+
+def _delta(index: int, delta: dict[str, Any]) -> SSEEvent:
+    return SSEEvent("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+
+
+def _block_events(index: int, block: dict[str, Any], text_chunk_size: int) -> list[SSEEvent]:
+    events: list[SSEEvent] = []
+    match block["type"]:
+        case "text":
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            events.extend(
+                _delta(index, {"type": "text_delta", "text": c})
+                for c in _chunks(block["text"], text_chunk_size)
+            )
+        case "tool_use":
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            args = json.dumps(block["input"], separators=(",", ":"))
+            events.extend(
+                _delta(index, {"type": "input_json_delta", "partial_json": c}) for c in _json_chunks(args)
+            )
+        case "thinking":
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            events.extend(
+                _delta(index, {"type": "thinking_delta", "thinking": c})
+                for c in _chunks(block["thinking"], text_chunk_size)
+            )
+            events.append(_delta(index, {"type": "signature_delta", "signature": block["signature"]}))
+        case other:
+            raise ValueError(f"unexpected block type {other!r}")
+    first = SSEEvent(
+        "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
+    )
+    stop = SSEEvent("content_block_stop", {"type": "content_block_stop", "index": index})
+    return [first, *events, stop]
+
+
+def stream_events(
+    response: ModelResponse,
+    *,
+    message_id: str,
+    model: str,
+    request_body: dict[str, Any],
+    text_chunk_size: int,
+) -> list[SSEEvent]:
+    """The full SSE event sequence for a response, in the order the Messages API sends it."""
+    blocks = content_blocks(response)
+    usage = usage_for(response, request_body, blocks)
+    events = [message_start(message_id, model, usage)]
+    for index, block in enumerate(blocks):
+        events.extend(_block_events(index, block, text_chunk_size))
+    delta = {"stop_reason": stop_reason(response, blocks), "stop_sequence": None}
+    events.append(SSEEvent("message_delta", {"type": "message_delta", "delta": delta, "usage": dict(usage)}))
+    events.append(SSEEvent("message_stop", {"type": "message_stop"}))
+    return events

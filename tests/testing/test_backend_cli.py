@@ -1,0 +1,152 @@
+"""End-to-end: the real Claude Code CLI (bundled in claude-agent-sdk) against the offline backend.
+
+Run inside ``scripts/loopback-only`` so nothing can leave the machine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ResultMessage,
+    SdkMcpTool,
+    create_sdk_mcp_server,
+    query,
+    tool,
+)
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from claudecode_model.testing import Failure, OfflineBackend, ScriptedTurn
+
+pytestmark = [pytest.mark.cli, pytest.mark.usefixtures("no_leaked_processes")]
+
+
+def _options(backend: OfflineBackend, **overrides: Any) -> ClaudeAgentOptions:
+    settings: dict[str, Any] = {
+        "env": backend.cli_env(),
+        "tools": [],
+        "setting_sources": [],
+        "strict_mcp_config": True,
+        "permission_mode": "dontAsk",
+        "system_prompt": "Be brief.",
+        "max_turns": 2,
+    }
+    settings.update(overrides)
+    return ClaudeAgentOptions(**settings)
+
+
+async def _run(prompt: str, options: ClaudeAgentOptions) -> tuple[list[Any], ResultMessage]:
+    messages: list[Any] = []
+    async for message in query(prompt=prompt, options=options):
+        messages.append(message)
+    results = [m for m in messages if isinstance(m, ResultMessage)]
+    assert len(results) == 1
+    return messages, results[0]
+
+
+@tool("echo", "Echo the text back", {"text": str})
+async def _echo(args: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": f"echoed:{args['text']}"}]}
+
+
+def _echo_server(*tools: SdkMcpTool[Any]) -> Any:
+    return create_sdk_mcp_server("t", tools=list(tools) or [_echo])
+
+
+async def test_text_reply_and_system_prompt_reach_the_backend() -> None:
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("Hello from the offline brain.")])
+
+    async with OfflineBackend(brain) as backend:
+        _, result = await _run("hi", _options(backend))
+
+        assert result.is_error is False
+        assert result.result == "Hello from the offline brain."
+        assert len(backend.requests) == 1
+        request = backend.requests[0]
+        assert request.stream is True
+        assert request.path.startswith("/v1/messages")
+        assert "Be brief." in request.system_blocks
+        assert "Be brief." in request.system
+        first = request.messages[0]
+        assert isinstance(first, ModelRequest)
+        assert "Be brief." in [p.content for p in first.parts if isinstance(p, SystemPromptPart)]
+        assert request.last_user_text().startswith("hi")
+        assert request.headers["x-api-key"]
+    assert not backend.running
+
+
+async def test_brain_calls_an_in_process_mcp_tool_and_sees_its_result() -> None:
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)] if messages else []
+        if returns:
+            return ModelResponse(parts=[TextPart(f"tool said {returns[0].content}")])
+        assert "mcp__t__echo" in [t.name for t in info.function_tools]
+        return ModelResponse(parts=[TextPart("Calling."), ToolCallPart("mcp__t__echo", {"text": "abc"})])
+
+    async with OfflineBackend(FunctionModel(brain)) as backend:
+        options = _options(backend, mcp_servers={"t": _echo_server()}, allowed_tools=["mcp__t"], max_turns=3)
+        messages, result = await _run("use echo", options)
+
+        assert result.result == "tool said echoed:abc"
+        assert len(backend.requests) == 2
+        first, second = backend.requests
+        assert "mcp__t__echo" in first.tool_names
+        schema = first.tool("mcp__t__echo").parameters_json_schema
+        assert "text" in schema["properties"]
+        [call] = second.tool_calls()
+        assert call.tool_name == "mcp__t__echo"
+        assert call.tool_call_id.startswith("toolu_")
+        assert second.tool_results() == [(call.tool_call_id, "echoed:abc", False)]
+        assert any(isinstance(m, AssistantMessage) for m in messages)
+
+
+async def test_default_brain_calls_each_tool_once_then_answers() -> None:
+    async with OfflineBackend() as backend:
+        options = _options(backend, mcp_servers={"t": _echo_server()}, allowed_tools=["mcp__t"], max_turns=3)
+        _, result = await _run("go", options)
+
+        assert result.is_error is False
+        assert len(backend.requests) == 2
+        [(_, text, is_error)] = backend.requests[1].tool_results()
+        assert text.startswith("echoed:")
+        assert is_error is False
+        assert result.result is not None
+        assert "echoed:" in result.result
+
+
+async def test_scripted_turns_with_the_pytest_fixture(claude_backend: OfflineBackend) -> None:
+    claude_backend.set_brain([ScriptedTurn.tool_call("mcp__t__echo", {"text": "xyz"}), "all done"])
+    options = _options(
+        claude_backend, mcp_servers={"t": _echo_server()}, allowed_tools=["mcp__t"], max_turns=3
+    )
+    _, result = await _run("go", options)
+
+    assert result.result == "all done"
+    assert claude_backend.requests[1].tool_results()[0].text == "echoed:xyz"
+
+
+async def test_injected_401_reaches_the_cli_as_an_api_error() -> None:
+    async with OfflineBackend("never sent") as backend:
+        backend.fail_next(Failure.http(401, "invalid x-api-key"))
+        messages: list[Any] = []
+        with pytest.raises(Exception, match="(?i)error"):
+            async for message in query(prompt="hi", options=_options(backend)):
+                messages.append(message)
+
+        [result] = [m for m in messages if isinstance(m, ResultMessage)]
+        assert result.is_error is True
+        assert result.api_error_status == 401
+        assert len(backend.requests) == 1
