@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic_ai.exceptions import (
     ModelAuthenticationError,
+    ModelConnectionError,
     ModelHTTPError,
     ModelOverloadedError,
     ModelRateLimitError,
@@ -30,6 +31,7 @@ __all__ = [
     "CLITimeoutError",
     "ClaudeCodeAPIError",
     "ClaudeCodeAuthenticationError",
+    "ClaudeCodeConnectionError",
     "ClaudeCodeError",
     "ClaudeCodeOverloadedError",
     "ClaudeCodeRateLimitError",
@@ -154,6 +156,10 @@ class ClaudeCodeServerError(ClaudeCodeAPIError, ModelServerError):
 
 class ClaudeCodeRequestRejectedError(ClaudeCodeAPIError, ModelRequestRejectedError):
     """Any other 4xx status."""
+
+
+class ClaudeCodeConnectionError(ClaudeCodeError, ModelConnectionError):
+    """The CLI could not reach the API (refused connection, DNS failure, dropped stream); no HTTP status."""
 
 
 def api_error_for_status(

@@ -129,9 +129,7 @@ async def test_default_brain_calls_each_tool_once_then_answers() -> None:
 
 async def test_scripted_turns_with_the_pytest_fixture(claude_backend: OfflineBackend) -> None:
     claude_backend.set_brain([ScriptedTurn.tool_call("mcp__t__echo", {"text": "xyz"}), "all done"])
-    options = _options(
-        claude_backend, mcp_servers={"t": _echo_server()}, allowed_tools=["mcp__t"], max_turns=3
-    )
+    options = _options(claude_backend, mcp_servers={"t": _echo_server()}, allowed_tools=["mcp__t"], max_turns=3)
     _, result = await _run("go", options)
 
     assert result.result == "all done"

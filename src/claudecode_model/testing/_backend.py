@@ -135,9 +135,7 @@ class OfflineBackend:
     def url(self) -> str:
         """The base URL, ``http://127.0.0.1:<port>`` (only while running)."""
         if self._url is None:
-            raise RuntimeError(
-                "the offline backend is not running; use it as a context manager or call start()"
-            )
+            raise RuntimeError("the offline backend is not running; use it as a context manager or call start()")
         return self._url
 
     @property
@@ -177,9 +175,7 @@ class OfflineBackend:
         self._startup_error = None
         self._config_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-config-"))
         self._tmp_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-tmp-"))
-        thread = threading.Thread(
-            target=self._serve, args=(server, sock, started), name="offline-backend", daemon=True
-        )
+        thread = threading.Thread(target=self._serve, args=(server, sock, started), name="offline-backend", daemon=True)
         self._thread = thread
         thread.start()
         if not started.wait(_START_TIMEOUT) or not server.started:
@@ -274,9 +270,7 @@ class OfflineBackend:
 
         ``config_dir`` defaults to a private dir the backend removes on stop.
         """
-        return quiet_cli_env(
-            self.url, config_dir if config_dir is not None else self.config_dir, self.tmp_dir
-        )
+        return quiet_cli_env(self.url, config_dir if config_dir is not None else self.config_dir, self.tmp_dir)
 
     def set_brain(self, brain: BrainSpec = None, *, stream_function: StreamFunctionDef | None = None) -> None:
         """Replace the brain (same forms as the constructor)."""
@@ -312,9 +306,7 @@ class OfflineBackend:
     def _app(self) -> Starlette:
         async def not_found(request: Request, exc: Exception) -> Response:
             status = exc.status_code if isinstance(exc, HTTPException) else 404
-            return _error_response(
-                status, f"offline backend: {request.method} {request.url.path} is not served"
-            )
+            return _error_response(status, f"offline backend: {request.method} {request.url.path} is not served")
 
         return Starlette(
             routes=[
@@ -387,9 +379,7 @@ class OfflineBackend:
         except TimeoutError:
             return
 
-    async def _serve_answer(
-        self, answer: BrainAnswer, body: dict[str, Any], model: str, stream: bool
-    ) -> Response:
+    async def _serve_answer(self, answer: BrainAnswer, body: dict[str, Any], model: str, stream: bool) -> Response:
         if answer.delay > 0:
             await self._wait(answer.delay)
         if answer.failure is not None:
@@ -433,18 +423,14 @@ class OfflineBackend:
                 if not stream:
                     status = 529 if failure.error_type == "overloaded_error" else 500
                     return _error_response(status, failure.message, failure.error_type)
-                usage = Usage(
-                    input_tokens=1, output_tokens=0, cache_creation_input_tokens=0, cache_read_input_tokens=0
-                )
+                usage = Usage(input_tokens=1, output_tokens=0, cache_creation_input_tokens=0, cache_read_input_tokens=0)
                 start = message_start(new_message_id(), model, usage)
                 error = SSEEvent("error", failure.error_body())
                 return self._sse_response(_once(start.encode() + error.encode()))
             case "malformed_sse":
                 if not stream:
                     return Response(b'{"type": "message", "content": [', media_type="application/json")
-                garbage = (
-                    b'event: message_start\ndata: {"type": "message_start", "message": \n\nnot SSE at all\n\n'
-                )
+                garbage = b'event: message_start\ndata: {"type": "message_start", "message": \n\nnot SSE at all\n\n'
                 return self._sse_response(_once(garbage))
 
 

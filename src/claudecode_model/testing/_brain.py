@@ -140,6 +140,4 @@ def make_brain(brain: BrainSpec, stream_function: StreamFunctionDef | None = Non
         case _ if callable(brain):
             return ModelBrain(FunctionModel(brain))
         case _:
-            raise TypeError(
-                f"unsupported brain {brain!r}: expected a pydantic-ai Model, a function, a list, or None"
-            )
+            raise TypeError(f"unsupported brain {brain!r}: expected a pydantic-ai Model, a function, a list, or None")

@@ -161,9 +161,7 @@ def _assistant_response(blocks: Sequence[Mapping[str, Any]], tool_names: dict[st
             case "thinking":
                 parts.append(ThinkingPart(str(block.get("thinking", "")), signature=block.get("signature")))
             case "redacted_thinking":
-                parts.append(
-                    ThinkingPart("", signature=str(block.get("data", "")), provider_name="anthropic")
-                )
+                parts.append(ThinkingPart("", signature=str(block.get("data", "")), provider_name="anthropic"))
             case other:
                 logger.debug("ignoring assistant content block of type %r", other)
     return ModelResponse(parts=parts)
@@ -207,19 +205,13 @@ def parse_request(body: Mapping[str, Any]) -> ParsedRequest:
                 messages.append(_assistant_response(blocks, tool_names))
             case "system":
                 # The CLI sends per-turn context (environment, date, model) as a mid-conversation message.
-                pending.extend(
-                    SystemPromptPart(text) for b in blocks if b.get("type") == "text" if (text := b["text"])
-                )
+                pending.extend(SystemPromptPart(text) for b in blocks if b.get("type") == "text" if (text := b["text"]))
             case _:
                 pending.extend(_user_parts(blocks, tool_names))
     if pending:
         messages.append(ModelRequest(parts=pending))
     raw_tools = body.get("tools")
-    tools = (
-        [_tool_definition(t) for t in raw_tools if isinstance(t, Mapping)]
-        if isinstance(raw_tools, list)
-        else []
-    )
+    tools = [_tool_definition(t) for t in raw_tools if isinstance(t, Mapping)] if isinstance(raw_tools, list) else []
     return ParsedRequest(system_blocks=system_blocks, messages=messages, tools=tools)
 
 

@@ -56,9 +56,7 @@ class Failure:
         if not 400 <= status <= 599:
             raise ValueError(f"an HTTP failure needs a 4xx or 5xx status, not {status}")
         kind = error_type or error_type_for_status(status)
-        return cls(
-            "http", status=status, error_type=kind, message=message or f"offline backend: injected {status}"
-        )
+        return cls("http", status=status, error_type=kind, message=message or f"offline backend: injected {status}")
 
     @classmethod
     def sse_error(cls, error_type: str = "overloaded_error", message: str = "Overloaded") -> Failure:

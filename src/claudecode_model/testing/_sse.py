@@ -77,9 +77,7 @@ def content_blocks(response: ModelResponse) -> list[dict[str, Any]]:
                 if not _TOOL_ID_RE.match(tool_id or "") or tool_id in used_ids:
                     tool_id = new_tool_use_id()
                 used_ids.add(tool_id)
-                blocks.append(
-                    {"type": "tool_use", "id": tool_id, "name": part.tool_name, "input": part.args_as_dict()}
-                )
+                blocks.append({"type": "tool_use", "id": tool_id, "name": part.tool_name, "input": part.args_as_dict()})
             case ThinkingPart():
                 signature = part.signature or f"offline-signature-{uuid.uuid4().hex}"
                 blocks.append({"type": "thinking", "thinking": part.content, "signature": signature})
@@ -166,15 +164,12 @@ def _block_events(index: int, block: dict[str, Any], text_chunk_size: int) -> li
         case "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
             events.extend(
-                _delta(index, {"type": "text_delta", "text": c})
-                for c in _chunks(block["text"], text_chunk_size)
+                _delta(index, {"type": "text_delta", "text": c}) for c in _chunks(block["text"], text_chunk_size)
             )
         case "tool_use":
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             args = json.dumps(block["input"], separators=(",", ":"))
-            events.extend(
-                _delta(index, {"type": "input_json_delta", "partial_json": c}) for c in _json_chunks(args)
-            )
+            events.extend(_delta(index, {"type": "input_json_delta", "partial_json": c}) for c in _json_chunks(args))
         case "thinking":
             start = {"type": "thinking", "thinking": "", "signature": ""}
             events.extend(
@@ -184,9 +179,7 @@ def _block_events(index: int, block: dict[str, Any], text_chunk_size: int) -> li
             events.append(_delta(index, {"type": "signature_delta", "signature": block["signature"]}))
         case other:
             raise ValueError(f"unexpected block type {other!r}")
-    first = SSEEvent(
-        "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
-    )
+    first = SSEEvent("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
     stop = SSEEvent("content_block_stop", {"type": "content_block_stop", "index": index})
     return [first, *events, stop]
 

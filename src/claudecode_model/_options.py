@@ -1,0 +1,152 @@
+"""Building ``ClaudeAgentOptions`` for one request from model defaults, settings and what the request needs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
+
+from claudecode_model.settings import ClaudeCodeModelSettings
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PERMISSION_MODE = "dontAsk"
+_IGNORED_STANDARD_SETTINGS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "stop_sequences",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "parallel_tool_calls",
+)
+
+
+@dataclass
+class RequestNeeds:
+    """What a request adds on top of the settings: system prompt, tool servers, output schema, session."""
+
+    system_prompt: str | None
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    mcp_tools_signature: Any = None
+    allowed_tools: list[str] = field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    resume: str | None = None
+    can_use_tool: CanUseTool | None = None
+
+
+def build_options(
+    *,
+    model_name: str | None,
+    cli_path: Path,
+    settings: ClaudeCodeModelSettings,
+    needs: RequestNeeds,
+    base_env: Mapping[str, str],
+    stderr: Callable[[str], None],
+) -> tuple[ClaudeAgentOptions, str]:
+    """The SDK options for a request, and a signature of everything that fixes a CLI session's behaviour."""
+    for key in _IGNORED_STANDARD_SETTINGS:
+        if key in settings:
+            logger.debug("setting %r is ignored: the Claude Code CLI has no equivalent", key)
+
+    builtin = settings.get("claude_code_builtin_tools")
+    tools: list[str] | dict[str, str]
+    builtin_names: list[str] = []
+    if builtin == "claude_code":
+        tools = {"type": "preset", "preset": "claude_code"}
+    else:
+        builtin_names = list(builtin or [])
+        tools = builtin_names
+
+    env = dict(base_env)
+    env.update(settings.get("claude_code_env", {}))
+    if (max_tokens := settings.get("max_tokens")) is not None:
+        env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
+    if needs.mcp_servers:
+        env.setdefault("ENABLE_TOOL_SEARCH", "false")
+    thinking = _thinking(settings)
+    if thinking is not None and thinking["type"] == "disabled":
+        env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
+
+    allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
+    system_prompt = needs.system_prompt
+    if append := settings.get("claude_code_system_prompt_append"):
+        system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
+
+    cwd = settings.get("claude_code_cwd")
+    options = ClaudeAgentOptions(
+        tools=cast("Any", tools),
+        allowed_tools=allowed,
+        disallowed_tools=list(settings.get("claude_code_disallowed_tools", [])),
+        system_prompt=system_prompt,
+        mcp_servers=needs.mcp_servers,
+        strict_mcp_config=True,
+        permission_mode=cast(Any, settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)),
+        max_turns=settings.get("claude_code_max_turns"),
+        max_budget_usd=settings.get("claude_code_max_budget_usd"),
+        model=model_name,
+        cwd=str(cwd) if cwd is not None else None,
+        cli_path=cli_path,
+        env=env,
+        extra_args=dict(settings.get("claude_code_extra_args", {})),
+        setting_sources=list(settings.get("claude_code_setting_sources", [])),
+        include_partial_messages=True,
+        thinking=thinking,
+        effort=settings.get("claude_code_effort"),
+        output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
+        resume=needs.resume,
+        can_use_tool=needs.can_use_tool,
+        stderr=stderr,
+    )
+    signature_source = {
+        "tools": tools,
+        "allowed": allowed,
+        "disallowed": options.disallowed_tools,
+        "system_prompt": system_prompt,
+        "mcp": needs.mcp_tools_signature,
+        "permission_mode": options.permission_mode,
+        "max_turns": options.max_turns,
+        "max_budget_usd": options.max_budget_usd,
+        "model": model_name,
+        "cwd": options.cwd,
+        "cli": str(cli_path),
+        "env": env,
+        "extra_args": options.extra_args,
+        "setting_sources": options.setting_sources,
+        "thinking": thinking,
+        "effort": options.effort,
+        "output_format": options.output_format,
+        "restrictions": settings.get("claude_code_tool_parameter_restrictions"),
+    }
+    encoded = json.dumps(signature_source, sort_keys=True, default=str).encode()
+    return options, hashlib.sha256(encoded).hexdigest()
+
+
+def _thinking(settings: ClaudeCodeModelSettings) -> ThinkingConfig | None:
+    explicit = settings.get("claude_code_thinking")
+    if explicit is not None:
+        if explicit == "adaptive":
+            return {"type": "adaptive"}
+        if explicit == "disabled":
+            return {"type": "disabled"}
+        return {"type": "enabled", "budget_tokens": int(explicit)}
+    unified = settings.get("thinking")
+    if unified is None:
+        return None
+    if unified is False:
+        return {"type": "disabled"}
+    if unified is True:
+        return {"type": "adaptive"}
+    budgets = {"minimal": 1024, "low": 4096, "medium": 10000, "high": 31999, "xhigh": 48000, "max": 63999}
+    if isinstance(unified, str) and unified in budgets:
+        return {"type": "enabled", "budget_tokens": budgets[unified]}
+    return {"type": "adaptive"}

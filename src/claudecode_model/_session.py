@@ -1,0 +1,247 @@
+"""CLI sessions: one Claude Code process each, owned by a dedicated task, reusable across turns.
+
+``ClaudeSDKClient`` must be connected, used and disconnected inside one task. A :class:`CLISession` therefore runs
+the client in an owner task and serves turns through queues, so a turn may come from any task on the same event
+loop (an agent run, a stream, a later run continuing the conversation). Every exit path of the owner task
+disconnects the client, which stops the CLI and its stdio MCP children.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+from claude_agent_sdk.types import Message
+
+logger = logging.getLogger(__name__)
+
+_STOP_GRACE_SECONDS = 2.0
+
+
+@dataclass
+class _Turn:
+    message: dict[str, Any]
+    output: asyncio.Queue[Message | BaseException | None] = field(default_factory=asyncio.Queue)
+
+
+class CLISession:
+    """A Claude Code CLI process serving one conversation, one turn at a time."""
+
+    def __init__(self, options: ClaudeAgentOptions, *, signature: str) -> None:
+        self.options = options
+        self.signature = signature
+        self.session_id: str | None = None
+        self.seen_digest: str | None = None
+        self.last_used = time.monotonic()
+        self.loop = asyncio.get_running_loop()
+        self.busy = False
+        self._commands: asyncio.Queue[_Turn | None] = asyncio.Queue()
+        self._ready: asyncio.Future[None] = self.loop.create_future()
+        self._owner: asyncio.Task[None] | None = None
+        self._pid: int | None = None
+        self.tool_router: Any = None
+        """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
+
+    @property
+    def closed(self) -> bool:
+        return self._owner is not None and self._owner.done()
+
+    async def start(self) -> None:
+        """Start the CLI process and wait until it is connected."""
+        self._owner = asyncio.create_task(self._own(), name=f"claude-code-session-{uuid.uuid4().hex[:8]}")
+        try:
+            await asyncio.shield(self._ready)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _own(self) -> None:
+        client = ClaudeSDKClient(self.options)
+        try:
+            await client.connect()
+        except BaseException as error:
+            if not self._ready.done():
+                self._ready.set_exception(error)
+            return
+        self._pid = _client_pid(client)
+        self._ready.set_result(None)
+        try:
+            while (turn := await self._commands.get()) is not None:
+                await self._serve(client, turn)
+        finally:
+            try:
+                await asyncio.shield(_disconnect(client))
+            except BaseException:
+                _kill_if_alive(self._pid)
+                raise
+
+    async def _serve(self, client: ClaudeSDKClient, turn: _Turn) -> None:
+        async def one_message() -> AsyncIterator[dict[str, Any]]:
+            yield turn.message
+
+        try:
+            await client.query(one_message())
+            async for message in client.receive_response():
+                if isinstance(message, ResultMessage):
+                    self.session_id = message.session_id
+                turn.output.put_nowait(message)
+        except asyncio.CancelledError:
+            turn.output.put_nowait(asyncio.CancelledError())
+            raise
+        except Exception as error:
+            turn.output.put_nowait(error)
+            # A client that raised mid-turn is not reusable: end the owner loop.
+            self._commands.put_nowait(None)
+        finally:
+            turn.output.put_nowait(None)
+
+    async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
+        """Send one user message and yield the SDK messages up to and including the ``ResultMessage``."""
+        if self.closed:
+            raise RuntimeError("CLI session is closed")
+        self.busy = True
+        turn = _Turn(message)
+        self._commands.put_nowait(turn)
+        try:
+            while (item := await turn.output.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self.busy = False
+            self.last_used = time.monotonic()
+
+    async def close(self) -> None:
+        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period) and wait for the owner task."""
+        owner = self._owner
+        if owner is None:
+            return
+        if not owner.done():
+            self._commands.put_nowait(None)
+            done, _ = await asyncio.wait({owner}, timeout=_STOP_GRACE_SECONDS)
+            if not done:
+                owner.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
+        _kill_if_alive(self._pid)
+
+    def kill(self) -> None:
+        """Synchronous last resort, for sessions whose event loop is gone."""
+        _kill_if_alive(self._pid)
+
+
+async def _disconnect(client: ClaudeSDKClient) -> None:
+    await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
+
+
+def _client_pid(client: ClaudeSDKClient) -> int | None:
+    """The CLI process id, read from the SDK's subprocess transport (private API, guarded)."""
+    transport = getattr(client, "_transport", None)
+    process = getattr(transport, "_process", None)
+    pid = getattr(process, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+def _kill_if_alive(pid: int | None) -> None:
+    if pid is None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            try:
+                finished, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if finished:
+                return
+            time.sleep(0.01)
+
+
+class SessionPool:
+    """Idle CLI sessions kept for continuation, bounded in number and idle time."""
+
+    def __init__(self, *, max_idle: int, idle_timeout: float) -> None:
+        self.max_idle = max_idle
+        self.idle_timeout = idle_timeout
+        self._sessions: dict[str, CLISession] = {}
+
+    def take(self, session_id: str, *, signature: str, digest: str) -> CLISession | None:
+        """Remove and return a live session that has seen exactly ``digest`` with the same options."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        if session.closed or session.loop is not _running_loop() or session.busy:
+            return None
+        if session.signature != signature or session.seen_digest != digest:
+            return None
+        del self._sessions[session_id]
+        return session
+
+    async def put(self, session: CLISession) -> None:
+        """Keep ``session`` for a later turn, closing what falls out of the bounds."""
+        if self.max_idle <= 0 or session.session_id is None or session.closed:
+            await session.close()
+            return
+        previous = self._sessions.pop(session.session_id, None)
+        if previous is not None and previous is not session:
+            await previous.close()
+        self._sessions[session.session_id] = session
+        await self.prune()
+
+    async def prune(self) -> None:
+        """Close expired sessions, sessions of other (or closed) event loops, and the oldest over the limit."""
+        now = time.monotonic()
+        loop = _running_loop()
+        for key, session in list(self._sessions.items()):
+            if session.loop is not loop:
+                if session.loop.is_closed():
+                    session.kill()
+                    del self._sessions[key]
+                continue
+            if session.closed or now - session.last_used > self.idle_timeout:
+                del self._sessions[key]
+                await session.close()
+        same_loop = [s for s in self._sessions.values() if s.loop is loop]
+        for session in sorted(same_loop, key=lambda s: s.last_used)[: max(0, len(same_loop) - self.max_idle)]:
+            if session.session_id is not None:
+                self._sessions.pop(session.session_id, None)
+            await session.close()
+
+    async def close_all(self) -> None:
+        """Close every session of the running loop; kill the processes of sessions of other loops."""
+        loop = _running_loop()
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            if session.loop is loop:
+                await session.close()
+            else:
+                session.kill()
+
+    def kill_all(self) -> None:
+        """Synchronous cleanup (interpreter exit)."""
+        for session in self._sessions.values():
+            session.kill()
+        self._sessions.clear()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,295 @@
+"""Translating the SDK message stream of one CLI turn into pydantic-ai parts, events, usage and metadata."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from claude_agent_sdk.types import Message
+from pydantic_ai.messages import (
+    FinishReason,
+    ModelResponseStreamEvent,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    TextPart,
+    ThinkingPart,
+)
+from pydantic_ai.usage import RequestUsage
+
+from claudecode_model._history import CLI_TOOL_NAME_KEY, PROVIDER_NAME
+
+if TYPE_CHECKING:
+    from pydantic_ai._parts_manager import ModelResponsePartsManager
+
+logger = logging.getLogger(__name__)
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_call",
+    "refusal": "content_filter",
+    "pause_turn": "stop",
+}
+
+
+@dataclass
+class TurnOutcome:
+    """What the turn produced besides parts: the result message, errors, usage, metadata."""
+
+    result: ResultMessage | None = None
+    session_id: str | None = None
+    api_error_text: str | None = None
+    api_error_kind: str | None = None
+    last_stop_reason: str | None = None
+    stream_usage: RequestUsage = field(default_factory=RequestUsage)
+    init_data: dict[str, Any] = field(default_factory=dict)
+
+
+class TurnTranslator:
+    """Feeds SDK messages into a parts manager, yielding pydantic-ai stream events as they become known.
+
+    Text and thinking arrive as deltas from the CLI's partial-message stream events; tool calls Claude Code
+    executes (the agent's own MCP tools and built-in tools) become ``NativeToolCallPart`` / ``NativeToolReturnPart``
+    so that text written before a tool call is never mistaken for the final answer.
+    """
+
+    def __init__(self, parts: ModelResponsePartsManager, *, tool_prefixes: tuple[str, ...]) -> None:
+        self._parts = parts
+        self._tool_prefixes = tool_prefixes
+        self.outcome = TurnOutcome()
+        self._message_id: str | None = None
+        self._block_counts: dict[str, int] = {}
+        self._streamed: set[tuple[str, int]] = set()
+        self._tool_names: dict[str, str] = {}
+
+    def display_tool_name(self, cli_name: str) -> str:
+        """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name."""
+        for prefix in self._tool_prefixes:
+            if cli_name.startswith(prefix):
+                return cli_name[len(prefix) :]
+        return cli_name
+
+    def feed(self, message: Message) -> Iterator[ModelResponseStreamEvent]:
+        match message:
+            case StreamEvent():
+                if message.parent_tool_use_id is None:
+                    yield from self._stream_event(message.event)
+            case AssistantMessage():
+                if message.parent_tool_use_id is None:
+                    yield from self._assistant(message)
+            case UserMessage():
+                if message.parent_tool_use_id is None:
+                    yield from self._tool_results(message)
+            case ResultMessage():
+                self.outcome.result = message
+                self.outcome.session_id = message.session_id
+            case SystemMessage():
+                if message.subtype == "init":
+                    self.outcome.init_data = message.data
+                    session_id = message.data.get("session_id")
+                    if isinstance(session_id, str):
+                        self.outcome.session_id = session_id
+            case _:
+                logger.debug("ignoring SDK message %s", type(message).__name__)
+
+    # --- partial-message stream events (raw Anthropic API events) -------------------------------------------
+
+    def _stream_event(self, event: dict[str, Any]) -> Iterator[ModelResponseStreamEvent]:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self._message_id = message.get("id")
+            self._add_usage(message.get("usage") or {})
+            return
+        if kind == "message_delta":
+            delta = event.get("delta") or {}
+            if delta.get("stop_reason"):
+                self.outcome.last_stop_reason = delta["stop_reason"]
+            self._add_usage(event.get("usage") or {}, output_only=True)
+            return
+        index = event.get("index")
+        if self._message_id is None or not isinstance(index, int):
+            return
+        key = (self._message_id, index)
+        if kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                self._streamed.add(key)
+                cli_name = str(block.get("name", ""))
+                self._tool_names[str(block.get("id"))] = cli_name
+                part = NativeToolCallPart(
+                    tool_name=self.display_tool_name(cli_name),
+                    args="",
+                    tool_call_id=str(block.get("id")),
+                    provider_name=PROVIDER_NAME,
+                    provider_details={CLI_TOOL_NAME_KEY: cli_name},
+                )
+                yield self._parts.handle_part(vendor_part_id=key, part=part)
+            return
+        if kind != "content_block_delta":
+            return
+        delta = event.get("delta") or {}
+        match delta.get("type"):
+            case "text_delta":
+                self._streamed.add(key)
+                yield from self._parts.handle_text_delta(vendor_part_id=key, content=delta.get("text", ""))
+            case "thinking_delta":
+                self._streamed.add(key)
+                yield from self._parts.handle_thinking_delta(
+                    vendor_part_id=key, content=delta.get("thinking", ""), provider_name=PROVIDER_NAME
+                )
+            case "signature_delta":
+                yield from self._parts.handle_thinking_delta(
+                    vendor_part_id=key, signature=delta.get("signature", ""), provider_name=PROVIDER_NAME
+                )
+            case "input_json_delta":
+                partial = delta.get("partial_json", "")
+                if partial:
+                    yield from self._parts.handle_tool_call_delta_events(vendor_part_id=key, args=partial)
+            case _:
+                return
+
+    def _add_usage(self, usage: dict[str, Any], *, output_only: bool = False) -> None:
+        add = RequestUsage(output_tokens=int(usage.get("output_tokens") or 0))
+        if not output_only:
+            add.input_tokens = int(usage.get("input_tokens") or 0)
+            add.cache_read_tokens = int(usage.get("cache_read_input_tokens") or 0)
+            add.cache_write_tokens = int(usage.get("cache_creation_input_tokens") or 0)
+        self.outcome.stream_usage.incr(add)
+
+    # --- complete messages ----------------------------------------------------------------------------------
+
+    def _assistant(self, message: AssistantMessage) -> Iterator[ModelResponseStreamEvent]:
+        if message.error is not None:
+            self.outcome.api_error_kind = message.error
+            self.outcome.api_error_text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
+            return
+        message_id = message.message_id or f"anon-{id(message)}"
+        for block in message.content:
+            index = self._block_counts.get(message_id, 0)
+            self._block_counts[message_id] = index + 1
+            key = (message_id, index)
+            if key in self._streamed:
+                yield from self._complete_streamed(key, block)
+                continue
+            match block:
+                case TextBlock():
+                    yield self._parts.handle_part(vendor_part_id=key, part=TextPart(content=block.text))
+                case ThinkingBlock():
+                    part = ThinkingPart(content=block.thinking, signature=block.signature, provider_name=PROVIDER_NAME)
+                    yield self._parts.handle_part(vendor_part_id=key, part=part)
+                case ToolUseBlock():
+                    self._tool_names[block.id] = block.name
+                    yield self._parts.handle_part(vendor_part_id=key, part=self._tool_call_part(block))
+                case _:
+                    logger.debug("ignoring assistant block %s", type(block).__name__)
+
+    def _complete_streamed(self, key: tuple[str, int], block: Any) -> Iterator[ModelResponseStreamEvent]:
+        """Settle a streamed tool call to its final arguments (deltas may be partial JSON)."""
+        if not isinstance(block, ToolUseBlock):
+            return
+        managed = self._parts.get_part_by_vendor_id(key)
+        final = self._tool_call_part(block)
+        if isinstance(managed, NativeToolCallPart) and managed.args_as_dict() == final.args_as_dict():
+            return
+        yield self._parts.handle_part(vendor_part_id=key, part=final)
+
+    def _tool_call_part(self, block: ToolUseBlock) -> NativeToolCallPart:
+        return NativeToolCallPart(
+            tool_name=self.display_tool_name(block.name),
+            args=block.input,
+            tool_call_id=block.id,
+            provider_name=PROVIDER_NAME,
+            provider_details={CLI_TOOL_NAME_KEY: block.name},
+        )
+
+    def _tool_results(self, message: UserMessage) -> Iterator[ModelResponseStreamEvent]:
+        if isinstance(message.content, str):
+            return
+        for block in message.content:
+            if not isinstance(block, ToolResultBlock):
+                continue
+            cli_name = self._tool_names.get(block.tool_use_id, "")
+            part = NativeToolReturnPart(
+                tool_name=self.display_tool_name(cli_name),
+                content=_tool_result_text(block.content),
+                tool_call_id=block.tool_use_id,
+                provider_name=PROVIDER_NAME,
+                provider_details={CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)},
+                outcome="failed" if block.is_error else "success",
+            )
+            yield self._parts.handle_part(vendor_part_id=None, part=part)
+
+    # --- the end of the turn --------------------------------------------------------------------------------
+
+    def usage(self, previous_cost_usd: float | None) -> RequestUsage:
+        """Usage of this turn; the cost is the CLI's cumulative session cost minus what was already counted."""
+        result = self.outcome.result
+        usage = RequestUsage()
+        totals = result.usage if result is not None else None
+        if totals:
+            usage.input_tokens = int(totals.get("input_tokens") or 0)
+            usage.output_tokens = int(totals.get("output_tokens") or 0)
+            usage.cache_read_tokens = int(totals.get("cache_read_input_tokens") or 0)
+            usage.cache_write_tokens = int(totals.get("cache_creation_input_tokens") or 0)
+        else:
+            usage = self.outcome.stream_usage
+        if result is not None and result.total_cost_usd is not None:
+            cost = result.total_cost_usd - (previous_cost_usd or 0.0)
+            usage.cost = Decimal(str(round(max(cost, 0.0), 10)))
+        return usage
+
+    def finish_reason(self) -> FinishReason | None:
+        result = self.outcome.result
+        stop = (result.stop_reason if result is not None else None) or self.outcome.last_stop_reason
+        if result is not None and result.is_error:
+            return "error"
+        return _FINISH_REASONS.get(stop or "", "stop" if stop is None else None)
+
+    def provider_details(self) -> dict[str, Any]:
+        result = self.outcome.result
+        details: dict[str, Any] = {"session_id": self.outcome.session_id}
+        if result is None:
+            return details
+        details.update(
+            num_turns=result.num_turns,
+            duration_ms=result.duration_ms,
+            duration_api_ms=result.duration_api_ms,
+            stop_reason=result.stop_reason,
+            terminal_reason=result.terminal_reason,
+            subtype=result.subtype,
+            total_cost_usd=result.total_cost_usd,
+            permission_denials=_jsonable(result.permission_denials or []),
+        )
+        if result.model_usage:
+            details["model_usage"] = _jsonable(result.model_usage)
+        return details
+
+
+def _tool_result_text(content: str | list[dict[str, Any]] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = [str(item.get("text", "")) for item in content if item.get("type") == "text"]
+    return "\n".join(texts)
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,478 @@
+"""``ClaudeCodeModel``: a pydantic-ai model that runs Claude through the Claude Code CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import logging
+import os
+import uuid
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+from claude_agent_sdk import CLINotFoundError as SDKCLINotFoundError
+from claude_agent_sdk import ProcessError as SDKProcessError
+from claude_agent_sdk import ResultMessage
+from claude_agent_sdk.types import Message
+from pydantic_ai import _utils
+from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
+from pydantic_ai.profiles.anthropic import anthropic_model_profile
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
+
+from claudecode_model import _history
+from claudecode_model._cli_discovery import find_cli
+from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
+from claudecode_model._options import RequestNeeds, build_options
+from claudecode_model._replay import write_replay_transcript
+from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._translate import TurnTranslator
+from claudecode_model.exceptions import (
+    ClaudeCodeConnectionError,
+    ClaudeCodeError,
+    CLIInterruptedError,
+    CLINotFoundError,
+    CLIProcessError,
+    CLITimeoutError,
+    api_error_for_status,
+)
+from claudecode_model.settings import ClaudeCodeModelSettings
+
+__all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
+
+logger = logging.getLogger(__name__)
+
+_STDERR_LINES = 50
+_LIVE_MODELS: weakref.WeakSet[ClaudeCodeModel] = weakref.WeakSet()
+
+
+@dataclass
+class ClaudeCodeResponse:
+    """A model response together with everything the CLI reported about the turn."""
+
+    response: ModelResponse
+    result: ResultMessage | None
+    init: dict[str, Any]
+    messages: list[Message]
+
+
+class ClaudeCodeModel(Model):
+    """A pydantic-ai model that runs Claude through the Claude Code CLI.
+
+    It uses the CLI's own login (no API key needed), lets Claude Code run the agent loop, and keeps the pydantic-ai
+    contract: system prompts and instructions, message history (continuing CLI sessions where possible), streaming,
+    usage and cost, typed errors.
+
+    Example:
+        ```python
+        from pydantic_ai import Agent
+        from claudecode_model import ClaudeCodeModel
+
+        agent = Agent(ClaudeCodeModel(), instructions="Be concise.")
+        print(agent.run_sync("What is the capital of France?").output)
+        ```
+    """
+
+    def __init__(
+        self,
+        model_name: str | None = None,
+        *,
+        cli_path: str | os.PathLike[str] | None = None,
+        settings: ClaudeCodeModelSettings | None = None,
+        profile: ModelProfileSpec | None = None,
+        env: dict[str, str] | None = None,
+        keep_sessions: int = 4,
+        session_idle_timeout: float = 300.0,
+    ) -> None:
+        """Create a Claude Code model.
+
+        Args:
+            model_name: The Claude model (``"sonnet"``, ``"opus"``, a full model id), or ``None`` for the CLI's default.
+            cli_path: Path to the ``claude`` binary; by default the CLI bundled in claude-agent-sdk, then ``PATH``.
+            settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
+            profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
+            env: Extra environment variables for every CLI process.
+            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables).
+            session_idle_timeout: Seconds after which an idle CLI process is stopped.
+        """
+        self._model_name = model_name
+        self._cli_path_option = cli_path
+        self._cli_path: Path | None = None
+        self._env = dict(env or {})
+        self._pool = SessionPool(max_idle=keep_sessions, idle_timeout=session_idle_timeout)
+        self._session_costs: dict[str, float] = {}
+        super().__init__(settings=settings, profile=profile or _default_profile(model_name))
+        _LIVE_MODELS.add(self)
+
+    # --- pydantic-ai Model interface ------------------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        """The model name (``"default"`` when the CLI chooses)."""
+        return self._model_name or "default"
+
+    @property
+    def system(self) -> str:
+        """The provider name used by pydantic-ai's instrumentation."""
+        return PROVIDER_NAME
+
+    @property
+    def cli_path(self) -> Path:
+        """The CLI binary this model runs (found on first use)."""
+        if self._cli_path is None:
+            self._cli_path = find_cli(self._cli_path_option)
+        return self._cli_path
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Run one turn through the CLI and return the complete response."""
+        async with self.request_stream(messages, model_settings, model_request_parameters) as stream:
+            async for _ in stream:
+                pass
+        return stream.get()
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
+        settings, params = self.prepare_request(model_settings, model_request_parameters)
+        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params)
+        stream = ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
+        try:
+            yield stream
+        finally:
+            await turn.finish()
+
+    # --- extra entry points ---------------------------------------------------------------------------------
+
+    async def request_with_metadata(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None = None,
+        model_request_parameters: ModelRequestParameters | None = None,
+    ) -> ClaudeCodeResponse:
+        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages."""
+        params = model_request_parameters or ModelRequestParameters()
+        async with self.request_stream(messages, model_settings, params) as stream:
+            async for _ in stream:
+                pass
+        assert isinstance(stream, ClaudeCodeStreamedResponse)
+        turn = stream.turn
+        return ClaudeCodeResponse(
+            response=stream.get(),
+            result=turn.translator.outcome.result,
+            init=turn.translator.outcome.init_data,
+            messages=list(turn.raw_messages),
+        )
+
+    async def stream_messages(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None = None,
+        model_request_parameters: ModelRequestParameters | None = None,
+    ) -> AsyncIterator[Message]:
+        """Run one turn and yield the raw claude-agent-sdk messages as they arrive."""
+        params = model_request_parameters or ModelRequestParameters()
+        settings, params = self.prepare_request(model_settings, params)
+        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params)
+        try:
+            async for message in turn.messages():
+                yield message
+        finally:
+            await turn.finish()
+
+    async def aclose(self) -> None:
+        """Stop every CLI process this model keeps for follow-up turns."""
+        await self._pool.close_all()
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        await self.aclose()
+        return await super().__aexit__(*args)
+
+    # --- internals ------------------------------------------------------------------------------------------
+
+    async def _start_turn(
+        self, messages: list[ModelMessage], settings: ClaudeCodeModelSettings, params: ModelRequestParameters
+    ) -> _Turn:
+        await self._pool.prune()
+        instructions = _instructions(messages, params)
+        plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
+        cli_path = self.cli_path
+        needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
+        stderr_lines: deque[str] = deque(maxlen=_STDERR_LINES)
+        base_env = {**self._env}
+
+        _, signature = build_options(
+            model_name=self._model_name,
+            cli_path=cli_path,
+            settings=settings,
+            needs=needs,
+            base_env=base_env,
+            stderr=stderr_lines.append,
+        )
+        session: CLISession | None = None
+        if plan.continue_session_id is not None and plan.history_digest is not None:
+            session = self._pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
+            if session is None:
+                needs.resume = plan.continue_session_id
+        elif plan.replay:
+            needs.resume = write_replay_transcript(
+                plan.replay,
+                env={**os.environ, **base_env, **settings.get("claude_code_env", {})},
+                cwd=settings.get("claude_code_cwd"),
+            )
+        if session is None:
+            options, signature = build_options(
+                model_name=self._model_name,
+                cli_path=cli_path,
+                settings=settings,
+                needs=needs,
+                base_env=base_env,
+                stderr=stderr_lines.append,
+            )
+            session = CLISession(options, signature=signature)
+            try:
+                await session.start()
+            except BaseException as error:
+                raise self._map_error(error, None, stderr_lines) from error
+        return _Turn(
+            model=self,
+            session=session,
+            plan=plan,
+            messages_in=messages,
+            params=params,
+            timeout=_turn_timeout(settings),
+            stderr=stderr_lines,
+            tool_prefixes=tuple(f"mcp__{name}__" for name in needs.mcp_servers),
+        )
+
+    def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
+        """Turn SDK exceptions and error results into this library's typed errors."""
+        if isinstance(error, ClaudeCodeError | asyncio.CancelledError | KeyboardInterrupt):
+            return error
+        if isinstance(error, SDKCLINotFoundError):
+            return CLINotFoundError(str(error))
+        if translator is not None:
+            api_error = self._api_error(translator)
+            if api_error is not None:
+                return api_error
+        if isinstance(error, SDKProcessError):
+            stderr_text = "\n".join(stderr) or error.stderr
+            return CLIProcessError(
+                f"Claude Code CLI failed: {error}" + (f"\n{stderr_text}" if stderr_text else ""),
+                exit_code=error.exit_code,
+                stderr=stderr_text,
+            )
+        return CLIProcessError(f"Claude Code CLI failed: {error!r}")
+
+    def _api_error(self, translator: TurnTranslator) -> BaseException | None:
+        outcome = translator.outcome
+        result = outcome.result
+        status = result.api_error_status if result is not None else None
+        message = outcome.api_error_text or (result.result if result is not None else None) or ""
+        result_data = _result_dict(result)
+        if status is not None:
+            return api_error_for_status(status, self.model_name, message, cli_message=message, result=result_data)
+        if outcome.api_error_kind is not None or (result is not None and result.terminal_reason == "api_error"):
+            return ClaudeCodeConnectionError(self.model_name, message or "Claude Code could not reach the API")
+        return None
+
+    def _result_error(self, translator: TurnTranslator) -> BaseException | None:
+        result = translator.outcome.result
+        if result is None:
+            return CLIProcessError("Claude Code ended the turn without a result")
+        if not result.is_error and result.subtype == "success":
+            return None
+        api_error = self._api_error(translator)
+        if api_error is not None:
+            return api_error
+        if result.terminal_reason in ("aborted_streaming", "aborted_tools"):
+            return CLIInterruptedError(f"Claude Code turn was interrupted ({result.terminal_reason})")
+        detail = "; ".join(result.errors or []) or result.result or result.subtype
+        return CLIProcessError(f"Claude Code turn failed ({result.subtype}, {result.terminal_reason}): {detail}")
+
+
+def _default_profile(model_name: str | None) -> ModelProfile:
+    base = anthropic_model_profile(model_name or "claude-sonnet-4-5") or ModelProfile()
+    return {**base, "supports_json_schema_output": True, "default_structured_output_mode": "native"}
+
+
+def _instructions(messages: list[ModelMessage], params: ModelRequestParameters) -> str | None:
+    from pydantic_ai._instrumentation import get_instructions
+
+    return get_instructions(messages, params)
+
+
+def _turn_timeout(settings: ClaudeCodeModelSettings) -> float | None:
+    explicit = settings.get("claude_code_timeout")
+    if explicit is not None:
+        return float(explicit)
+    standard = settings.get("timeout")
+    return float(standard) if isinstance(standard, int | float) else None
+
+
+def _native_output_schema(params: ModelRequestParameters) -> dict[str, Any] | None:
+    if params.output_mode != "native" or params.output_object is None:
+        return None
+    return dict(params.output_object.json_schema)
+
+
+def _result_dict(result: ResultMessage | None) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    return cast("dict[str, Any]", json.loads(json.dumps(result.__dict__, default=str)))
+
+
+@dataclass
+class _Turn:
+    """One request in flight: a session, the translator of its messages, and the cleanup owed at the end."""
+
+    model: ClaudeCodeModel
+    session: CLISession
+    plan: TurnPlan
+    messages_in: list[ModelMessage]
+    params: ModelRequestParameters
+    timeout: float | None
+    stderr: deque[str]
+    tool_prefixes: tuple[str, ...]
+    translator: TurnTranslator = field(init=False)
+    raw_messages: list[Message] = field(default_factory=list)
+    completed: bool = False
+    failed: bool = False
+
+    def bind(self, parts_manager: Any) -> TurnTranslator:
+        self.translator = TurnTranslator(parts_manager, tool_prefixes=self.tool_prefixes)
+        return self.translator
+
+    def user_message(self) -> dict[str, Any]:
+        return {
+            "type": "user",
+            "message": {"role": "user", "content": self.plan.new_input},
+            "parent_tool_use_id": None,
+            "uuid": str(uuid.uuid4()),
+        }
+
+    async def messages(self) -> AsyncIterator[Message]:
+        """The SDK messages of this turn, with the timeout and error mapping applied."""
+        if not hasattr(self, "translator"):
+            from pydantic_ai._parts_manager import ModelResponsePartsManager
+
+            self.bind(ModelResponsePartsManager(model_request_parameters=self.params))
+        try:
+            async with asyncio.timeout(self.timeout):
+                async for message in self.session.run_turn(self.user_message()):
+                    self.raw_messages.append(message)
+                    yield message
+        except TimeoutError as error:
+            self.failed = True
+            raise CLITimeoutError(
+                f"Claude Code did not finish within {self.timeout:g} s; the CLI was stopped",
+                timeout=self.timeout or 0,
+            ) from error
+        except BaseException as error:
+            self.failed = True
+            mapped = self.model._map_error(error, self.translator, self.stderr)
+            if mapped is error:
+                raise
+            raise mapped from error
+        result_error = self.model._result_error(self.translator)
+        if result_error is not None:
+            self.failed = True
+            raise result_error
+        self.completed = True
+
+    async def finish(self) -> None:
+        """Keep the session for the next turn if it ended cleanly, otherwise stop the CLI."""
+        if not self.completed or self.failed:
+            await self.session.close()
+            return
+        await self.model._pool.put(self.session)
+
+    def previous_cost(self) -> float | None:
+        session_id = self.translator.outcome.session_id
+        return self.model._session_costs.get(session_id) if session_id else None
+
+    def record_cost(self) -> None:
+        result = self.translator.outcome.result
+        if result is not None and result.total_cost_usd is not None:
+            self.model._session_costs[result.session_id] = result.total_cost_usd
+
+
+@dataclass
+class ClaudeCodeStreamedResponse(StreamedResponse):
+    """Streamed response of a Claude Code turn: true token streaming from the CLI's partial messages."""
+
+    _turn: _Turn
+    _timestamp: datetime = field(default_factory=_utils.now_utc)
+
+    @property
+    def turn(self) -> _Turn:
+        return self._turn
+
+    async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
+        turn = self._turn
+        translator = turn.bind(self._parts_manager)
+        async for message in turn.messages():
+            for event in translator.feed(message):
+                yield event
+        self._finalise(translator)
+
+    def _finalise(self, translator: TurnTranslator) -> None:
+        turn = self._turn
+        self._usage = translator.usage(turn.previous_cost())
+        turn.record_cost()
+        self.finish_reason = translator.finish_reason()
+        details = translator.provider_details()
+        session_id = translator.outcome.session_id
+        self.provider_response_id = translator.outcome.result.uuid if translator.outcome.result else None
+        if session_id is not None:
+            response = ModelResponse(parts=self._parts_manager.get_parts())
+            digest = _history.history_digest([*turn.messages_in, response])
+            details[HISTORY_DIGEST_KEY] = digest
+            turn.session.seen_digest = digest
+        self.provider_details = details
+
+    async def close_stream(self) -> None:
+        """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
+        self._turn.failed = True
+        await self._turn.session.close()
+
+    @property
+    def model_name(self) -> str:
+        return self._turn.model.model_name
+
+    @property
+    def provider_name(self) -> str:
+        return PROVIDER_NAME
+
+    @property
+    def provider_url(self) -> str | None:
+        return None
+
+    @property
+    def timestamp(self) -> datetime:
+        return self._timestamp
+
+
+@atexit.register
+def _kill_sessions_at_exit() -> None:
+    for model in list(_LIVE_MODELS):
+        model._pool.kill_all()

@@ -1,0 +1,74 @@
+"""Per-request settings of :class:`~claudecode_model.ClaudeCodeModel`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic_ai.settings import ModelSettings
+
+__all__ = ["BuiltinToolsSetting", "ClaudeCodeModelSettings", "SessionMode"]
+
+BuiltinToolsSetting = list[str] | Literal["claude_code"]
+"""Claude Code's own tools to enable: a list of names (``["Read", "Grep"]``) or ``"claude_code"`` for the preset."""
+
+SessionMode = Literal["auto", "new"]
+"""``"auto"`` continues a CLI session when the history allows it; ``"new"`` always starts a fresh one."""
+
+
+class ClaudeCodeModelSettings(ModelSettings, total=False):
+    """Settings for a Claude Code request; every key is optional and provider-prefixed.
+
+    Standard :class:`~pydantic_ai.settings.ModelSettings` keys that the CLI can honour are honoured:
+    ``max_tokens`` (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), ``timeout`` (a deadline for the whole CLI turn),
+    ``thinking``. The CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop_sequences``,
+    penalties, ``logit_bias`` or ``parallel_tool_calls``: those are ignored (a debug log says so).
+    """
+
+    claude_code_timeout: float
+    """Seconds the whole CLI turn may take; on expiry the CLI is stopped and ``CLITimeoutError`` raised."""
+
+    claude_code_max_turns: int
+    """Maximum agentic turns (API round trips) the CLI may take for one request."""
+
+    claude_code_max_budget_usd: float
+    """Cost ceiling for one request, enforced by the CLI."""
+
+    claude_code_cwd: str | Path
+    """Working directory of the CLI process."""
+
+    claude_code_permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "auto"]
+    """Permission mode; the default ``"dontAsk"`` denies every tool not explicitly allowed, and never prompts."""
+
+    claude_code_allowed_tools: list[str]
+    """Extra tool names (or ``mcp__server`` prefixes) that are allowed without asking."""
+
+    claude_code_disallowed_tools: list[str]
+    """Tool names that are always denied."""
+
+    claude_code_builtin_tools: BuiltinToolsSetting
+    """Claude Code built-in tools to enable. None are enabled unless this is set."""
+
+    claude_code_tool_parameter_restrictions: dict[str, dict[str, Any]]
+    """Per-tool forbidden argument values, e.g. ``{"Bash": {"run_in_background": True}}``: such calls are denied."""
+
+    claude_code_system_prompt_append: str
+    """Text appended to the system prompt built from the agent's system prompts and instructions."""
+
+    claude_code_thinking: Literal["adaptive", "disabled"] | int
+    """Thinking: ``"adaptive"``, ``"disabled"`` or a token budget. Overrides the unified ``thinking`` setting."""
+
+    claude_code_effort: Literal["low", "medium", "high", "xhigh", "max"]
+    """Effort level passed to the CLI."""
+
+    claude_code_extra_args: dict[str, str | None]
+    """Extra CLI flags (``{"flag": "value"}`` or ``{"flag": None}`` for a bare flag)."""
+
+    claude_code_env: dict[str, str]
+    """Extra environment variables for the CLI process."""
+
+    claude_code_setting_sources: list[Literal["user", "project", "local"]]
+    """Which Claude Code settings files (and CLAUDE.md, hooks, .mcp.json) to load; none by default."""
+
+    claude_code_session: SessionMode
+    """Whether to continue a CLI session the history came from (``"auto"``) or always start anew."""

@@ -1,0 +1,53 @@
+"""Project-wide test guards: no test may leave a child process or an IPC file behind."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def live_descendants(pid: int) -> set[int]:
+    """Every live (non-zombie) descendant of ``pid``, from a /proc scan."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("State", "").startswith("Z"):
+            continue
+        parents[int(entry.name)] = int(fields.get("PPid", "0").strip() or 0)
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        children = {child for child, parent in parents.items() if parent in frontier}
+        frontier = children - found
+        found |= children
+    return found
+
+
+def _ipc_files() -> set[str]:
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("claudecode_ipc_")}
+
+
+@pytest.fixture(autouse=True)
+def _nothing_leaks() -> Iterator[None]:
+    """Fail a test that leaves child processes or ``claudecode_ipc_*`` files behind."""
+    processes_before = live_descendants(os.getpid())
+    files_before = _ipc_files()
+    yield
+    deadline = time.monotonic() + 10
+    left = live_descendants(os.getpid()) - processes_before
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = live_descendants(os.getpid()) - processes_before
+    assert not left, f"child processes left behind: {sorted(left)}"
+    assert not (_ipc_files() - files_before), f"IPC files left behind: {sorted(_ipc_files() - files_before)}"
