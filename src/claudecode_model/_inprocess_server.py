@@ -61,9 +61,7 @@ class ToolSpec:
 
 
 def _result(response: McpResponse) -> CallToolResult:
-    content: list[ContentBlock] = [
-        TextContent(type="text", text=item["text"]) for item in response["content"]
-    ]
+    content: list[ContentBlock] = [TextContent(type="text", text=item["text"]) for item in response["content"]]
     return CallToolResult(content=content, is_error=response["isError"])
 
 
@@ -71,9 +69,7 @@ def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-def build_inprocess_server(
-    name: str, tools: Sequence[ToolSpec], *, version: str = "1.0.0"
-) -> McpSdkServerConfig:
+def build_inprocess_server(name: str, tools: Sequence[ToolSpec], *, version: str = "1.0.0") -> McpSdkServerConfig:
     """Build an in-process MCP server config (``type="sdk"``) serving ``tools`` with mcp's low-level Server.
 
     Raises:
@@ -86,9 +82,7 @@ def build_inprocess_server(
         if not spec.name or not spec.name.strip():
             raise ToolValidationError(f"Tool name must be a non-empty string, got {spec.name!r}.")
         if spec.name in specs:
-            raise ToolValidationError(
-                f"Two tools are named {spec.name!r}; tool names must be unique per server."
-            )
+            raise ToolValidationError(f"Two tools are named {spec.name!r}; tool names must be unique per server.")
         specs[spec.name] = spec
     listing = ListToolsResult(
         tools=[
@@ -111,9 +105,7 @@ def build_inprocess_server(
             return _error(f"Unknown tool {params.name!r}. Available tools: {', '.join(specs) or 'none'}.")
         tool_use_id = (params.meta or {}).get(TOOL_USE_ID_META_KEY)
         try:
-            response = await spec.handler(
-                params.arguments or {}, tool_use_id if isinstance(tool_use_id, str) else None
-            )
+            response = await spec.handler(params.arguments or {}, tool_use_id if isinstance(tool_use_id, str) else None)
         except Exception as e:  # CancelledError is a BaseException and propagates
             logger.warning(
                 "Tool %r failed: %s: %s",
@@ -125,7 +117,5 @@ def build_inprocess_server(
             return _error(str(e) or type(e).__name__)
         return _result(response)
 
-    server: Server[Any] = Server(
-        name, version=version, on_list_tools=on_list_tools, on_call_tool=on_call_tool
-    )
+    server: Server[Any] = Server(name, version=version, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
     return McpSdkServerConfig(type="sdk", name=name, instance=server)

@@ -57,9 +57,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _PRIMITIVES: tuple[type, ...] = (str, int, float, bool, type(None))
-_SUPPORTED = (
-    "None, bool, int, float, str, dict with str keys, list, tuple, Enum, dataclass and pydantic BaseModel"
-)
+_SUPPORTED = "None, bool, int, float, str, dict with str keys, list, tuple, Enum, dataclass and pydantic BaseModel"
 
 
 # --- type-level check ---------------------------------------------------------------------------------------
@@ -112,11 +110,7 @@ def _type_is_serializable(tp: Any, owner: str, seen: set[type]) -> bool:
         return not args or (args[0] in (str, Any) and _type_is_serializable(args[1], owner, seen))
     if origin is not None:
         # A parametrised generic dataclass (Box[int]) is checked through its origin.
-        return (
-            isinstance(origin, type)
-            and dataclasses.is_dataclass(origin)
-            and _class_is_serializable(origin, seen)
-        )
+        return isinstance(origin, type) and dataclasses.is_dataclass(origin) and _class_is_serializable(origin, seen)
     if isinstance(tp, type):
         return _class_is_serializable(tp, seen)
     return False
@@ -197,9 +191,7 @@ def _check_value(value: object, path: str, active: set[int]) -> None:
     if not is_container and not (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         raise _unsupported(value, path)
     if id(value) in active:
-        raise UnsupportedDepsTypeError(
-            f"Dependencies must be serialisable, but {path} refers back to itself."
-        )
+        raise UnsupportedDepsTypeError(f"Dependencies must be serialisable, but {path} refers back to itself.")
     active.add(id(value))
     try:
         for child, child_path in _children(value, path):

@@ -106,13 +106,9 @@ def collect_tools(source: ToolSource) -> list[PydanticAITool]:
         for tool in item.tools.values() if _is_toolset(item) else [item]:
             name = getattr(tool, "name", None)
             if not isinstance(name, str) or not name.strip():
-                raise ToolValidationError(
-                    f"Tool name must be a non-empty string, got {name!r} (tool {tool!r})."
-                )
+                raise ToolValidationError(f"Tool name must be a non-empty string, got {name!r} (tool {tool!r}).")
             if name in seen:
-                raise ToolValidationError(
-                    f"Two tools are named {name!r}; tool names must be unique per server."
-                )
+                raise ToolValidationError(f"Two tools are named {name!r}; tool names must be unique per server.")
             seen.add(name)
             tools.append(tool)  # type: ignore[arg-type]
     return tools
@@ -163,9 +159,7 @@ def create_tool_wrapper(
         view = tool
     invoker = _Invoker.of(view)
     if invoker.takes_ctx and deps_context is None:
-        raise NotImplementedError(
-            f"Tool {invoker.name!r} takes a RunContext; pass deps_context=DepsContext(deps)."
-        )
+        raise NotImplementedError(f"Tool {invoker.name!r} takes a RunContext; pass deps_context=DepsContext(deps).")
 
     async def wrapper(arguments: dict[str, Any]) -> dict[str, Any]:
         ctx = deps_context.for_call(invoker.name) if deps_context is not None else None
@@ -229,9 +223,7 @@ def convert_tools_to_mcp_server(
 
     Same as :func:`create_mcp_server_from_tools`; the public name of FR-013.
     """
-    return create_mcp_server_from_tools(
-        toolsets, server_name, version=version, deps=deps, read_only=read_only
-    )
+    return create_mcp_server_from_tools(toolsets, server_name, version=version, deps=deps, read_only=read_only)
 
 
 def filter_tools_for_request(
@@ -268,9 +260,7 @@ def mcp_tool_name(tool_name: str, server_name: str = DEFAULT_SERVER_NAME) -> str
     return f"mcp__{server_name}__{tool_name}"
 
 
-def allowed_tool_names(
-    server_name: str = DEFAULT_SERVER_NAME, tool_names: Iterable[str] | None = None
-) -> list[str]:
+def allowed_tool_names(server_name: str = DEFAULT_SERVER_NAME, tool_names: Iterable[str] | None = None) -> list[str]:
     """``allowed_tools`` entries for a server: each named tool, or the whole server (``mcp__<server>``)."""
     if tool_names is None:
         return [f"mcp__{server_name}"]

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import CLINotFoundError as SDKCLINotFoundError
+from claude_agent_sdk import McpSdkServerConfig, ResultMessage
 from claude_agent_sdk import ProcessError as SDKProcessError
-from claude_agent_sdk import ResultMessage
 from claude_agent_sdk.types import Message
 from pydantic_ai import _utils
 from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent
@@ -30,10 +30,12 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
 from claudecode_model import _history
+from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, RunToolRouter, agent_tools_server, tools_signature
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
+from claudecode_model._run_context import current_run_context
 from claudecode_model._session import CLISession, SessionPool
 from claudecode_model._translate import TurnTranslator
 from claudecode_model.exceptions import (
@@ -45,6 +47,7 @@ from claudecode_model.exceptions import (
     CLITimeoutError,
     api_error_for_status,
 )
+from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
@@ -110,6 +113,8 @@ class ClaudeCodeModel(Model):
         self._env = dict(env or {})
         self._pool = SessionPool(max_idle=keep_sessions, idle_timeout=session_idle_timeout)
         self._session_costs: dict[str, float] = {}
+        self._registered_toolsets: Any = None
+        self._server_name = AGENT_TOOLS_SERVER
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
         _LIVE_MODELS.add(self)
 
@@ -199,6 +204,26 @@ class ClaudeCodeModel(Model):
         finally:
             await turn.finish()
 
+    def set_agent_toolsets(self, toolsets: Any, *, server_name: str = AGENT_TOOLS_SERVER) -> None:
+        """Register pydantic-ai toolsets (e.g. ``agent._function_toolset``) to serve as Claude Code MCP tools.
+
+        This is the explicit API of the tool specification. It is optional: without it, an agent's tools are
+        exposed automatically and run through the run's own tool machinery (validation, retries, real deps).
+        Registered tools are converted with :func:`~claudecode_model.convert_tool` and called without a run
+        context. Calling it again replaces the previous registration (with a warning).
+        """
+        if self._registered_toolsets is not None:
+            logger.warning("set_agent_toolsets() replaces the toolsets registered before")
+        self._registered_toolsets = toolsets
+        self._server_name = server_name
+
+    def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
+        """Build the MCP server holding only the registered tools this request names."""
+        tools = filter_tools_for_request(self._registered_toolsets, function_tool_names)
+        if not tools:
+            return None
+        return create_mcp_server_from_tools(tools, self._server_name)
+
     async def aclose(self) -> None:
         """Stop every CLI process this model keeps for follow-up turns."""
         await self._pool.close_all()
@@ -210,13 +235,34 @@ class ClaudeCodeModel(Model):
     # --- internals ------------------------------------------------------------------------------------------
 
     async def _start_turn(
-        self, messages: list[ModelMessage], settings: ClaudeCodeModelSettings, params: ModelRequestParameters
+        self,
+        messages: list[ModelMessage],
+        settings: ClaudeCodeModelSettings,
+        params: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
     ) -> _Turn:
         await self._pool.prune()
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
         needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
+        tool_defs = list(params.function_tools)
+        auto_tools = bool(tool_defs) and self._registered_toolsets is None
+        if tool_defs and not auto_tools:
+            server = self._process_function_tools([tool.name for tool in tool_defs])
+            if server is not None:
+                needs.mcp_servers[self._server_name] = server
+                needs.allowed_tools.append(f"mcp__{self._server_name}")
+                needs.mcp_tools_signature = ["registered", id(self._registered_toolsets), tools_signature(tool_defs)]
+        elif auto_tools:
+            run_context = run_context or current_run_context()
+            if run_context is None:
+                raise ClaudeCodeError(
+                    "This request carries function tools but no agent run context: run the model through an "
+                    "Agent, or register the tools with set_agent_toolsets()."
+                )
+            needs.allowed_tools.append(f"mcp__{AGENT_TOOLS_SERVER}")
+            needs.mcp_tools_signature = ["auto", tools_signature(tool_defs)]
         stderr_lines: deque[str] = deque(maxlen=_STDERR_LINES)
         base_env = {**self._env}
 
@@ -239,7 +285,12 @@ class ClaudeCodeModel(Model):
                 env={**os.environ, **base_env, **settings.get("claude_code_env", {})},
                 cwd=settings.get("claude_code_cwd"),
             )
+        router = session.tool_router if session is not None else RunToolRouter()
+        if auto_tools:
+            router.bind(run_context)
         if session is None:
+            if auto_tools:
+                needs.mcp_servers[AGENT_TOOLS_SERVER] = agent_tools_server(tool_defs, router)
             options, signature = build_options(
                 model_name=self._model_name,
                 cli_path=cli_path,
@@ -249,6 +300,7 @@ class ClaudeCodeModel(Model):
                 stderr=stderr_lines.append,
             )
             session = CLISession(options, signature=signature)
+            session.tool_router = router
             try:
                 await session.start()
             except BaseException as error:
@@ -261,7 +313,8 @@ class ClaudeCodeModel(Model):
             params=params,
             timeout=_turn_timeout(settings),
             stderr=stderr_lines,
-            tool_prefixes=tuple(f"mcp__{name}__" for name in needs.mcp_servers),
+            tool_prefixes=(f"mcp__{AGENT_TOOLS_SERVER}__", f"mcp__{self._server_name}__"),
+            router=router,
         )
 
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
@@ -353,6 +406,7 @@ class _Turn:
     timeout: float | None
     stderr: deque[str]
     tool_prefixes: tuple[str, ...]
+    router: RunToolRouter
     translator: TurnTranslator = field(init=False)
     raw_messages: list[Message] = field(default_factory=list)
     completed: bool = False
@@ -393,6 +447,9 @@ class _Turn:
             if mapped is error:
                 raise
             raise mapped from error
+        if self.router.fatal_error is not None:
+            self.failed = True
+            raise self.router.fatal_error
         result_error = self.model._result_error(self.translator)
         if result_error is not None:
             self.failed = True

@@ -177,9 +177,7 @@ class _Invoker:
         schema = getattr(tool, "function_schema", None)
         # pydantic-ai's FunctionSchema validates (and converts) the arguments and knows how to call the
         # function (positional fields, sync functions in a thread); use it when it belongs to this function.
-        usable = (
-            schema is not None and getattr(schema, "function", None) is function and hasattr(schema, "call")
-        )
+        usable = schema is not None and getattr(schema, "function", None) is function and hasattr(schema, "call")
         return cls(name, function, bool(getattr(tool, "takes_ctx", False)), schema if usable else None)
 
     async def __call__(self, arguments: dict[str, Any], ctx: object) -> Any:
@@ -207,11 +205,7 @@ def _text_response(text: str, *, is_error: bool = False) -> McpResponse:
 
 
 def _is_mcp_shaped(value: object) -> TypeGuard[dict[str, Any]]:
-    if (
-        not isinstance(value, dict)
-        or "content" not in value
-        or not set(value) <= {"content", "isError", "is_error"}
-    ):
+    if not isinstance(value, dict) or "content" not in value or not set(value) <= {"content", "isError", "is_error"}:
         return False
     content = value["content"]
     flags_ok = all(isinstance(value.get(key, False), bool) for key in ("isError", "is_error"))

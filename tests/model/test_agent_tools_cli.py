@@ -1,0 +1,184 @@
+"""The agent's own tools inside Claude Code's loop, end to end with the real CLI (no registration needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+
+from claudecode_model import ClaudeCodeModel
+from claudecode_model.testing import OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+
+def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Brain: first call every offered tool (after a preamble), then answer with the tool results."""
+    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    if not returns:
+        calls = [ToolCallPart(tool.name, _args_for(tool)) for tool in info.function_tools]
+        return ModelResponse(parts=[TextPart("Let me check."), *calls])
+    return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
+
+
+def _args_for(tool: ToolDefinition) -> dict[str, object]:
+    properties = tool.parameters_json_schema.get("properties", {})
+    return {name: 2 if spec.get("type") == "integer" else "x" for name, spec in properties.items()}
+
+
+@dataclass
+class Deps:
+    city: str
+    lock: threading.Lock  # not serialisable: the call stays in-process, so any deps type works
+
+
+@pytest.fixture
+async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
+    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    yield model
+    await model.aclose()
+
+
+async def test_plain_and_context_tools_run_with_real_deps(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    agent = Agent(model, deps_type=Deps)
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @agent.tool
+    def where(ctx: RunContext[Deps]) -> str:
+        """Where the user is."""
+        return f"{ctx.deps.city} (lock held: {ctx.deps.lock.locked()})"
+
+    result = await agent.run("go", deps=Deps("Oslo", threading.Lock()))
+
+    assert result.output == "Answer: 4 | Oslo (lock held: False)"
+    assert claude_backend.requests[0].tool_names == ["mcp__pydantic_tools__add", "mcp__pydantic_tools__where"]
+    response = result.all_messages()[-1]
+    assert isinstance(response, ModelResponse)
+    calls = [part for part in response.parts if isinstance(part, NativeToolCallPart)]
+    returns = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+    assert [(call.tool_name, call.args_as_dict()) for call in calls] == [("add", {"a": 2, "b": 2}), ("where", {})]
+    assert [ret.content for ret in returns] == ["4", "Oslo (lock held: False)"]
+    # The exact text reached Claude, not wrapped JSON.
+    assert [r.text for r in claude_backend.requests[-1].tool_results()] == ["4", "Oslo (lock held: False)"]
+
+
+async def test_run_stream_returns_the_answer_not_the_preamble(model: ClaudeCodeModel):
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        return f"found {q}"
+
+    async with agent.run_stream("go") as stream:
+        output = await stream.get_output()
+
+    assert output == "Answer: found x"
+
+
+async def test_model_retry_goes_back_to_claude_and_is_corrected(claude_backend: OfflineBackend):
+    attempts: list[int] = []
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        results = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        if not results:
+            return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {"n": -3})])
+        if len(results) == 1:
+            assert "must be positive" in str(results[0].content)
+            return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {"n": 3})])
+        return ModelResponse(parts=[TextPart(f"done: {results[-1].content}")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    agent = Agent(model)
+
+    @agent.tool_plain(retries=2)
+    def square(n: int) -> int:
+        attempts.append(n)
+        if n < 0:
+            raise ModelRetry("n must be positive")
+        return n * n
+
+    try:
+        result = await agent.run("square it")
+    finally:
+        await model.aclose()
+    assert result.output == "done: 9"
+    assert attempts == [-3, 3]
+    first_result = claude_backend.requests[1].tool_results()[0]
+    assert first_result.is_error
+
+
+async def test_tool_exception_reaches_claude_as_an_error_result(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def explode() -> str:
+        raise RuntimeError("the disk is on fire")
+
+    result = await agent.run("go")
+
+    tool_result = claude_backend.requests[-1].tool_results()[0]
+    assert tool_result.is_error
+    assert "the disk is on fire" in tool_result.text
+    response = result.all_messages()[-1]
+    assert isinstance(response, ModelResponse)
+    [failed] = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+    assert failed.outcome == "failed"
+
+
+async def test_only_the_tools_of_the_request_are_exposed(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    agent = Agent(model)
+
+    async def hide(ctx: RunContext[None], tool_def: ToolDefinition) -> ToolDefinition | None:
+        return None
+
+    @agent.tool_plain
+    def one() -> str:
+        return "1"
+
+    @agent.tool_plain
+    def two() -> str:
+        return "2"
+
+    @agent.tool_plain(prepare=hide)
+    def three() -> str:
+        return "3"
+
+    result = await agent.run("go")
+
+    assert claude_backend.requests[0].tool_names == ["mcp__pydantic_tools__one", "mcp__pydantic_tools__two"]
+    assert result.output == "Answer: 1 | 2"
+
+
+async def test_concurrent_runs_on_one_model_see_their_own_deps(model: ClaudeCodeModel):
+    agent = Agent(model, deps_type=str)
+
+    @agent.tool
+    async def whoami(ctx: RunContext[str]) -> str:
+        await asyncio.sleep(0.05)
+        return ctx.deps
+
+    names = [f"user-{index}" for index in range(6)]
+    results = await asyncio.gather(*(agent.run(f"who is {name}", deps=name) for name in names))
+
+    assert [result.output for result in results] == [f"Answer: {name}" for name in names]
