@@ -11,8 +11,10 @@ import pytest
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
+    ResultError,
     ResultMessage,
     SdkMcpTool,
+    ThinkingBlock,
     create_sdk_mcp_server,
     query,
     tool,
@@ -23,6 +25,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     SystemPromptPart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
 )
@@ -47,10 +50,14 @@ def _options(backend: OfflineBackend, **overrides: Any) -> ClaudeAgentOptions:
     return ClaudeAgentOptions(**settings)
 
 
+async def _collect(prompt: str, options: ClaudeAgentOptions, into: list[Any]) -> None:
+    async for message in query(prompt=prompt, options=options):
+        into.append(message)
+
+
 async def _run(prompt: str, options: ClaudeAgentOptions) -> tuple[list[Any], ResultMessage]:
     messages: list[Any] = []
-    async for message in query(prompt=prompt, options=options):
-        messages.append(message)
+    await _collect(prompt, options, messages)
     results = [m for m in messages if isinstance(m, ResultMessage)]
     assert len(results) == 1
     return messages, results[0]
@@ -140,11 +147,63 @@ async def test_injected_401_reaches_the_cli_as_an_api_error() -> None:
     async with OfflineBackend("never sent") as backend:
         backend.fail_next(Failure.http(401, "invalid x-api-key"))
         messages: list[Any] = []
-        with pytest.raises(Exception, match="(?i)error"):
-            async for message in query(prompt="hi", options=_options(backend)):
-                messages.append(message)
+        with pytest.raises(ResultError, match="Invalid API key"):
+            await _collect("hi", _options(backend), messages)
 
         [result] = [m for m in messages if isinstance(m, ResultMessage)]
         assert result.is_error is True
         assert result.api_error_status == 401
         assert len(backend.requests) == 1
+
+
+async def test_sse_error_makes_the_cli_retry_without_streaming() -> None:
+    async with OfflineBackend(["answered without streaming"]) as backend:
+        backend.fail_next(Failure.sse_error("overloaded_error", "Overloaded"))
+        _, result = await _run("hi", _options(backend))
+
+        assert result.result == "answered without streaming"
+        assert [r.stream for r in backend.requests] == [True, False]
+
+
+async def test_thinking_and_tool_use_round_trip_through_the_cli() -> None:
+    script = [
+        ScriptedTurn(
+            [ThinkingPart("I should echo.", signature="sig-xyz"), ToolCallPart("mcp__t__echo", {"text": "q"})]
+        ),
+        "finished",
+    ]
+    async with OfflineBackend(script) as backend:
+        options = _options(backend, mcp_servers={"t": _echo_server()}, allowed_tools=["mcp__t"], max_turns=3)
+        messages, result = await _run("think", options)
+
+        assert result.result == "finished"
+        second = backend.requests[1]
+        assert second.has_thinking()
+        [assistant] = [m for m in second.messages if isinstance(m, ModelResponse)]
+        thinking = assistant.parts[0]
+        assert isinstance(thinking, ThinkingPart)
+        assert (thinking.content, thinking.signature) == ("I should echo.", "sig-xyz")
+        assert [r.text for r in second.tool_results()] == ["echoed:q"]
+        assert any(
+            isinstance(block, ThinkingBlock) and block.thinking == "I should echo."
+            for m in messages
+            if isinstance(m, AssistantMessage)
+            for block in m.content
+        )
+
+
+async def test_default_brain_fills_the_structured_output_tool() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}, "count": {"type": "integer"}},
+        "required": ["answer", "count"],
+    }
+    async with OfflineBackend() as backend:
+        options = _options(backend, output_format={"type": "json_schema", "schema": schema})
+        _, result = await _run("give me json", options)
+
+        assert result.is_error is False
+        assert isinstance(result.structured_output, dict)
+        assert isinstance(result.structured_output["answer"], str)
+        assert isinstance(result.structured_output["count"], int)
+        assert "StructuredOutput" in backend.requests[0].tool_names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shutil
@@ -61,10 +62,20 @@ class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, started: threading.Event) -> None:
         super().__init__(config)
         self.started_event = started
+        self.exit_requested = asyncio.Event()  # set (thread-safely) by OfflineBackend.stop()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         self.started_event.set()
+
+    async def main_loop(self) -> None:
+        # uvicorn polls ``should_exit`` every 0.1 s; waking on an event makes stop() prompt.
+        while not self.should_exit:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.exit_requested.wait(), 1.0)
+            await self.on_tick(0)  # refreshes the Date header
+            if self.exit_requested.is_set():
+                self.should_exit = True
 
 
 def _error_response(status: int, message: str, error_type: str | None = None) -> JSONResponse:
@@ -118,7 +129,6 @@ class OfflineBackend:
         self._thread: threading.Thread | None = None
         self._server: _Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
         self._url: str | None = None
         self._config_dir: Path | None = None
         self._tmp_dir: Path | None = None
@@ -191,7 +201,6 @@ class OfflineBackend:
     def _serve(self, server: _Server, sock: socket.socket, started: threading.Event) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
-            self._stopping = asyncio.Event()
 
             await server.serve(sockets=[sock])
 
@@ -209,10 +218,10 @@ class OfflineBackend:
         thread, server = self._thread, self._server
         if thread is None or server is None:
             return
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None and not loop.is_closed():
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
             try:
-                loop.call_soon_threadsafe(stopping.set)
+                loop.call_soon_threadsafe(server.exit_requested.set)
             except RuntimeError:
                 logger.debug("offline backend loop already closed")
         server.should_exit = True
@@ -228,7 +237,7 @@ class OfflineBackend:
                 shutil.rmtree(directory, ignore_errors=True)
         self._config_dir = self._tmp_dir = None
         self._thread = self._server = None
-        self._loop = self._stopping = None
+        self._loop = None
         self._url = None
 
     def __enter__(self) -> OfflineBackend:
@@ -371,11 +380,11 @@ class OfflineBackend:
 
     async def _wait(self, seconds: float | None) -> None:
         """Sleep ``seconds`` (forever if None), cut short when the backend stops."""
-        stopping = self._stopping
-        if stopping is None:
+        server = self._server
+        if server is None:
             return
         try:
-            await asyncio.wait_for(stopping.wait(), seconds)
+            await asyncio.wait_for(server.exit_requested.wait(), seconds)
         except TimeoutError:
             return
 

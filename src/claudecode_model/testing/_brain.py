@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, TextPart, ToolCallPart
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.function import FunctionDef, FunctionModel, StreamFunctionDef
 from pydantic_ai.models.test import TestModel
@@ -112,6 +112,33 @@ class ScriptBrain(Brain):
         return _item_answer(item)
 
 
+STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
+"""The tool the CLI adds for ``output_format`` / ``--json-schema``."""
+
+
+class DefaultBrain(Brain):
+    """``TestModel`` behaviour, aware of the CLI's ``StructuredOutput`` tool.
+
+    First request offering tools: call each tool once (``TestModel``), except ``StructuredOutput``.
+    Later requests, or when ``StructuredOutput`` is the only tool: call ``StructuredOutput`` with arguments
+    generated from its schema if it is offered, else answer with text (the tool results as JSON, or
+    ``success (no tool calls)``).
+    """
+
+    def __init__(self) -> None:
+        self.model = TestModel()
+        self._delegate = ModelBrain(self.model)
+
+    async def answer(self, messages: list[ModelMessage], tools: list[ToolDefinition]) -> BrainAnswer:
+        structured = next((t for t in tools if t.name == STRUCTURED_OUTPUT_TOOL), None)
+        others = [t for t in tools if t.name != STRUCTURED_OUTPUT_TOOL]
+        responded = any(isinstance(m, ModelResponse) for m in messages)
+        if structured is not None and (responded or not others):
+            call = ToolCallPart(structured.name, self.model.gen_tool_args(structured))
+            return BrainAnswer(response=ModelResponse(parts=[call]))
+        return await self._delegate.answer(messages, others)
+
+
 class ConstantBrain(Brain):
     """Replies with the same text to every request."""
 
@@ -130,7 +157,7 @@ def make_brain(brain: BrainSpec, stream_function: StreamFunctionDef | None = Non
         return ModelBrain(FunctionModel(stream_function=stream_function))
     match brain:
         case None:
-            return ModelBrain(TestModel())
+            return DefaultBrain()
         case Model():
             return ModelBrain(brain)
         case str():

@@ -193,22 +193,25 @@ def parse_request(body: Mapping[str, Any]) -> ParsedRequest:
     messages: list[ModelMessage] = []
     raw_messages = body.get("messages")
     pending: list[ModelRequestPart] = list(system_parts)
+    user_turn_open = False  # a user message, even an empty one, always becomes a ModelRequest
     for raw in raw_messages if isinstance(raw_messages, list) else []:
         if not isinstance(raw, Mapping):
             continue
         blocks = _as_blocks(raw.get("content", ""))
         match raw.get("role"):
             case "assistant":
-                if pending:
+                if pending or user_turn_open:
                     messages.append(ModelRequest(parts=pending))
-                    pending = []
+                pending, user_turn_open = [], False
                 messages.append(_assistant_response(blocks, tool_names))
             case "system":
                 # The CLI sends per-turn context (environment, date, model) as a mid-conversation message.
-                pending.extend(SystemPromptPart(text) for b in blocks if b.get("type") == "text" if (text := b["text"]))
+                texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+                pending.extend(SystemPromptPart(text) for text in texts if text)
             case _:
                 pending.extend(_user_parts(blocks, tool_names))
-    if pending:
+                user_turn_open = True
+    if pending or user_turn_open:
         messages.append(ModelRequest(parts=pending))
     raw_tools = body.get("tools")
     tools = [_tool_definition(t) for t in raw_tools if isinstance(t, Mapping)] if isinstance(raw_tools, list) else []
