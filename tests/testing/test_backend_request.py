@@ -116,10 +116,7 @@ def test_strip_noise_removes_reminders_and_keeps_clean_text_unchanged() -> None:
     assert strip_noise("  plain text  ") == "  plain text  "
     assert strip_noise("<system-reminder>\nx\n</system-reminder>") == ""
     assert strip_noise("result<total_tokens>123 tokens left</total_tokens>") == "result"
-    assert (
-        strip_noise("<system-reminder>a</system-reminder>\nhello\n<system-reminder>b</system-reminder>")
-        == "hello"
-    )
+    assert strip_noise("<system-reminder>a</system-reminder>\nhello\n<system-reminder>b</system-reminder>") == "hello"
 
 
 def test_cli_like_request_translates_to_pydantic_ai_messages() -> None:

@@ -81,18 +81,14 @@ def client(backend: OfflineBackend) -> Iterator[httpx.Client]:
         yield http
 
 
-def post(
-    client: httpx.Client, payload: dict[str, Any], path: str = "/v1/messages?beta=true"
-) -> httpx.Response:
+def post(client: httpx.Client, payload: dict[str, Any], path: str = "/v1/messages?beta=true") -> httpx.Response:
     return client.post(path, json=payload)
 
 
 # --- brains -------------------------------------------------------------------------------------------------
 
 
-def test_default_brain_calls_each_tool_then_answers_with_text(
-    backend: OfflineBackend, client: httpx.Client
-) -> None:
+def test_default_brain_calls_each_tool_then_answers_with_text(backend: OfflineBackend, client: httpx.Client) -> None:
     first = post(client, body(tools=TOOLS))
     starts = [d["content_block"] for e, d in sse(first) if e == "content_block_start"]
     assert [s["type"] for s in starts] == ["tool_use"]
@@ -145,9 +141,7 @@ def test_function_brain_sees_messages_and_tools(backend: OfflineBackend, client:
     assert backend.last_request.system == "Sys."
 
 
-def test_async_function_and_model_instances_work_as_brains(
-    backend: OfflineBackend, client: httpx.Client
-) -> None:
+def test_async_function_and_model_instances_work_as_brains(backend: OfflineBackend, client: httpx.Client) -> None:
     async def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         await asyncio.sleep(0)
         return ModelResponse(parts=[TextPart("async reply")])
@@ -173,9 +167,7 @@ def test_stream_function_brain(backend: OfflineBackend, client: httpx.Client) ->
         backend.set_brain("x", stream_function=stream)
 
 
-def test_script_is_consumed_in_order_and_exhaustion_is_a_500(
-    backend: OfflineBackend, client: httpx.Client
-) -> None:
+def test_script_is_consumed_in_order_and_exhaustion_is_a_500(backend: OfflineBackend, client: httpx.Client) -> None:
     backend.set_brain(
         [
             "plain text",
@@ -212,9 +204,7 @@ def test_script_is_consumed_in_order_and_exhaustion_is_a_500(
     assert len(backend.requests) == 7
 
 
-def test_a_raising_brain_becomes_a_500_with_its_message(
-    backend: OfflineBackend, client: httpx.Client
-) -> None:
+def test_a_raising_brain_becomes_a_500_with_its_message(backend: OfflineBackend, client: httpx.Client) -> None:
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise RuntimeError("brain broke")
 
@@ -393,9 +383,7 @@ def test_non_streaming_request_and_recorded_fields(backend: OfflineBackend, clie
 def test_concurrent_requests_are_all_recorded(backend: OfflineBackend) -> None:
     async def main() -> list[int]:
         async with httpx.AsyncClient(base_url=backend.url) as http:
-            responses = await asyncio.gather(
-                *(http.post("/v1/messages", json=body(f"q{i}")) for i in range(8))
-            )
+            responses = await asyncio.gather(*(http.post("/v1/messages", json=body(f"q{i}")) for i in range(8)))
         return [r.status_code for r in responses]
 
     assert asyncio.run(main()) == [200] * 8

@@ -16,9 +16,7 @@ BODY: dict[str, Any] = {"messages": [{"role": "user", "content": "hello there"}]
 
 
 def events_for(response: ModelResponse, chunk: int = 8) -> list[SSEEvent]:
-    return stream_events(
-        response, message_id="msg_1", model="claude-test", request_body=BODY, text_chunk_size=chunk
-    )
+    return stream_events(response, message_id="msg_1", model="claude-test", request_body=BODY, text_chunk_size=chunk)
 
 
 def parse_wire(data: bytes) -> list[tuple[str, dict[str, Any]]]:
@@ -121,9 +119,7 @@ def test_duplicate_tool_ids_are_made_unique() -> None:
 
 
 def test_thinking_streams_thinking_then_signature_deltas() -> None:
-    response = ModelResponse(
-        parts=[ThinkingPart("Let me think about it.", signature="sig-abc"), TextPart("Answer.")]
-    )
+    response = ModelResponse(parts=[ThinkingPart("Let me think about it.", signature="sig-abc"), TextPart("Answer.")])
     events = events_for(response, chunk=5)
 
     block0 = [e.data for e in events if e.data.get("index") == 0]
@@ -136,9 +132,7 @@ def test_thinking_streams_thinking_then_signature_deltas() -> None:
 
 
 def test_thinking_without_signature_gets_one() -> None:
-    message = message_json(
-        ModelResponse(parts=[ThinkingPart("hm")]), message_id="m", model="m", request_body=BODY
-    )
+    message = message_json(ModelResponse(parts=[ThinkingPart("hm")]), message_id="m", model="m", request_body=BODY)
     assert message["content"][0]["signature"]
 
 

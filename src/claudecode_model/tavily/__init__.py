@@ -10,9 +10,8 @@
 from __future__ import annotations
 
 try:
-    import tenacity as _tenacity  # noqa: F401
-
     import tavily as _tavily  # noqa: F401
+    import tenacity as _tenacity  # noqa: F401
 except ImportError as _exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         f"claudecode_model.tavily needs the 'tavily' extra ({_exc.name} is missing): "

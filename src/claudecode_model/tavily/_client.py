@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any, Self
 
 import httpx
+from tavily import AsyncTavilyClient
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from claudecode_model.tavily._deps import TAVILY_API_KEY_ENV, TavilySearchDeps
@@ -20,7 +21,6 @@ from claudecode_model.tavily._models import (
     SearchResponse,
     SearchResult,
 )
-from tavily import AsyncTavilyClient
 
 if TYPE_CHECKING:
     import ssl
@@ -72,9 +72,7 @@ class TavilySearchClient:
         if self._owned_http_client:
             await self._http_client.aclose()
 
-    async def search(
-        self, query: str, *, search_depth: SearchDepth = "basic", max_results: int = 5
-    ) -> SearchResponse:
+    async def search(self, query: str, *, search_depth: SearchDepth = "basic", max_results: int = 5) -> SearchResponse:
         """Run ``/search``."""
         raw = await self._call(
             "search",
@@ -161,9 +159,7 @@ def _log_retry(operation: str, state: RetryCallState, max_attempts: int) -> None
 
 
 def _unexpected(operation: str, detail: str) -> TavilyAPIError:
-    return TavilyAPIError(
-        TavilyErrorType.UNKNOWN_ERROR, f"unexpected {operation} response from the API: {detail}"
-    )
+    return TavilyAPIError(TavilyErrorType.UNKNOWN_ERROR, f"unexpected {operation} response from the API: {detail}")
 
 
 def _str_field(item: dict[str, Any], key: str) -> str:
@@ -203,14 +199,10 @@ def _parse_extract(raw: Any) -> ExtractResponse:
     for item in results_raw:
         if not isinstance(item, dict):
             raise _unexpected("extract", "a result is not an object")
-        results.append(
-            ExtractResult(url=_str_field(item, "url"), raw_content=_str_field(item, "raw_content"))
-        )
+        results.append(ExtractResult(url=_str_field(item, "url"), raw_content=_str_field(item, "raw_content")))
     for item in failed_raw:
         if isinstance(item, dict):
-            failed.append(
-                ExtractFailure(url=_str_field(item, "url"), error=_str_field(item, "error") or "failed")
-            )
+            failed.append(ExtractFailure(url=_str_field(item, "url"), error=_str_field(item, "error") or "failed"))
         elif isinstance(item, str):
             failed.append(ExtractFailure(url=item, error="failed"))
         else:

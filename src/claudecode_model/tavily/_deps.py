@@ -6,7 +6,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
-import httpx  # noqa: TC002 - resolved at runtime by get_type_hints() (deps serialisation)
+import httpx
 
 __all__ = ["DEFAULT_API_BASE_URL", "TAVILY_API_KEY_ENV", "TavilySearchDeps"]
 

@@ -76,9 +76,7 @@ class TavilyAPIError(ClaudeCodeError):
         return (_rebuild, (self.error_type, self.message, self.status_code, self.attempts))
 
 
-def _rebuild(
-    error_type: TavilyErrorType, message: str, status_code: int | None, attempts: int
-) -> TavilyAPIError:
+def _rebuild(error_type: TavilyErrorType, message: str, status_code: int | None, attempts: int) -> TavilyAPIError:
     return TavilyAPIError(error_type, message, status_code=status_code, attempts=attempts)
 
 
@@ -127,17 +125,13 @@ def map_exception(exc: Exception, *, api_key: str | None, attempts: int) -> Tavi
             )
         case tavily_errors.ForbiddenError():
             error_type = TavilyErrorType.FORBIDDEN_ERROR
-            message = _with_detail(
-                "access denied (HTTP 403/432/433: endpoint not allowed or plan limit reached)", exc
-            )
+            message = _with_detail("access denied (HTTP 403/432/433: endpoint not allowed or plan limit reached)", exc)
         case tavily_errors.TimeoutError() | httpx.TimeoutException():
             error_type, message = TavilyErrorType.TIMEOUT_ERROR, _with_detail("request timed out", exc)
         case httpx.HTTPStatusError():
             status_code = exc.response.status_code
             error_type = TavilyErrorType.SERVER_ERROR if status_code >= 500 else TavilyErrorType.UNKNOWN_ERROR
-            message = _with_detail(
-                f"HTTP {status_code} from {exc.request.url.path}", _response_text(exc.response)
-            )
+            message = _with_detail(f"HTTP {status_code} from {exc.request.url.path}", _response_text(exc.response))
         case httpx.RequestError():
             error_type = TavilyErrorType.NETWORK_ERROR
             message = _with_detail(f"cannot reach the Tavily API ({type(exc).__name__})", exc)
@@ -147,9 +141,7 @@ def map_exception(exc: Exception, *, api_key: str | None, attempts: int) -> Tavi
             message = _with_detail("the API answered with an unreadable response", exc)
         case _:
             return None
-    return TavilyAPIError(
-        error_type, scrub_secret(message, api_key), status_code=status_code, attempts=attempts
-    )
+    return TavilyAPIError(error_type, scrub_secret(message, api_key), status_code=status_code, attempts=attempts)
 
 
 def _response_text(response: httpx.Response) -> str:

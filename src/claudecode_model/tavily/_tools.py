@@ -59,13 +59,9 @@ __all__ = [
 # The parameter types carry the contract's constraints into the JSON schema the model sees. They are
 # schema-only (``json_schema_extra``): the tools check the values themselves, so every violation comes back in
 # the contract's VALIDATION_ERROR format rather than as pydantic's generic validation message.
-QueryParam: TypeAlias = Annotated[
-    str, Field(json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_LENGTH})
-]
+QueryParam: TypeAlias = Annotated[str, Field(json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_LENGTH})]
 SearchDepthParam: TypeAlias = Annotated[str, Field(json_schema_extra={"enum": list(SEARCH_DEPTHS)})]
-MaxResultsParam: TypeAlias = Annotated[
-    int, Field(json_schema_extra={"minimum": 1, "maximum": MAX_RESULTS_LIMIT})
-]
+MaxResultsParam: TypeAlias = Annotated[int, Field(json_schema_extra={"minimum": 1, "maximum": MAX_RESULTS_LIMIT})]
 MaxTokensParam: TypeAlias = Annotated[int, Field(json_schema_extra={"minimum": 1})] | None
 UrlsParam: TypeAlias = Annotated[list[str], Field(json_schema_extra={"minItems": 1, "maxItems": MAX_URLS})]
 
@@ -92,9 +88,7 @@ def _deps_of_run(ctx: RunContext[Any]) -> TavilySearchDeps:
     )
 
 
-async def _run_logged(
-    tool_name: str, arguments: Mapping[str, object], body: Callable[[], Awaitable[str]]
-) -> str:
+async def _run_logged(tool_name: str, arguments: Mapping[str, object], body: Callable[[], Awaitable[str]]) -> str:
     """Run ``body`` between the start/done logs; a ``TavilyAPIError`` becomes what the model is shown."""
     log_verbose_tool_start(tool_name, arguments)
     start_time = time.perf_counter()
@@ -111,9 +105,7 @@ async def _run_logged(
         log_verbose_tool_done(tool_name, status, (time.perf_counter() - start_time) * 1000)
 
 
-async def _search(
-    deps: TavilySearchDeps, query: str, search_depth: str = "basic", max_results: int = 5
-) -> str:
+async def _search(deps: TavilySearchDeps, query: str, search_depth: str = "basic", max_results: int = 5) -> str:
     async def body() -> str:
         clean_query = validate_query(query)
         depth = validate_search_depth(search_depth)

@@ -64,11 +64,7 @@ def validate_search_depth(search_depth: object) -> SearchDepth:
 
 def validate_max_results(max_results: object) -> int:
     """``max_results`` must be an integer from 1 to 20."""
-    if (
-        isinstance(max_results, bool)
-        or not isinstance(max_results, int)
-        or not 1 <= max_results <= MAX_RESULTS_LIMIT
-    ):
+    if isinstance(max_results, bool) or not isinstance(max_results, int) or not 1 <= max_results <= MAX_RESULTS_LIMIT:
         raise _invalid(f"max_results must be an integer from 1 to {MAX_RESULTS_LIMIT}, got {max_results!r}")
     return max_results
 

@@ -114,9 +114,7 @@ class FakeTavilyServer:
         self,
         *,
         api_key: str | None = DEFAULT_FAKE_API_KEY,
-        search_results: Sequence[Mapping[str, Any]]
-        | Callable[[str, int], list[dict[str, Any]]]
-        | None = None,
+        search_results: Sequence[Mapping[str, Any]] | Callable[[str, int], list[dict[str, Any]]] | None = None,
         pages: Mapping[str, str] | None = None,
         failing_urls: Mapping[str, str] | None = None,
     ) -> None:
@@ -238,27 +236,21 @@ def _build_app(state: _State) -> Starlette:
     async def extract(request: Request) -> Response:
         return await _serve(state, request, _extract_body)
 
-    return Starlette(
-        routes=[Route("/search", search, methods=["POST"]), Route("/extract", extract, methods=["POST"])]
-    )
+    return Starlette(routes=[Route("/search", search, methods=["POST"]), Route("/extract", extract, methods=["POST"])])
 
 
 def _error(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"detail": {"error": detail}}, status_code=status)
 
 
-async def _serve(
-    state: _State, request: Request, answer: Callable[[_State, dict[str, Any]], JSONResponse]
-) -> Response:
+async def _serve(state: _State, request: Request, answer: Callable[[_State, dict[str, Any]], JSONResponse]) -> Response:
     path = request.url.path
     try:
         body: Any = json.loads(await request.body())
     except ValueError:
         body = None
     with state.lock:
-        state.requests.append(
-            RecordedRequest(path=path, body=body, authorization=request.headers.get("authorization"))
-        )
+        state.requests.append(RecordedRequest(path=path, body=body, authorization=request.headers.get("authorization")))
         queue = state.injections.get(path)
         injection = queue[0] if queue else None
         if queue and injection is not None:
@@ -325,7 +317,5 @@ def _extract_body(state: _State, body: dict[str, Any]) -> JSONResponse:
         if url in state.failing_urls:
             failed.append({"url": url, "error": state.failing_urls[url]})
         else:
-            results.append(
-                {"url": url, "raw_content": state.pages.get(url, f"Content of {url}."), "images": []}
-            )
+            results.append({"url": url, "raw_content": state.pages.get(url, f"Content of {url}."), "images": []})
     return JSONResponse({"results": results, "failed_results": failed, "response_time": 0.01})
