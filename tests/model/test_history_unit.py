@@ -1,0 +1,173 @@
+"""Unit tests of turn planning: continue vs replay, new input, transcript splitting, content conversion."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai.messages import (
+    AudioUrl,
+    BinaryContent,
+    ImageUrl,
+    ModelRequest,
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from claudecode_model import MessageConversionError, UnsupportedContentError
+from claudecode_model._history import (
+    CLI_TOOL_NAME_KEY,
+    HISTORY_DIGEST_KEY,
+    history_digest,
+    plan_turn,
+    transcript_of,
+    user_content_blocks,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def _claude_response(history: list, text: str, session: str = "s-1") -> ModelResponse:
+    response = ModelResponse(parts=[TextPart(text)], provider_name="claude-code")
+    response.provider_details = {"session_id": session, HISTORY_DIGEST_KEY: history_digest([*history, response])}
+    return response
+
+
+def test_first_turn_sends_user_prompt_and_system_prompt_with_instructions():
+    messages = [ModelRequest(parts=[SystemPromptPart("sys"), UserPromptPart("hi")])]
+
+    plan = plan_turn(messages, "be brief")
+
+    assert plan.system_prompt == "sys\n\nbe brief"
+    assert plan.new_input == [{"type": "text", "text": "hi"}]
+    assert plan.continue_session_id is None
+    assert plan.replay == []
+
+
+def test_history_seen_by_a_session_is_continued_with_only_the_new_input():
+    first = ModelRequest(parts=[UserPromptPart("one")])
+    response = _claude_response([first], "reply")
+    messages = [first, response, ModelRequest(parts=[UserPromptPart("two")])]
+
+    plan = plan_turn(messages, None)
+
+    assert plan.continue_session_id == "s-1"
+    assert plan.history_digest == response.provider_details[HISTORY_DIGEST_KEY]  # type: ignore[index]
+    assert plan.new_input == [{"type": "text", "text": "two"}]
+    assert plan.replay == []
+
+
+def test_edited_history_is_replayed_not_continued():
+    first = ModelRequest(parts=[UserPromptPart("one")])
+    response = _claude_response([first], "reply")
+    edited = ModelRequest(parts=[UserPromptPart("one, edited")])
+
+    plan = plan_turn([edited, response, ModelRequest(parts=[UserPromptPart("two")])], None)
+
+    assert plan.continue_session_id is None
+    assert [entry.role for entry in plan.replay] == ["user", "assistant"]
+    assert plan.replay[0].content == [{"type": "text", "text": "one, edited"}]
+
+
+def test_session_mode_new_never_continues():
+    first = ModelRequest(parts=[UserPromptPart("one")])
+    messages = [first, _claude_response([first], "reply"), ModelRequest(parts=[UserPromptPart("two")])]
+
+    plan = plan_turn(messages, None, allow_continue=False)
+
+    assert plan.continue_session_id is None
+    assert len(plan.replay) == 2
+
+
+def test_history_without_new_input_is_an_error():
+    first = ModelRequest(parts=[UserPromptPart("one")])
+    with pytest.raises(MessageConversionError):
+        plan_turn([first, ModelResponse(parts=[TextPart("x")])], None)
+
+
+def test_claude_code_response_with_tool_calls_is_split_into_alternating_messages():
+    response = ModelResponse(
+        parts=[
+            TextPart("Let me look."),
+            NativeToolCallPart(
+                "lookup",
+                {"q": "x"},
+                tool_call_id="t1",
+                provider_details={CLI_TOOL_NAME_KEY: "mcp__pydantic_tools__lookup"},
+            ),
+            NativeToolReturnPart("lookup", "found", tool_call_id="t1"),
+            TextPart("It is found."),
+        ]
+    )
+
+    entries = transcript_of([ModelRequest(parts=[UserPromptPart("q")]), response])
+
+    assert [entry.role for entry in entries] == ["user", "assistant", "user", "assistant"]
+    assert entries[1].content[1] == {
+        "type": "tool_use",
+        "id": "t1",
+        "name": "mcp__pydantic_tools__lookup",
+        "input": {"q": "x"},
+    }
+    assert entries[2].content == [{"type": "tool_result", "tool_use_id": "t1", "content": "found", "is_error": False}]
+    assert entries[3].content == [{"type": "text", "text": "It is found."}]
+
+
+def test_foreign_tool_calls_and_returns_replay_as_tool_use_and_tool_result():
+    history = [
+        ModelRequest(parts=[UserPromptPart("q")]),
+        ModelResponse(parts=[ToolCallPart("calc", {"a": 1}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("calc", 2, tool_call_id="c1")]),
+        ModelResponse(parts=[TextPart("2")]),
+    ]
+
+    entries = transcript_of(history)
+
+    assert [entry.role for entry in entries] == ["user", "assistant", "user", "assistant"]
+    assert entries[2].content[0]["type"] == "tool_result"
+    assert entries[2].content[0]["content"] == "2"
+
+
+def test_images_become_real_content_blocks():
+    blocks = user_content_blocks(
+        ["look", BinaryContent(PNG, media_type="image/png"), ImageUrl("https://example.com/a.png")]
+    )
+
+    assert blocks[0] == {"type": "text", "text": "look"}
+    assert blocks[1]["type"] == "image"
+    assert blocks[1]["source"]["type"] == "base64"
+    assert blocks[1]["source"]["media_type"] == "image/png"
+    assert blocks[2] == {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+
+
+def test_pdf_becomes_a_document_block():
+    [block] = user_content_blocks([BinaryContent(b"%PDF-1.4 ...", media_type="application/pdf")])
+
+    assert block["type"] == "document"
+    assert block["source"]["media_type"] == "application/pdf"
+
+
+@pytest.mark.parametrize(
+    ("item", "named"),
+    [
+        (AudioUrl("https://example.com/a.mp3"), "AudioUrl"),
+        (BinaryContent(b"not a png", media_type="image/png"), "image/png"),
+        (BinaryContent(b"\x00\x01", media_type="application/zip"), "application/zip"),
+    ],
+)
+def test_unsupported_content_is_a_clear_error_naming_the_type(item: object, named: str):
+    with pytest.raises(UnsupportedContentError, match=named):
+        user_content_blocks([item])  # type: ignore[list-item]
+
+
+def test_digest_ignores_timestamps_and_provider_details():
+    request = ModelRequest(parts=[UserPromptPart("one")])
+    a = ModelResponse(parts=[TextPart("x")], provider_details={"session_id": "a"})
+    b = ModelResponse(parts=[TextPart("x")], provider_details={"session_id": "b"})
+
+    assert history_digest([request, a]) == history_digest([request, b])
+    assert history_digest([request, a]) != history_digest([request, ModelResponse(parts=[TextPart("y")])])
