@@ -15,8 +15,8 @@ Forward references in dataclass annotations follow two rules:
 * **Unresolved type** → :class:`~claudecode_model.exceptions.TypeHintResolutionError`. The dataclass's
   annotations are resolved with :func:`typing.get_type_hints`; if that fails because a name in them does
   not exist (``config: "Missing"``, a ``TYPE_CHECKING``-only import under
-  ``from __future__ import annotations``, a class local to a function), the dataclass cannot be rebuilt
-  from JSON, so it is refused.
+  ``from __future__ import annotations``, a class local to a function) or an annotation cannot be
+  evaluated, the dataclass cannot be rebuilt from JSON, so it is refused.
 * **A forward reference that stays a string** → warning log, treated as serialisable. Some annotations
   resolve fine yet carry a forward reference that :func:`typing.get_type_hints` never evaluates: the
   string bound or constraint of a ``TypeVar`` (``TypeVar("T", bound="Config")``) and the string supertype
@@ -67,7 +67,7 @@ def _dataclass_hints(cls: type) -> dict[str, Any]:
     """Resolve the field annotations of a dataclass, or raise :class:`TypeHintResolutionError`."""
     try:
         return typing.get_type_hints(cls)
-    except NameError as e:
+    except (NameError, AttributeError, TypeError) as e:  # an undefined name, or an annotation that cannot run
         raise TypeHintResolutionError(
             f"Cannot resolve the type hints of dataclass {cls.__qualname__!r}: {e}. Define every type "
             "its fields refer to at module level (not only under TYPE_CHECKING) so the dependencies can be "
