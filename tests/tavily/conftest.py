@@ -1,0 +1,63 @@
+"""Fixtures of the Tavily tests: a local Tavily stand-in, fast-retry deps, and a leak check."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING
+
+import pytest
+
+from claudecode_model.tavily import TavilySearchDeps
+from claudecode_model.tavily.testing import FakeTavilyServer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+def _open_fds() -> set[str]:
+    return {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if _readable(fd)}
+
+
+def _readable(fd: str) -> bool:
+    try:
+        os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    """Every test ends without extra threads or sockets."""
+    threads_before = set(threading.enumerate())
+    sockets_before = {fd for fd in _open_fds() if fd.startswith("socket:")}
+    yield
+    leaked_threads = [thread for thread in threading.enumerate() if thread not in threads_before]
+    assert not leaked_threads, f"threads left running: {leaked_threads}"
+    leaked_sockets = {fd for fd in _open_fds() if fd.startswith("socket:")} - sockets_before
+    assert not leaked_sockets, f"sockets left open: {leaked_sockets}"
+
+
+@pytest.fixture(autouse=True)
+def no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never pick up a real key from the environment."""
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+
+
+@pytest.fixture
+def fake_tavily() -> Iterator[FakeTavilyServer]:
+    with FakeTavilyServer() as server:
+        yield server
+
+
+@pytest.fixture
+def deps(fake_tavily: FakeTavilyServer) -> TavilySearchDeps:
+    """Deps pointing at the stand-in, with millisecond backoff (waits 1, 2, 4 ms)."""
+    return TavilySearchDeps(
+        api_key=fake_tavily.api_key,
+        api_base_url=fake_tavily.base_url,
+        timeout=5.0,
+        backoff_base=0.001,
+        backoff_factor=2.0,
+    )
