@@ -5,12 +5,16 @@ Run inside ``scripts/loopback-only`` so nothing can leave the machine.
 
 from __future__ import annotations
 
-from typing import Any
+import base64
+import struct
+import zlib
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
+    ClaudeSDKClient,
     ResultError,
     ResultMessage,
     SdkMcpTool,
@@ -20,6 +24,7 @@ from claude_agent_sdk import (
     tool,
 )
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -28,10 +33,14 @@ from pydantic_ai.messages import (
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.testing import Failure, OfflineBackend, ScriptedTurn
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 pytestmark = [pytest.mark.cli, pytest.mark.usefixtures("no_leaked_processes")]
 
@@ -207,3 +216,83 @@ async def test_default_brain_fills_the_structured_output_tool() -> None:
         assert isinstance(result.structured_output["answer"], str)
         assert isinstance(result.structured_output["count"], int)
         assert "StructuredOutput" in backend.requests[0].tool_names
+
+
+async def test_a_second_turn_in_the_same_session_carries_the_first_exchange() -> None:
+    async with OfflineBackend(["first answer", "second answer"]) as backend:
+        async with ClaudeSDKClient(_options(backend)) as client:
+            replies: list[str | None] = []
+            for prompt in ("first question", "second question"):
+                await client.query(prompt)
+                replies.extend(
+                    [m.result async for m in client.receive_response() if isinstance(m, ResultMessage)]
+                )
+
+        assert replies == ["first answer", "second answer"]
+        second = backend.requests[1]
+        assert second.user_texts() == ["first question", "second question"]
+        responses = [m for m in second.messages if isinstance(m, ModelResponse)]
+        assert [p.content for m in responses for p in m.parts if isinstance(p, TextPart)] == ["first answer"]
+
+
+def _tiny_png() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2)))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+async def test_an_image_sent_in_streaming_mode_reaches_the_brain() -> None:
+    seen: list[list[ModelMessage]] = []
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(messages)
+        return ModelResponse(parts=[TextPart("a red square")])
+
+    async def prompt() -> AsyncIterator[dict[str, Any]]:
+        content = [
+            {"type": "text", "text": "What is this?"},
+            {
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": "image/png",
+                    "data": base64.b64encode(_tiny_png()).decode(),
+                },
+            },
+        ]
+        yield {
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            "parent_tool_use_id": None,
+            "session_id": "default",
+        }
+
+    async with OfflineBackend(brain) as backend:
+        results: list[ResultMessage] = []
+        async for message in query(prompt=prompt(), options=_options(backend)):
+            if isinstance(message, ResultMessage):
+                results.append(message)
+
+        assert [r.result for r in results] == ["a red square"]
+        request = backend.requests[0]
+        assert request.has_image()
+        assert request.last_user_text().startswith("What is this?")
+        user_parts = [
+            p
+            for m in seen[0]
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, UserPromptPart)
+        ]
+        images = [
+            c
+            for p in user_parts
+            if not isinstance(p.content, str)
+            for c in p.content
+            if isinstance(c, BinaryContent)
+        ]
+        assert len(images) == 1
+        assert images[0].media_type.startswith("image/")

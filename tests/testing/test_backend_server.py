@@ -178,7 +178,9 @@ def test_script_is_consumed_in_order_and_exhaustion_is_a_500(backend: OfflineBac
             ScriptedTurn.text("last", delay=0.01),
         ]
     )
+    assert backend.script_remaining == 6
     assert streamed_text(post(client, body())) == "plain text"
+    assert backend.script_remaining == 5
     assert streamed_text(post(client, body())) == "a response"
     third = sse(post(client, body()))
     assert [d["content_block"]["type"] for e, d in third if e == "content_block_start"] == [
@@ -202,6 +204,8 @@ def test_script_is_consumed_in_order_and_exhaustion_is_a_500(backend: OfflineBac
     assert "exhausted" in error["error"]["message"]
     assert "6 turn(s)" in error["error"]["message"]
     assert len(backend.requests) == 7
+    assert backend.script_remaining == 0
+    assert backend.errors == [error["error"]["message"]]
 
 
 def test_a_raising_brain_becomes_a_500_with_its_message(backend: OfflineBackend, client: httpx.Client) -> None:
@@ -212,8 +216,12 @@ def test_a_raising_brain_becomes_a_500_with_its_message(backend: OfflineBackend,
     response = post(client, body())
     assert response.status_code == 500
     assert "brain broke" in response.json()["error"]["message"]
+    assert backend.errors == ["offline backend: the brain raised RuntimeError: brain broke"]
+    assert backend.script_remaining is None
     backend.set_brain("fine")
     assert streamed_text(post(client, body())) == "fine"
+    backend.reset()
+    assert backend.errors == []
 
 
 def test_unsupported_brain_and_bad_settings_are_rejected() -> None:

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ._brain import Brain, BrainAnswer, BrainSpec, ScriptExhaustedError, make_brain
+from ._brain import Brain, BrainAnswer, BrainSpec, ScriptBrain, ScriptExhaustedError, make_brain
 from ._env import quiet_cli_env
 from ._request import RecordedRequest, parse_request
 from ._script import Failure, error_type_for_status
@@ -125,6 +125,7 @@ class OfflineBackend:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._failures: deque[Failure] = deque()
+        self._errors: list[str] = []
         self._nodelay_flags: list[bool] = []
         self._thread: threading.Thread | None = None
         self._server: _Server | None = None
@@ -293,16 +294,29 @@ class OfflineBackend:
             self._failures.extend([failure] * count)
 
     def reset(self) -> None:
-        """Forget recorded requests and pending failures."""
+        """Forget recorded requests, brain errors and pending failures."""
         with self._lock:
             self._requests.clear()
             self._failures.clear()
+            self._errors.clear()
 
     @property
     def requests(self) -> list[RecordedRequest]:
         """The recorded ``/v1/messages`` requests, in arrival order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def errors(self) -> list[str]:
+        """Brain failures (exceptions, exhausted script) that were served as HTTP 500, in order (a copy)."""
+        with self._lock:
+            return list(self._errors)
+
+    @property
+    def script_remaining(self) -> int | None:
+        """How many scripted turns are left (None when the brain is not a script)."""
+        brain = self._brain
+        return brain.remaining if isinstance(brain, ScriptBrain) else None
 
     @property
     def last_request(self) -> RecordedRequest:
@@ -371,12 +385,17 @@ class OfflineBackend:
         try:
             answer = await self._brain.answer(parsed.messages, parsed.tools)
         except ScriptExhaustedError as exc:
-            logger.error("%s", exc)
-            return _error_response(500, str(exc))
+            return self._brain_error(str(exc))
         except Exception as exc:
-            logger.exception("offline backend brain failed")
-            return _error_response(500, f"offline backend: the brain raised {type(exc).__name__}: {exc}")
+            logger.debug("offline backend brain failed", exc_info=True)
+            return self._brain_error(f"offline backend: the brain raised {type(exc).__name__}: {exc}")
         return await self._serve_answer(answer, body, model, record.stream)
+
+    def _brain_error(self, message: str) -> Response:
+        logger.error("%s", message)
+        with self._lock:
+            self._errors.append(message)
+        return _error_response(500, message)
 
     async def _wait(self, seconds: float | None) -> None:
         """Sleep ``seconds`` (forever if None), cut short when the backend stops."""
