@@ -22,7 +22,7 @@ from claude_agent_sdk import McpSdkServerConfig, ResultMessage
 from claude_agent_sdk import ProcessError as SDKProcessError
 from claude_agent_sdk.types import Message
 from pydantic_ai import _utils
-from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent
+from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
@@ -45,6 +45,7 @@ from claudecode_model.exceptions import (
     CLINotFoundError,
     CLIProcessError,
     CLITimeoutError,
+    StructuredOutputError,
     api_error_for_status,
 )
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
@@ -314,6 +315,7 @@ class ClaudeCodeModel(Model):
             timeout=_turn_timeout(settings),
             stderr=stderr_lines,
             tool_prefixes=(f"mcp__{AGENT_TOOLS_SERVER}__", f"mcp__{self._server_name}__"),
+            wants_structured_output=needs.output_schema is not None,
             router=router,
         )
 
@@ -407,6 +409,7 @@ class _Turn:
     stderr: deque[str]
     tool_prefixes: tuple[str, ...]
     router: RunToolRouter
+    wants_structured_output: bool
     translator: TurnTranslator = field(init=False)
     raw_messages: list[Message] = field(default_factory=list)
     completed: bool = False
@@ -490,6 +493,15 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         async for message in turn.messages():
             for event in translator.feed(message):
                 yield event
+        if turn.wants_structured_output:
+            structured = translator.outcome.result.structured_output if translator.outcome.result else None
+            if structured is None:
+                raise StructuredOutputError(
+                    "Claude Code finished without producing the structured output the request asked for"
+                )
+            # Native output is read from the text after the last tool call: the validated JSON the CLI returned.
+            part = TextPart(json.dumps(structured, ensure_ascii=False))
+            yield self._parts_manager.handle_part(vendor_part_id="structured_output", part=part)
         self._finalise(translator)
 
     def _finalise(self, translator: TurnTranslator) -> None:

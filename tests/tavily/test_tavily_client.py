@@ -44,9 +44,7 @@ def free_port() -> int:
 # --- requests
 
 
-async def test_search_sends_the_arguments_and_the_key(
-    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
-) -> None:
+async def test_search_sends_the_arguments_and_the_key(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
     results = await search(deps, "pydantic ai", search_depth="advanced", max_results=3)
     assert [result.url for result in results] == [f"https://example.com/pydantic-ai/{n}" for n in (1, 2, 3)]
     assert results[0] == SearchResult(
@@ -63,9 +61,7 @@ async def test_search_sends_the_arguments_and_the_key(
 
 
 async def test_extract_returns_results_and_failures(deps: TavilySearchDeps) -> None:
-    with FakeTavilyServer(
-        pages={"https://a.example": "A page"}, failing_urls={"https://b.example": "404"}
-    ) as srv:
+    with FakeTavilyServer(pages={"https://a.example": "A page"}, failing_urls={"https://b.example": "404"}) as srv:
         deps = replace(deps, api_key=srv.api_key, api_base_url=srv.base_url)
         async with TavilySearchClient(deps) as client:
             response = await client.extract(["https://a.example", "https://b.example"])
@@ -117,9 +113,7 @@ async def test_injected_http_client_is_used_and_left_open(
 # --- errors that are reported at once
 
 
-async def test_401_is_an_auth_error_without_retry(
-    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
-) -> None:
+async def test_401_is_an_auth_error_without_retry(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
     error = await search_error(replace(deps, api_key="tvly-wrong"))
     assert error.error_type is TavilyErrorType.AUTH_ERROR
     assert error.status_code == 401
@@ -127,9 +121,7 @@ async def test_401_is_an_auth_error_without_retry(
     assert len(fake_tavily.requests) == 1
 
 
-async def test_400_is_a_validation_error_without_retry(
-    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
-) -> None:
+async def test_400_is_a_validation_error_without_retry(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
     fake_tavily.inject("/search", status=400, detail="Invalid topic.")
     error = await search_error(deps)
     assert error.error_type is TavilyErrorType.VALIDATION_ERROR
@@ -148,9 +140,7 @@ async def test_403_432_433_are_forbidden_without_retry(
     assert len(fake_tavily.requests) == 1
 
 
-async def test_other_4xx_is_unknown_without_retry(
-    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
-) -> None:
+async def test_other_4xx_is_unknown_without_retry(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
     fake_tavily.inject("/search", status=404, detail="Not here.")
     error = await search_error(deps)
     assert error.error_type is TavilyErrorType.UNKNOWN_ERROR
@@ -204,9 +194,7 @@ async def test_429_retried_up_to_max_retries_then_reported(
     assert deps.retry_delays() == pytest.approx([0.001, 0.002, 0.004])
 
 
-async def test_max_retries_zero_means_one_attempt(
-    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
-) -> None:
+async def test_max_retries_zero_means_one_attempt(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
     fake_tavily.inject("/search", status=429, times=10)
     error = await search_error(replace(deps, max_retries=0))
     assert error.error_type is TavilyErrorType.RATE_LIMIT_ERROR
@@ -216,9 +204,7 @@ async def test_max_retries_zero_means_one_attempt(
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
-async def test_5xx_is_retried_then_reported(
-    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps, status: int
-) -> None:
+async def test_5xx_is_retried_then_reported(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps, status: int) -> None:
     fake_tavily.inject("/search", status=status, times=10, detail="Internal error.")
     error = await search_error(replace(deps, max_retries=2))
     assert error.error_type is TavilyErrorType.SERVER_ERROR
@@ -253,9 +239,7 @@ async def test_extract_timeout(fake_tavily: FakeTavilyServer, deps: TavilySearch
     assert fake_tavily.requests_to("/extract")[0].body["timeout"] == 0.2
 
 
-async def test_slow_answer_within_the_timeout_succeeds(
-    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
-) -> None:
+async def test_slow_answer_within_the_timeout_succeeds(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
     fake_tavily.inject("/search", delay=0.05)
     assert len(await search(deps)) == 5
 
@@ -300,7 +284,7 @@ def test_default_backoff_is_one_two_four_seconds() -> None:
     ],
 )
 def test_invalid_settings_are_rejected(settings: dict[str, object]) -> None:
-    with pytest.raises(ValueError):  # noqa: PT011 - each setting has its own message
+    with pytest.raises(ValueError):
         TavilySearchDeps(**settings)  # type: ignore[arg-type]
 
 

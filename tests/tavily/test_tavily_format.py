@@ -45,8 +45,7 @@ def test_search_format_without_results() -> None:
 def test_extract_format_all_succeeded() -> None:
     results = [ExtractResult("https://a.example", "A text"), ExtractResult("https://b.example", "B text")]
     assert format_extract(results, []) == (
-        "## コンテンツ抽出結果\n\n"
-        "### URL: https://a.example\nA text\n\n---\n\n### URL: https://b.example\nB text"
+        "## コンテンツ抽出結果\n\n### URL: https://a.example\nA text\n\n---\n\n### URL: https://b.example\nB text"
     )
 
 

@@ -224,9 +224,7 @@ async def test_a_second_turn_in_the_same_session_carries_the_first_exchange() ->
             replies: list[str | None] = []
             for prompt in ("first question", "second question"):
                 await client.query(prompt)
-                replies.extend(
-                    [m.result async for m in client.receive_response() if isinstance(m, ResultMessage)]
-                )
+                replies.extend([m.result async for m in client.receive_response() if isinstance(m, ResultMessage)])
 
         assert replies == ["first answer", "second answer"]
         second = backend.requests[1]
@@ -281,18 +279,10 @@ async def test_an_image_sent_in_streaming_mode_reaches_the_brain() -> None:
         assert request.has_image()
         assert request.last_user_text().startswith("What is this?")
         user_parts = [
-            p
-            for m in seen[0]
-            if isinstance(m, ModelRequest)
-            for p in m.parts
-            if isinstance(p, UserPromptPart)
+            p for m in seen[0] if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)
         ]
         images = [
-            c
-            for p in user_parts
-            if not isinstance(p.content, str)
-            for c in p.content
-            if isinstance(c, BinaryContent)
+            c for p in user_parts if not isinstance(p.content, str) for c in p.content if isinstance(c, BinaryContent)
         ]
         assert len(images) == 1
         assert images[0].media_type.startswith("image/")

@@ -189,9 +189,7 @@ def test_grep_overlapping_windows_are_not_merged() -> None:
 
 def test_grep_max_matches_and_truncated_marker() -> None:
     text = "\n".join(f"row {i}" for i in range(1, 11))
-    assert (
-        grep_output(text, "row", max_matches=3) == "    1: row 1\n    2: row 2\n    3: row 3\n... (truncated)"
-    )
+    assert grep_output(text, "row", max_matches=3) == "    1: row 1\n    2: row 2\n    3: row 3\n... (truncated)"
     assert grep_output(text, "row 1", max_matches=2) == "    1: row 1\n   10: row 10"  # exactly 2: no marker
     assert grep_output(text, "row", max_matches=50).count("\n") == 9
 

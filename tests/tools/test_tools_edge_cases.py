@@ -34,9 +34,7 @@ def ok() -> str:
 
 
 def duck(**attributes: Any) -> types.SimpleNamespace:
-    return types.SimpleNamespace(
-        **{"name": "duck", "description": "A duck tool.", "function": ok, **attributes}
-    )
+    return types.SimpleNamespace(**{"name": "duck", "description": "A duck tool.", "function": ok, **attributes})
 
 
 # --- validation ---------------------------------------------------------------------------------------------

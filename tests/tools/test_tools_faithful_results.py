@@ -113,9 +113,7 @@ def low_level_server(recorder: Recorder) -> Any:
         [
             ToolSpec("echo", "Echo a text.", SCHEMA, recorder.echo, read_only=True),
             ToolSpec("fail", "Always fails.", {"type": "object"}, recorder.fail),
-            ToolSpec(
-                "refuse", "Returns an error result.", {"type": "object", "properties": {}}, recorder.refuse
-            ),
+            ToolSpec("refuse", "Returns an error result.", {"type": "object", "properties": {}}, recorder.refuse),
         ],
     )
 
@@ -143,8 +141,7 @@ async def test_low_level_server_passes_the_tool_use_id_and_returns_exact_text() 
 
     async with mcp_session(low_level_server(recorder)) as session:
         results = [
-            await session.call_tool("echo", {"text": t}, tool_use_id=f"toolu_{i}")
-            for i, t in enumerate(EXACT_TEXTS)
+            await session.call_tool("echo", {"text": t}, tool_use_id=f"toolu_{i}") for i, t in enumerate(EXACT_TEXTS)
         ]
         anonymous = await session.call_tool("echo", {"text": "no id"})
 
@@ -184,9 +181,7 @@ async def test_low_level_server_runs_calls_concurrently() -> None:
         await arrived[other].wait()  # only returns if the other call runs at the same time
         return {"content": [{"type": "text", "text": me}], "isError": False}
 
-    config = build_inprocess_server(
-        "par", [ToolSpec("meet", "", {"type": "object", "properties": {}}, meet, True)]
-    )
+    config = build_inprocess_server("par", [ToolSpec("meet", "", {"type": "object", "properties": {}}, meet, True)])
     async with (
         mcp_session(config) as session,
         asyncio.timeout(30),
@@ -212,9 +207,7 @@ async def test_low_level_server_lets_cancellation_reach_the_handler() -> None:
             raise
         return {"content": [], "isError": False}
 
-    config = build_inprocess_server(
-        "c", [ToolSpec("wait", "", {"type": "object", "properties": {}}, wait_forever)]
-    )
+    config = build_inprocess_server("c", [ToolSpec("wait", "", {"type": "object", "properties": {}}, wait_forever)])
     async with mcp_session(config) as session:
         bridge: SdkMcpBridge = session._bridge
         call = asyncio.create_task(

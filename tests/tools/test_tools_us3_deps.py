@@ -166,9 +166,7 @@ async def test_us3_s3_non_serialisable_deps_raise_unsupported_deps_type_error(
 def test_us3_s3_the_error_says_where_the_bad_value_is() -> None:
     tool = dataclass_agent()._function_toolset.tools["endpoint"]
 
-    with pytest.raises(
-        UnsupportedDepsTypeError, match=r"deps\.client is a threading|deps\.client is a _thread"
-    ):
+    with pytest.raises(UnsupportedDepsTypeError, match=r"deps\.client is a threading|deps\.client is a _thread"):
         convert_tool_with_deps(tool, WithClient("n", threading.Lock()))
     with pytest.raises(UnsupportedDepsTypeError, match=r"deps\['a'\]\[1\]"):
         convert_tool_with_deps(tool, {"a": [1, threading.Lock()]})

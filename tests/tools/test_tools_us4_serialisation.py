@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import socket  # noqa: TC003 (get_type_hints needs it at run time)
+import socket
 import threading
 from typing import Any, Literal
 

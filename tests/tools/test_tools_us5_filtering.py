@@ -59,9 +59,7 @@ def test_us5_s1_several_toolsets_and_repeated_names() -> None:
 def test_us5_s2_unknown_tool_name_raises_tool_not_found_error() -> None:
     toolset = three_tool_agent()._function_toolset
 
-    with pytest.raises(
-        ToolNotFoundError, match=r"not found.*: omega, psi\. Available tools: alpha, beta, gamma"
-    ):
+    with pytest.raises(ToolNotFoundError, match=r"not found.*: omega, psi\. Available tools: alpha, beta, gamma"):
         filter_tools_for_request(toolset, ["alpha", "omega", "psi"])
 
 

@@ -153,9 +153,7 @@ def grep_output(
             break
         start, end = max(0, index - before), min(len(lines), index + after + 1)
         blocks.append(
-            "\n".join(
-                number_line(i + 1, lines[i], match=i == index or matches(lines[i])) for i in range(start, end)
-            )
+            "\n".join(number_line(i + 1, lines[i], match=i == index or matches(lines[i])) for i in range(start, end))
         )
     if not blocks:
         return f"No matches for: {pattern}"
