@@ -514,3 +514,13 @@ def test_tool_call_ids_from_brains_are_anthropic_style(backend: OfflineBackend, 
     backend.set_brain([[ToolCallPart("mcp__t__echo", {"text": "a"}, tool_call_id="call_1")]])
     message = post(client, body(stream=False, tools=TOOLS)).json()
     assert message["content"][0]["id"].startswith("toolu_")
+
+
+def test_public_names_resolve() -> None:
+    import claudecode_model.testing as testing
+
+    for name in testing.__all__:
+        assert getattr(testing, name) is not None
+    assert set(testing.__all__) <= set(dir(testing))
+    with pytest.raises(AttributeError, match="no attribute"):
+        _ = testing.not_a_name
