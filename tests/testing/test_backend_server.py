@@ -6,6 +6,8 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -524,3 +526,19 @@ def test_public_names_resolve() -> None:
     assert set(testing.__all__) <= set(dir(testing))
     with pytest.raises(AttributeError, match="no attribute"):
         _ = testing.not_a_name
+
+
+def test_temp_dirs_are_removed_at_exit_even_without_stop() -> None:
+    script = (
+        "from claudecode_model.testing import OfflineBackend\n"
+        "backend = OfflineBackend()\n"
+        "backend.start()\n"
+        "print(backend.config_dir)\n"
+        "print(backend.tmp_dir)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    dirs = [Path(line) for line in done.stdout.split()]
+    assert len(dirs) == 2
+    assert not any(d.exists() for d in dirs)
