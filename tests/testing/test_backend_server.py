@@ -6,6 +6,8 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -502,3 +504,29 @@ def test_tool_call_ids_from_brains_are_anthropic_style(backend: OfflineBackend, 
     backend.set_brain([[ToolCallPart("mcp__t__echo", {"text": "a"}, tool_call_id="call_1")]])
     message = post(client, body(stream=False, tools=TOOLS)).json()
     assert message["content"][0]["id"].startswith("toolu_")
+
+
+def test_public_names_resolve() -> None:
+    import claudecode_model.testing as testing
+
+    for name in testing.__all__:
+        assert getattr(testing, name) is not None
+    assert set(testing.__all__) <= set(dir(testing))
+    with pytest.raises(AttributeError, match="no attribute"):
+        _ = testing.not_a_name
+
+
+def test_temp_dirs_are_removed_at_exit_even_without_stop() -> None:
+    script = (
+        "from claudecode_model.testing import OfflineBackend\n"
+        "backend = OfflineBackend()\n"
+        "backend.start()\n"
+        "print(backend.config_dir)\n"
+        "print(backend.tmp_dir)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    dirs = [Path(line) for line in done.stdout.split()]
+    assert len(dirs) == 2
+    assert not any(d.exists() for d in dirs)

@@ -4,15 +4,21 @@ Point the CLI at :class:`OfflineBackend` (``backend.cli_env()``) and its answers
 model (``TestModel`` behaviour by default, a ``FunctionModel`` function, or a script of turns) with no
 account and no network. Every request is recorded (:class:`RecordedRequest`) and failures can be injected
 (:class:`Failure`).
+
+The names are imported lazily, so that loading the pytest plugin (a submodule) stays cheap.
 """
 
 from __future__ import annotations
 
-from ._backend import OfflineBackend
-from ._brain import ScriptExhaustedError, ScriptItem
-from ._env import DUMMY_API_KEY, quiet_cli_env
-from ._request import RecordedRequest, ToolResult, strip_noise
-from ._script import Failure, ScriptedTurn
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._backend import OfflineBackend
+    from ._brain import ScriptExhaustedError, ScriptItem
+    from ._env import DUMMY_API_KEY, quiet_cli_env
+    from ._request import RecordedRequest, ToolResult, strip_noise
+    from ._script import Failure, ScriptedTurn
 
 __all__ = [
     "DUMMY_API_KEY",
@@ -26,3 +32,29 @@ __all__ = [
     "quiet_cli_env",
     "strip_noise",
 ]
+
+_SOURCES = {
+    "DUMMY_API_KEY": "._env",
+    "Failure": "._script",
+    "OfflineBackend": "._backend",
+    "RecordedRequest": "._request",
+    "ScriptExhaustedError": "._brain",
+    "ScriptItem": "._brain",
+    "ScriptedTurn": "._script",
+    "ToolResult": "._request",
+    "quiet_cli_env": "._env",
+    "strip_noise": "._request",
+}
+
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(source, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

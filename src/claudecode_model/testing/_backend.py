@@ -11,6 +11,7 @@ import socket
 import tempfile
 import threading
 import uuid
+import weakref
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -78,6 +79,11 @@ class _Server(uvicorn.Server):
                 self.should_exit = True
 
 
+def _remove_dirs(*directories: Path) -> None:
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _error_response(status: int, message: str, error_type: str | None = None) -> JSONResponse:
     body = {
         "type": "error",
@@ -134,6 +140,7 @@ class OfflineBackend:
         self._config_dir: Path | None = None
         self._tmp_dir: Path | None = None
         self._startup_error: BaseException | None = None
+        self._dir_finalizer: weakref.finalize[..., OfflineBackend] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 
@@ -186,6 +193,8 @@ class OfflineBackend:
         self._startup_error = None
         self._config_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-config-"))
         self._tmp_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-tmp-"))
+        # Removes the dirs even if stop() is never called (at garbage collection or interpreter exit).
+        self._dir_finalizer = weakref.finalize(self, _remove_dirs, self._config_dir, self._tmp_dir)
         thread = threading.Thread(target=self._serve, args=(server, sock, started), name="offline-backend", daemon=True)
         self._thread = thread
         thread.start()
@@ -233,9 +242,9 @@ class OfflineBackend:
         self._cleanup()
 
     def _cleanup(self) -> None:
-        for directory in (self._config_dir, self._tmp_dir):
-            if directory is not None:
-                shutil.rmtree(directory, ignore_errors=True)
+        if self._dir_finalizer is not None:
+            self._dir_finalizer()
+            self._dir_finalizer = None
         self._config_dir = self._tmp_dir = None
         self._thread = self._server = None
         self._loop = None
