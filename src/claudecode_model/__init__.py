@@ -11,6 +11,13 @@ from typing import TYPE_CHECKING, Any
 from claudecode_model._version import __version__
 
 if TYPE_CHECKING:
+    from claudecode_model.deps_support import (
+        DepsContext,
+        deserialize_deps,
+        is_serializable_type,
+        serialize_deps,
+        validate_deps,
+    )
     from claudecode_model.exceptions import (
         BridgeStartupError,
         ClaudeCodeAPIError,
@@ -41,10 +48,58 @@ if TYPE_CHECKING:
         UnsupportedContentError,
         UnsupportedDepsTypeError,
     )
+    from claudecode_model.mcp_integration import (
+        DEFAULT_SERVER_NAME,
+        ToolDefinition,
+        ToolHandler,
+        allowed_tool_names,
+        convert_tools_to_mcp_server,
+        create_mcp_server_from_tools,
+        create_tool_wrapper,
+        filter_tools_for_request,
+        mcp_tool_name,
+    )
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
     from claudecode_model.settings import ClaudeCodeModelSettings
+    from claudecode_model.tool_converter import (
+        AgentToolset,
+        McpResponse,
+        McpTextContent,
+        PydanticAITool,
+        convert_tool,
+        convert_tool_with_deps,
+    )
 
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("DepsContext", "deserialize_deps", "is_serializable_type", "serialize_deps", "validate_deps"),
+        "claudecode_model.deps_support",
+    ),
+    **dict.fromkeys(
+        (
+            "DEFAULT_SERVER_NAME",
+            "ToolDefinition",
+            "ToolHandler",
+            "allowed_tool_names",
+            "convert_tools_to_mcp_server",
+            "create_mcp_server_from_tools",
+            "create_tool_wrapper",
+            "filter_tools_for_request",
+            "mcp_tool_name",
+        ),
+        "claudecode_model.mcp_integration",
+    ),
+    **dict.fromkeys(
+        (
+            "AgentToolset",
+            "McpResponse",
+            "McpTextContent",
+            "PydanticAITool",
+            "convert_tool",
+            "convert_tool_with_deps",
+        ),
+        "claudecode_model.tool_converter",
+    ),
     "ClaudeCodeModel": "claudecode_model.model",
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",

@@ -201,6 +201,8 @@ class ClaudeCodeModel(Model):
         turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params)
         try:
             async for message in turn.messages():
+                for _ in turn.translator.feed(message):
+                    pass
                 yield message
         finally:
             await turn.finish()

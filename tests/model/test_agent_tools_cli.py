@@ -182,3 +182,28 @@ async def test_concurrent_runs_on_one_model_see_their_own_deps(model: ClaudeCode
     results = await asyncio.gather(*(agent.run(f"who is {name}", deps=name) for name in names))
 
     assert [result.output for result in results] == [f"Answer: {name}" for name in names]
+
+
+async def test_registered_toolsets_seed_path_through_the_cli(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def shout(word: str) -> str:
+        return word.upper()
+
+    model.set_agent_toolsets(agent._function_toolset)
+    result = await agent.run("go")
+
+    assert result.output == "Answer: X"
+    assert claude_backend.requests[0].tool_names == ["mcp__pydantic_tools__shout"]
+
+
+def test_set_agent_toolsets_twice_warns(caplog: pytest.LogCaptureFixture):
+    model = ClaudeCodeModel()
+    agent = Agent(model)
+    model.set_agent_toolsets(agent._function_toolset)
+
+    with caplog.at_level("WARNING"):
+        model.set_agent_toolsets(agent._function_toolset)
+
+    assert "replaces the toolsets registered before" in caplog.text

@@ -176,3 +176,22 @@ async def test_missing_cli_is_a_clear_error():
 
     with pytest.raises(CLINotFoundError, match="install"):
         await Agent(model).run("hello")
+
+
+async def test_request_with_metadata_and_raw_messages(model: ClaudeCodeModel):
+    from claude_agent_sdk import ResultMessage, SystemMessage
+    from pydantic_ai.messages import ModelRequest
+
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("meta please")])]
+
+    full = await model.request_with_metadata(messages)
+    raw = [message async for message in model.stream_messages([ModelRequest(parts=[UserPromptPart("raw")])])]
+
+    assert full.response.parts[-1] == TextPart("echo: meta please")
+    assert full.result is not None
+    assert full.result.session_id == full.response.provider_details["session_id"]  # type: ignore[index]
+    assert full.init["session_id"] == full.result.session_id
+    assert isinstance(full.messages[-1], ResultMessage)
+    assert isinstance(raw[0], SystemMessage)
+    assert isinstance(raw[-1], ResultMessage)
+    assert raw[-1].result == "echo: raw"

@@ -1,0 +1,97 @@
+"""Unit tests of CLI discovery and of the options every request starts from (safe defaults)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from claudecode_model import CLINotFoundError
+from claudecode_model._cli_discovery import bundled_cli_path, find_cli
+from claudecode_model._options import RequestNeeds, build_options
+
+
+def test_explicit_cli_path_wins(tmp_path: Path):
+    cli = tmp_path / "claude"
+    cli.write_text("#!/bin/sh\n")
+    cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
+
+    assert find_cli(cli) == cli
+
+
+def test_bundled_cli_comes_before_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    on_path = tmp_path / "claude"
+    on_path.write_text("#!/bin/sh\n")
+    on_path.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    assert find_cli() == bundled_cli_path()
+
+
+def test_missing_explicit_cli_says_how_to_install():
+    with pytest.raises(CLINotFoundError, match="pip install claude-agent-sdk") as caught:
+        find_cli("/nonexistent/claude")
+    assert caught.value.searched == ["/nonexistent/claude"]
+
+
+def _options(**settings: object):
+    return build_options(
+        model_name=None,
+        cli_path=Path("/bin/true"),
+        settings=settings,  # type: ignore[arg-type]
+        needs=RequestNeeds(system_prompt="sys"),
+        base_env={},
+        stderr=lambda line: None,
+    )
+
+
+def test_safe_defaults_no_builtin_tools_no_settings_no_bypass():
+    options, _ = _options()
+
+    assert options.tools == []
+    assert options.setting_sources == []
+    assert options.strict_mcp_config is True
+    assert options.permission_mode == "dontAsk"
+    assert options.allowed_tools == []
+    assert options.include_partial_messages is True
+    assert options.system_prompt == "sys"
+
+
+def test_settings_reach_the_options():
+    options, _ = _options(
+        claude_code_builtin_tools=["Read", "Grep"],
+        claude_code_max_turns=3,
+        claude_code_max_budget_usd=0.5,
+        claude_code_system_prompt_append="extra",
+        claude_code_thinking="disabled",
+        max_tokens=1000,
+        claude_code_env={"FOO": "bar"},
+    )
+
+    assert options.tools == ["Read", "Grep"]
+    assert options.allowed_tools == ["Read", "Grep"]
+    assert options.max_turns == 3
+    assert options.max_budget_usd == 0.5
+    assert options.system_prompt == "sys\n\nextra"
+    assert options.thinking == {"type": "disabled"}
+    assert options.env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "1000"
+    assert options.env["CLAUDE_CODE_DISABLE_THINKING"] == "1"
+    assert options.env["FOO"] == "bar"
+
+
+def test_signature_changes_with_what_fixes_a_session():
+    _, plain = _options()
+    _, same = _options()
+    _, other = _options(claude_code_max_turns=2)
+
+    assert plain == same
+    assert plain != other
+
+
+def test_preset_builtin_tools():
+    options, _ = _options(claude_code_builtin_tools="claude_code")
+
+    assert options.tools == {"type": "preset", "preset": "claude_code"}
+    assert os.environ.get("CLAUDE_CODE_MAX_OUTPUT_TOKENS") is None
