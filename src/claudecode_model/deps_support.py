@@ -179,7 +179,10 @@ def _children(value: object, path: str) -> Iterator[tuple[object, str]]:
 
 
 def _check_value(value: object, path: str, active: set[int]) -> None:
-    if isinstance(value, (*_PRIMITIVES, enum.Enum)):
+    if isinstance(value, _PRIMITIVES):
+        return
+    if isinstance(value, enum.Enum):  # serialised as its value
+        _check_value(value.value, f"{path}.value", active)
         return
     if isinstance(value, pydantic.BaseModel):
         try:

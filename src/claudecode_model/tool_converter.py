@@ -10,6 +10,8 @@ when it has one, runs sync functions in a worker thread (as pydantic-ai does), a
   dataclasses, dates and the like are serialised by pydantic);
 * a value that is already MCP-shaped (``{"content": [{"type": "text", "text": ...}], "isError": ...}``) is
   passed through (text blocks only; other dicts are JSON like any value);
+* files (images, documents) cannot be sent this way: returning one raises ``ValueError``, which the handler
+  reports as an error result rather than dropping the file silently;
 * an exception becomes an ``isError`` response carrying its message (and is logged);
   ``asyncio.CancelledError`` always propagates.
 """
@@ -227,7 +229,13 @@ def _format_return_value_as_mcp(value: object) -> McpResponse:
             "content": items,
             "isError": bool(value.get("isError", False) or value.get("is_error", False)),
         }
-    return _text_response(ToolReturnPart(tool_name="", content=value).model_response_str())
+    part = ToolReturnPart(tool_name="", content=value)
+    if part.files:
+        kinds = ", ".join(sorted({type(file).__name__ for file in part.files}))
+        raise ValueError(
+            f"The tool returned files ({kinds}); tools served over MCP here can only return text."
+        )
+    return _text_response(part.model_response_str())
 
 
 def _error_message(error: BaseException) -> str:

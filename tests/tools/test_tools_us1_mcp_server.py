@@ -17,6 +17,7 @@ from claudecode_model.mcp_integration import (
     convert_tools_to_mcp_server,
     create_mcp_server_from_tools,
     create_tool_wrapper,
+    extract_tool_definitions,
     mcp_tool_name,
 )
 from claudecode_model.tool_converter import _create_async_handler, convert_tool
@@ -141,3 +142,22 @@ async def test_us1_s4_both_paths_reach_claude_as_an_error_result_with_the_messag
             result = await session.call_tool("fail", {"reason": "disk full"})
         assert result["isError"] is True
         assert texts(result) == ["failed because disk full"]
+
+
+async def test_us1_tool_definitions_and_a_wrapper_built_from_one() -> None:
+    agent, calls = make_agent()
+
+    definitions = extract_tool_definitions(agent._function_toolset)
+    by_name = {d["name"]: d for d in definitions}
+    wrapper = create_tool_wrapper(by_name["shout"])
+
+    assert [d["name"] for d in definitions] == ["add", "shout", "fail"]
+    assert by_name["add"]["description"] == "Add two numbers."
+    assert by_name["add"]["input_schema"]["required"] == ["x", "y"]
+    assert callable(by_name["add"]["function"])
+    assert await wrapper({"text": "quiet"}) == {
+        "content": [{"type": "text", "text": "QUIET"}],
+        "isError": False,
+        "is_error": False,
+    }
+    assert calls == [("shout", "quiet")]

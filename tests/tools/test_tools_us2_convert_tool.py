@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from pydantic import BaseModel
-from pydantic_ai import RunContext, Tool
+from pydantic_ai import BinaryContent, RunContext, Tool
 
 from claudecode_model.tool_converter import (
     McpResponse,
@@ -177,3 +177,27 @@ def test_us2_s5_dicts_that_only_look_similar_are_ordinary_json() -> None:
     assert _format_return_value_as_mcp({"content": [], "extra": 1})["content"][0]["text"] == (
         '{"content":[],"extra":1}'
     )
+
+
+async def test_us2_unserialisable_return_value_becomes_an_error_result() -> None:
+    class Opaque:
+        pass
+
+    def opaque() -> object:
+        return Opaque()
+
+    response = await _create_async_handler(Tool(opaque))({})
+
+    assert response["isError"] is True
+    assert "Unable to serialize unknown type" in response["content"][0]["text"]
+
+
+async def test_us2_files_are_refused_not_dropped() -> None:
+    def picture() -> list[object]:
+        return ["caption", BinaryContent(data=b"\x89PNG", media_type="image/png")]
+
+    with pytest.raises(ValueError, match=r"returned files \(BinaryContent\)"):
+        _format_return_value_as_mcp(picture())
+    response = await _create_async_handler(Tool(picture))({})
+    assert response["isError"] is True
+    assert "can only return text" in response["content"][0]["text"]

@@ -202,3 +202,12 @@ json_values = st.recursive(
 def test_sc009_round_trip_property(endpoint: Endpoint, value: object) -> None:
     assert deserialize_deps(serialize_deps(endpoint), Endpoint) == endpoint
     assert json.loads(serialize_deps(value)) == value
+
+
+def test_enum_values_must_be_serialisable_too() -> None:
+    class Weird(enum.Enum):
+        LOCK = threading.Lock()
+
+    assert serialize_deps(Mode.FAST) == '"fast"'
+    with pytest.raises(UnsupportedDepsTypeError, match=r"deps\.value is a _thread\.lock"):
+        serialize_deps(Weird.LOCK)
