@@ -35,7 +35,7 @@ def ipc_temp_entries() -> set[str]:
     return found
 
 
-def _process_table() -> Iterator[tuple[int, int, str, list[str]]]:
+def process_table() -> Iterator[tuple[int, int, str, list[str]]]:
     """(pid, ppid, state, argv) of every live process."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -55,7 +55,7 @@ def bridge_processes(directories: set[str]) -> list[tuple[int, list[str]]]:
     """Live bridge processes that are children of this process or serve one of ``directories``."""
     me = os.getpid()
     found = []
-    for pid, ppid, state, argv in _process_table():
+    for pid, ppid, state, argv in process_table():
         if state == "Z" or BRIDGE_MODULE not in argv:
             continue
         serves_ours = any(directory in arg for arg in argv for directory in directories)

@@ -146,7 +146,10 @@ class Bridge:
         self._secret = secret
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
-        self._selector = selectors.DefaultSelector()
+        # poll(), unlike epoll, also accepts a stdin that is a regular file or /dev/null.
+        self._selector: selectors.BaseSelector = (
+            selectors.PollSelector() if hasattr(selectors, "PollSelector") else selectors.SelectSelector()
+        )
         self._connection: _Connection | None = None
         self._next_id = HELLO_ID + 1
         self._pending: dict[int, JsonValue] = {}
