@@ -1,5 +1,42 @@
-"""The tool runtime of seed 003 for pydantic-ai agents (any model, including ``ClaudeCodeModel``)."""
+"""The tool runtime of seed 003 for pydantic-ai agents (any model, including ``ClaudeCodeModel``).
 
+- dependency keys: :class:`DependencyKey`, :func:`resolve`, :func:`override`, the :class:`Dependencies`
+  capability;
+- tool result kinds: :class:`TextResult`, :class:`PartsResult`, :class:`JsonResult`, :func:`to_tool_content`,
+  the :class:`ToolResults` capability and :class:`ToolResultsToolset` wrapper;
+- the tool output cache: :class:`ToolOutputCache` capability, stores, the ``tool_output_cache`` and
+  ``tool_output_cache_grep`` tools, history trimming;
+- standard tools: :func:`done_output` and :func:`todo_toolset`.
+
+Example:
+    ```python
+    from claudecode_model.toolkit import ToolOutputCache, done_output, todo_toolset
+
+    agent = Agent(
+        model,
+        output_type=[str, done_output()],
+        end_strategy="early",
+        toolsets=[todo_toolset()],
+        capabilities=[ToolOutputCache()],
+    )
+    ```
+"""
+
+from claudecode_model.toolkit._results import (
+    TOOL_OUTPUT_REF_KEY,
+    UNTRUNCATED_METADATA_KEY,
+    JsonResult,
+    OutputCacheSettings,
+    PartsResult,
+    TextResult,
+    ToolContent,
+    ToolResult,
+    ToolResults,
+    ToolResultsToolset,
+    error_message,
+    stable_json,
+    to_tool_content,
+)
 from claudecode_model.toolkit._stores import (
     DirectoryToolOutputStore,
     MemoryToolOutputStore,
@@ -18,13 +55,26 @@ from claudecode_model.toolkit._text import (
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "TOOL_OUTPUT_REF_KEY",
+    "UNTRUNCATED_METADATA_KEY",
     "DirectoryToolOutputStore",
+    "JsonResult",
     "MemoryToolOutputStore",
+    "OutputCacheSettings",
+    "PartsResult",
+    "TextResult",
+    "ToolContent",
     "ToolOutputStore",
+    "ToolResult",
+    "ToolResults",
+    "ToolResultsToolset",
+    "error_message",
     "grep_output",
     "is_ref_id",
     "new_ref_id",
     "read_output",
+    "stable_json",
+    "to_tool_content",
     "trimmed_marker",
     "truncate_tool_output",
     "truncated_marker",
