@@ -22,6 +22,15 @@ Example:
     ```
 """
 
+from claudecode_model.toolkit._output_cache import (
+    TOOL_OUTPUT_CACHE_GREP_NAME,
+    TOOL_OUTPUT_CACHE_NAME,
+    ToolOutputCache,
+    ToolOutputCacheToolset,
+    auto_trim_budget,
+    output_cache_toolset,
+    trim_tool_outputs,
+)
 from claudecode_model.toolkit._results import (
     TOOL_OUTPUT_REF_KEY,
     UNTRUNCATED_METADATA_KEY,
@@ -55,6 +64,8 @@ from claudecode_model.toolkit._text import (
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "TOOL_OUTPUT_CACHE_GREP_NAME",
+    "TOOL_OUTPUT_CACHE_NAME",
     "TOOL_OUTPUT_REF_KEY",
     "UNTRUNCATED_METADATA_KEY",
     "DirectoryToolOutputStore",
@@ -64,17 +75,22 @@ __all__ = [
     "PartsResult",
     "TextResult",
     "ToolContent",
+    "ToolOutputCache",
+    "ToolOutputCacheToolset",
     "ToolOutputStore",
     "ToolResult",
     "ToolResults",
     "ToolResultsToolset",
+    "auto_trim_budget",
     "error_message",
     "grep_output",
     "is_ref_id",
     "new_ref_id",
+    "output_cache_toolset",
     "read_output",
     "stable_json",
     "to_tool_content",
+    "trim_tool_outputs",
     "trimmed_marker",
     "truncate_tool_output",
     "truncated_marker",
