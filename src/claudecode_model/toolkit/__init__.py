@@ -22,6 +22,14 @@ Example:
     ```
 """
 
+from claudecode_model.toolkit._deps import (
+    Dependencies,
+    DependencyKey,
+    DependencyResolutionError,
+    DependencyScope,
+    override,
+    resolve,
+)
 from claudecode_model.toolkit._output_cache import (
     TOOL_OUTPUT_CACHE_GREP_NAME,
     TOOL_OUTPUT_CACHE_NAME,
@@ -68,6 +76,10 @@ __all__ = [
     "TOOL_OUTPUT_CACHE_NAME",
     "TOOL_OUTPUT_REF_KEY",
     "UNTRUNCATED_METADATA_KEY",
+    "Dependencies",
+    "DependencyKey",
+    "DependencyResolutionError",
+    "DependencyScope",
     "DirectoryToolOutputStore",
     "JsonResult",
     "MemoryToolOutputStore",
@@ -87,7 +99,9 @@ __all__ = [
     "is_ref_id",
     "new_ref_id",
     "output_cache_toolset",
+    "override",
     "read_output",
+    "resolve",
     "stable_json",
     "to_tool_content",
     "trim_tool_outputs",
