@@ -30,6 +30,7 @@ from claudecode_model.toolkit._deps import (
     override,
     resolve,
 )
+from claudecode_model.toolkit._done import DONE_TOOL_NAME, done, done_output
 from claudecode_model.toolkit._output_cache import (
     TOOL_OUTPUT_CACHE_GREP_NAME,
     TOOL_OUTPUT_CACHE_NAME,
@@ -69,13 +70,26 @@ from claudecode_model.toolkit._text import (
     truncate_tool_output,
     truncated_marker,
 )
+from claudecode_model.toolkit._todos import (
+    READ_TODOS_NAME,
+    WRITE_TODOS_NAME,
+    TodoItem,
+    TodoList,
+    TodoStatus,
+    TodoToolset,
+    todo_summary,
+    todo_toolset,
+)
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "DONE_TOOL_NAME",
+    "READ_TODOS_NAME",
     "TOOL_OUTPUT_CACHE_GREP_NAME",
     "TOOL_OUTPUT_CACHE_NAME",
     "TOOL_OUTPUT_REF_KEY",
     "UNTRUNCATED_METADATA_KEY",
+    "WRITE_TODOS_NAME",
     "Dependencies",
     "DependencyKey",
     "DependencyResolutionError",
@@ -86,6 +100,10 @@ __all__ = [
     "OutputCacheSettings",
     "PartsResult",
     "TextResult",
+    "TodoItem",
+    "TodoList",
+    "TodoStatus",
+    "TodoToolset",
     "ToolContent",
     "ToolOutputCache",
     "ToolOutputCacheToolset",
@@ -94,6 +112,8 @@ __all__ = [
     "ToolResults",
     "ToolResultsToolset",
     "auto_trim_budget",
+    "done",
+    "done_output",
     "error_message",
     "grep_output",
     "is_ref_id",
@@ -104,6 +124,8 @@ __all__ = [
     "resolve",
     "stable_json",
     "to_tool_content",
+    "todo_summary",
+    "todo_toolset",
     "trim_tool_outputs",
     "trimmed_marker",
     "truncate_tool_output",
