@@ -27,11 +27,14 @@ from claudecode_model.toolkit import (
     UNTRUNCATED_METADATA_KEY,
     DirectoryToolOutputStore,
     MemoryToolOutputStore,
+    OutputCacheSettings,
     PartsResult,
     ToolOutputCache,
+    ToolResultsToolset,
     auto_trim_budget,
     is_ref_id,
     new_ref_id,
+    output_cache_toolset,
     trim_tool_outputs,
     trimmed_marker,
     truncated_marker,
@@ -239,6 +242,26 @@ async def test_refs_outlive_the_session_with_a_directory_store(tmp_path: Path) -
     )
     await Agent(second.model, capabilities=[ToolOutputCache(DirectoryToolOutputStore(tmp_path))]).run("go")
     assert last_returns(second.seen[-1])["tool_output_cache_grep"].content == "  200: line 199 of the report"
+
+
+async def test_the_same_with_toolsets_instead_of_the_capability() -> None:
+    store = MemoryToolOutputStore()
+    tools = FunctionToolset[None]()
+
+    @tools.tool_plain
+    def report() -> str:
+        return BIG
+
+    def grep(messages: list[ModelMessage]) -> list[ModelResponsePart]:
+        ref = ref_in(last_returns(messages)["report"].content)
+        return [ToolCallPart("tool_output_cache_grep", {"ref_id": ref, "pattern": "line 007", "after": 1})]
+
+    script = Script([ToolCallPart("report", {})], grep, [TextPart("ok")])
+    toolsets = [ToolResultsToolset(tools, cache=OutputCacheSettings(store, 100)), output_cache_toolset(store)]
+    await Agent(script.model, toolsets=toolsets).run("go")
+    assert last_returns(script.seen[-1])["tool_output_cache_grep"].content == (
+        "    8: line 007 of the report\n    9  line 008 of the report"
+    )
 
 
 # --- trimming --------------------------------------------------------------------------------------------

@@ -117,20 +117,20 @@ class DependencyKey(Generic[T]):
 
     @overload
     def __init__(
-        self,
-        id: str,
-        factory: Callable[[], Awaitable[T]] | Callable[[RunContext[Any]], Awaitable[T]],
-        *,
-        scope: DependencyScope = "call",
+        self, id: str, factory: Callable[[], Awaitable[T]], *, scope: DependencyScope = "call"
     ) -> None: ...
 
     @overload
     def __init__(
-        self,
-        id: str,
-        factory: Callable[[], T] | Callable[[RunContext[Any]], T],
-        *,
-        scope: DependencyScope = "call",
+        self, id: str, factory: Callable[[RunContext[Any]], Awaitable[T]], *, scope: DependencyScope = "call"
+    ) -> None: ...
+
+    @overload
+    def __init__(self, id: str, factory: Callable[[], T], *, scope: DependencyScope = "call") -> None: ...
+
+    @overload
+    def __init__(
+        self, id: str, factory: Callable[[RunContext[Any]], T], *, scope: DependencyScope = "call"
     ) -> None: ...
 
     def __init__(self, id: str, factory: _Factory, *, scope: DependencyScope = "call") -> None:

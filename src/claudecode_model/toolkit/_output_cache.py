@@ -131,10 +131,13 @@ class ToolOutputCacheToolset(FunctionToolset[Any]):
         return text
 
 
-def output_cache_toolset(store: ToolOutputStore | None = None) -> ToolOutputCacheToolset:
-    """The ``tool_output_cache`` and ``tool_output_cache_grep`` tools over ``store`` (default: a new memory
-    store)."""
-    return ToolOutputCacheToolset(MemoryToolOutputStore() if store is None else store)
+def output_cache_toolset(store: ToolOutputStore) -> ToolOutputCacheToolset:
+    """The ``tool_output_cache`` and ``tool_output_cache_grep`` tools over ``store``.
+
+    Only the reading tools: outputs get into ``store`` through a :class:`ToolResultsToolset` with
+    ``cache=OutputCacheSettings(store)``, or use the :class:`ToolOutputCache` capability, which does both.
+    """
+    return ToolOutputCacheToolset(store)
 
 
 def _part_size(part: ToolReturnPart[Any]) -> int:
