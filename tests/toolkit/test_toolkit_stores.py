@@ -16,6 +16,8 @@ from claudecode_model.toolkit import (
     new_ref_id,
 )
 
+pytestmark = pytest.mark.filterwarnings("error")
+
 if TYPE_CHECKING:
     from pathlib import Path
 

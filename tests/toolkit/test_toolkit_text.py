@@ -17,6 +17,8 @@ from claudecode_model.toolkit import (
 )
 from claudecode_model.toolkit._text import number_line, split_lines, truncated_ref, utf8_size
 
+pytestmark = pytest.mark.filterwarnings("error")
+
 REF = "out_01jd6x4m0c9v7k2q8s3t5w6y7z"
 MARKER = f"[tool output truncated; ref={REF}]"
 
