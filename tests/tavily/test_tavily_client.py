@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -18,7 +19,9 @@ from claudecode_model.tavily import (
     TavilySearchClient,
     TavilySearchDeps,
 )
-from claudecode_model.tavily.testing import FakeTavilyServer
+
+if TYPE_CHECKING:
+    from claudecode_model.tavily.testing import FakeTavilyServer
 
 
 async def search(deps: TavilySearchDeps, query: str = "pydantic ai", **kwargs: object) -> list[SearchResult]:
@@ -62,14 +65,13 @@ async def test_search_sends_the_arguments_and_the_key(
     assert request.authorization == f"Bearer {fake_tavily.api_key}"
 
 
-async def test_extract_returns_results_and_failures(deps: TavilySearchDeps) -> None:
-    with FakeTavilyServer(
-        pages={"https://a.example": "A page"}, failing_urls={"https://b.example": "404"}
-    ) as srv:
-        deps = replace(deps, api_key=srv.api_key, api_base_url=srv.base_url)
-        async with TavilySearchClient(deps) as client:
-            response = await client.extract(["https://a.example", "https://b.example"])
-        [request] = srv.requests_to("/extract")
+async def test_extract_returns_results_and_failures(
+    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
+) -> None:
+    fake_tavily.reset(pages={"https://a.example": "A page"}, failing_urls={"https://b.example": "404"})
+    async with TavilySearchClient(deps) as client:
+        response = await client.extract(["https://a.example", "https://b.example"])
+    [request] = fake_tavily.requests_to("/extract")
     assert response.results == [ExtractResult("https://a.example", "A page")]
     assert response.failed_results == [ExtractFailure("https://b.example", "404")]
     assert request.body["urls"] == ["https://a.example", "https://b.example"]
