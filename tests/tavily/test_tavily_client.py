@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from dataclasses import replace
@@ -318,3 +319,42 @@ def test_errors_survive_pickling() -> None:
         4,
         str(error),
     )
+
+
+async def test_malformed_results_are_unknown(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
+    fake_tavily.inject("/search", status=200, raw_body='{"results": [1, 2]}')
+    error = await search_error(deps)
+    assert error.error_type is TavilyErrorType.UNKNOWN_ERROR
+    assert error.message == "unexpected search response from the API: a result is not an object"
+
+
+async def test_cancellation_propagates_and_closes_the_connection(
+    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
+) -> None:
+    fake_tavily.inject("/search", delay=600)
+    task = asyncio.create_task(search(deps))
+    while not fake_tavily.requests:  # noqa: ASYNC110 - the log is filled by the server thread
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(fake_tavily.requests) == 1  # not retried
+
+
+async def test_tavily_proxy_variable_is_honoured(
+    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in plays the proxy: it receives the absolute-form request and answers 404 for the unknown
+    # path, whereas without the proxy the unresolvable host would be a network error.
+    monkeypatch.setenv("TAVILY_HTTP_PROXY", fake_tavily.base_url)
+    error = await search_error(replace(deps, api_base_url="http://tavily.invalid", max_retries=0))
+    assert error.error_type is TavilyErrorType.UNKNOWN_ERROR
+    assert error.status_code == 404
+
+
+def test_retryable_error_types() -> None:
+    assert {error_type for error_type in TavilyErrorType if TavilyAPIError(error_type, "x").retryable} == {
+        TavilyErrorType.RATE_LIMIT_ERROR,
+        TavilyErrorType.SERVER_ERROR,
+        TavilyErrorType.TIMEOUT_ERROR,
+    }
