@@ -232,9 +232,7 @@ def _format_return_value_as_mcp(value: object) -> McpResponse:
     part = ToolReturnPart(tool_name="", content=value)
     if part.files:
         kinds = ", ".join(sorted({type(file).__name__ for file in part.files}))
-        raise ValueError(
-            f"The tool returned files ({kinds}); tools served over MCP here can only return text."
-        )
+        raise ValueError(f"The tool returned files ({kinds}); tools served over MCP here can only return text.")
     return _text_response(part.model_response_str())
 
 

@@ -67,9 +67,7 @@ def light_package_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("light_root")
     (root / "claudecode_model").mkdir()
     (root / "claudecode_model" / "__init__.py").write_text('"""Empty stand-in for the package root."""\n')
-    (root / "claudecode_model" / "ipc").symlink_to(
-        Path(ipc_package.__file__).parent, target_is_directory=True
-    )
+    (root / "claudecode_model" / "ipc").symlink_to(Path(ipc_package.__file__).parent, target_is_directory=True)
     return root
 
 

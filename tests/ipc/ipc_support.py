@@ -252,9 +252,7 @@ class BridgeProcess:
     async def call(
         self, request_id: object, name: str, arguments: dict[str, object], **extra: object
     ) -> dict[str, object]:
-        response = await self.request(
-            request_id, "tools/call", {"name": name, "arguments": arguments, **extra}
-        )
+        response = await self.request(request_id, "tools/call", {"name": name, "arguments": arguments, **extra})
         result = response["result"]
         assert isinstance(result, dict)
         return result

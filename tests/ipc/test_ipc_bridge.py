@@ -130,9 +130,7 @@ async def test_tools_list_comes_from_the_schema_file(bridge: BridgeProcess, tool
     }
 
 
-async def test_tools_list_works_before_the_socket_is_reachable(
-    session: IPCSession, start_bridge: StartBridge
-) -> None:
+async def test_tools_list_works_before_the_socket_is_reachable(session: IPCSession, start_bridge: StartBridge) -> None:
     args = [str(session.directory / "missing.sock"), str(session.schema_path)]
     bridge = await start_bridge(session, args=args)
     await bridge.initialize()
@@ -269,9 +267,7 @@ async def test_bridge_exits_when_the_session_stops(toolbox: Toolbox, start_bridg
     assert "cannot be re-established" in await bridge.stderr_text()
 
 
-async def test_bridge_fails_calls_in_flight_when_the_session_stops(
-    toolbox: Toolbox, start_bridge: StartBridge
-) -> None:
+async def test_bridge_fails_calls_in_flight_when_the_session_stops(toolbox: Toolbox, start_bridge: StartBridge) -> None:
     session = toolbox.session()
     await session.start()
     bridge = await start_bridge(session)
@@ -389,11 +385,7 @@ async def test_bridge_imports_only_the_standard_library_and_its_own_modules(
     )
     _, stderr = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 0
-    imported = {
-        line.split("|")[-1].strip()
-        for line in stderr.decode().splitlines()
-        if line.startswith("import time:")
-    }
+    imported = {line.split("|")[-1].strip() for line in stderr.decode().splitlines() if line.startswith("import time:")}
     ours = {name for name in imported if name.startswith("claudecode_model")}
     assert ours == {
         "claudecode_model",

@@ -31,9 +31,7 @@ class ThreadBridge:
         stdin_read, self._stdin_write = os.pipe()
         self._stdout_read, stdout_write = os.pipe()
         self._fds = [stdin_read, stdout_write]
-        self.bridge = bridge.Bridge(
-            socket_path, TOOLS, "the-secret", stdin_fd=stdin_read, stdout_fd=stdout_write
-        )
+        self.bridge = bridge.Bridge(socket_path, TOOLS, "the-secret", stdin_fd=stdin_read, stdout_fd=stdout_write)
         self._stdout = os.fdopen(self._stdout_read, "rb")
         self.ended = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -58,9 +56,7 @@ class ThreadBridge:
         assert isinstance(message, dict)
         return message
 
-    async def request(
-        self, request_id: int, method: str, params: dict[str, object] | None = None
-    ) -> dict[str, object]:
+    async def request(self, request_id: int, method: str, params: dict[str, object] | None = None) -> dict[str, object]:
         message: dict[str, object] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
@@ -167,9 +163,7 @@ async def test_a_bad_frame_from_the_server_fails_the_call_and_the_bridge_reconne
 
     def answer(message: dict[str, object]) -> bytes | None:
         reply = next(replies)
-        return (
-            reply if reply is not None else encode_message({"id": message["id"], "result": {"content": []}})
-        )
+        return reply if reply is not None else encode_message({"id": message["id"], "result": {"content": []}})
 
     parent, path = await serve(await authenticate_then(answer))
     driver = ThreadBridge(path)
@@ -198,9 +192,7 @@ async def test_a_bad_frame_from_the_server_fails_the_call_and_the_bridge_reconne
 async def test_odd_answers_from_the_server_become_error_results(
     serve: Callable[[Behaviour], Awaitable[tuple[FakeParent, str]]], reply: dict[str, object], text: str
 ) -> None:
-    _, path = await serve(
-        await authenticate_then(lambda message: encode_message({"id": message["id"], **reply}))
-    )
+    _, path = await serve(await authenticate_then(lambda message: encode_message({"id": message["id"], **reply})))
     driver = ThreadBridge(path)
     try:
         answer = await driver.request(1, "tools/call", call(1))

@@ -198,9 +198,7 @@ def test_fuzz_decoder_never_crashes_on_arbitrary_bytes(data: bytes, chunk: int) 
             st.text(max_size=8),
             st.recursive(
                 st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                lambda children: (
-                    st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children)
-                ),
+                lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children),
                 max_leaves=8,
             ),
             max_size=4,

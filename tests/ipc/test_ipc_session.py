@@ -104,13 +104,9 @@ def test_handlers_and_schemas_must_match(toolbox: Toolbox) -> None:
     with pytest.raises(ToolValidationError, match="no handler for \\['whoami'\\]"):
         IPCSession(toolbox.handlers, schemas)  # type: ignore[arg-type]
     with pytest.raises(ToolValidationError, match="no schema for \\['extra'\\]"):
-        IPCSession(
-            {**toolbox.handlers, "extra": toolbox.echo}, schemas, meta_tool_handlers=toolbox.meta_handlers
-        )  # type: ignore[arg-type, dict-item]
+        IPCSession({**toolbox.handlers, "extra": toolbox.echo}, schemas, meta_tool_handlers=toolbox.meta_handlers)  # type: ignore[arg-type, dict-item]
     with pytest.raises(ToolValidationError, match="two handlers"):
-        IPCSession(
-            toolbox.handlers, schemas, meta_tool_handlers={**toolbox.meta_handlers, "echo": toolbox.whoami}
-        )  # type: ignore[arg-type, dict-item]
+        IPCSession(toolbox.handlers, schemas, meta_tool_handlers={**toolbox.meta_handlers, "echo": toolbox.whoami})  # type: ignore[arg-type, dict-item]
     with pytest.raises(ToolValidationError, match="listed twice"):
         IPCSession({"echo": toolbox.echo}, [schemas[0], schemas[0]])
     with pytest.raises(ToolValidationError, match="input_schema"):
@@ -133,9 +129,7 @@ async def test_start_creates_private_files_and_stop_removes_them(toolbox: Toolbo
         assert sock.name.endswith(SOCKET_FILE_SUFFIX)
         assert len(sock.name) == len(SOCKET_FILE_PREFIX) + 32 + len(SOCKET_FILE_SUFFIX)
         assert schema.name.startswith(SCHEMA_FILE_PREFIX)
-        assert sock.name[len(SOCKET_FILE_PREFIX) : -len(SOCKET_FILE_SUFFIX)] in schema.name, (
-            "one uuid for both"
-        )
+        assert sock.name[len(SOCKET_FILE_PREFIX) : -len(SOCKET_FILE_SUFFIX)] in schema.name, "one uuid for both"
         assert stat.S_ISSOCK(os.stat(sock).st_mode)
         assert mode(sock) == SOCKET_PERMISSIONS == 0o600
         assert mode(schema) == 0o600
@@ -202,9 +196,7 @@ async def test_start_failure_cleans_up_and_raises_bridge_startup_error(
     await session.stop()
 
 
-async def test_cancelled_start_cleans_up_and_propagates(
-    toolbox: Toolbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_cancelled_start_cleans_up_and_propagates(toolbox: Toolbox, monkeypatch: pytest.MonkeyPatch) -> None:
     async def cancelled(*args: object, **kwargs: object) -> None:
         raise asyncio.CancelledError
 
@@ -215,9 +207,7 @@ async def test_cancelled_start_cleans_up_and_propagates(
     assert session.state is IPCSessionState.STOPPED
 
 
-async def test_start_failure_writing_the_schema_cleans_up(
-    toolbox: Toolbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_start_failure_writing_the_schema_cleans_up(toolbox: Toolbox, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self: IPCSession, path: object) -> None:
         raise OSError(28, "No space left on device")
 
@@ -343,9 +333,7 @@ async def test_oversized_request_is_refused_before_sending(client: IPCClient) ->
 
 async def test_twenty_concurrent_calls_on_one_connection_are_routed(client: IPCClient) -> None:
     # "together" only returns once all 20 calls are running at the same time.
-    results = await asyncio.wait_for(
-        asyncio.gather(*(client.call_tool("together", {"n": n}) for n in range(20))), 20
-    )
+    results = await asyncio.wait_for(asyncio.gather(*(client.call_tool("together", {"n": n}) for n in range(20))), 20)
     assert [r["content"][0]["text"] for r in results] == [f"call {n}" for n in range(20)]
 
 
@@ -365,9 +353,7 @@ async def test_concurrent_calls_over_several_connections(toolbox: Toolbox, sessi
 # --- security -----------------------------------------------------------------------------------------------
 
 
-async def test_wrong_secret_is_refused_and_logged(
-    session: IPCSession, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_wrong_secret_is_refused_and_logged(session: IPCSession, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING), pytest.raises(IPCConnectionError, match="authentication failed"):
         await IPCClient.connect(session.socket_path, "0" * 64)
     assert "wrong session secret" in caplog.text
@@ -377,9 +363,7 @@ async def test_wrong_secret_is_refused_and_logged(
 async def test_missing_hello_is_refused(session: IPCSession, caplog: pytest.LogCaptureFixture) -> None:
     raw = await RawConnection.open(session, authenticate=False)
     with caplog.at_level(logging.WARNING):
-        await raw.send(
-            encode_message({"id": 1, "method": "call_tool", "params": {"name": "echo", "arguments": {}}})
-        )
+        await raw.send(encode_message({"id": 1, "method": "call_tool", "params": {"name": "echo", "arguments": {}}}))
         refusal = await raw.receive()
         assert refusal is not None
         assert refusal["error"] == {"message": "authentication failed", "type": "IPCAuthenticationError"}
@@ -426,9 +410,7 @@ print("uid", os.getuid(), "received", len(data))
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
-async def test_connection_from_another_uid_is_refused(
-    session: IPCSession, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_connection_from_another_uid_is_refused(session: IPCSession, caplog: pytest.LogCaptureFixture) -> None:
     # Loosen the file modes: only the peer-credential check stands between the other user and the tools.
     os.chmod(session.directory, 0o711)
     os.chmod(session.socket_path, 0o666)
@@ -499,9 +481,7 @@ async def test_garbage_frames_get_an_error_and_the_connection_goes_on(
     assert problem in error["message"]
     assert error["type"] == "IPCProtocolError"
     await raw.send(
-        encode_message(
-            {"id": 5, "method": "call_tool", "params": {"name": "echo", "arguments": {"text": "ok"}}}
-        )
+        encode_message({"id": 5, "method": "call_tool", "params": {"name": "echo", "arguments": {"text": "ok"}}})
     )
     assert await raw.receive() == {"id": 5, "result": text_result("ok")}
     await raw.close()
@@ -521,9 +501,7 @@ async def test_garbage_frames_get_an_error_and_the_connection_goes_on(
         ({"id": 1}, "unknown IPC method None"),
     ],
 )
-async def test_malformed_requests_get_an_error(
-    session: IPCSession, message: dict[str, object], problem: str
-) -> None:
+async def test_malformed_requests_get_an_error(session: IPCSession, message: dict[str, object], problem: str) -> None:
     raw = await RawConnection.open(session)
     await raw.send(encode_message(message))
     answer = await raw.receive()
@@ -579,9 +557,7 @@ async def test_crashed_bridge_mid_call_cancels_the_call_and_the_session_survives
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     raw = await RawConnection.open(session)
-    await raw.send(
-        encode_message({"id": 1, "method": "call_tool", "params": {"name": "block", "arguments": {}}})
-    )
+    await raw.send(encode_message({"id": 1, "method": "call_tool", "params": {"name": "block", "arguments": {}}}))
     await asyncio.wait_for(toolbox.started.wait(), 10)
     with caplog.at_level(logging.WARNING):
         raw.writer.transport.abort()  # like a bridge killed with SIGKILL
@@ -636,9 +612,7 @@ async def test_cancel_of_an_unknown_call_is_ignored(session: IPCSession) -> None
     raw = await RawConnection.open(session)
     await raw.send(encode_message({"method": "cancel", "params": {"id": 42}}))
     await raw.send(
-        encode_message(
-            {"id": 1, "method": "call_tool", "params": {"name": "echo", "arguments": {"text": "a"}}}
-        )
+        encode_message({"id": 1, "method": "call_tool", "params": {"name": "echo", "arguments": {"text": "a"}}})
     )
     assert await raw.receive() == {"id": 1, "result": text_result("a")}
     await raw.close()

@@ -45,10 +45,23 @@ def no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
 
 
-@pytest.fixture
-def fake_tavily() -> Iterator[FakeTavilyServer]:
+@pytest.fixture(scope="session")
+def shared_tavily() -> Iterator[FakeTavilyServer]:
+    """One stand-in for the whole session (stopping uvicorn takes ~0.2 s, too long to pay per test)."""
     with FakeTavilyServer() as server:
         yield server
+
+
+@pytest.fixture
+def fake_tavily(shared_tavily: FakeTavilyServer) -> Iterator[FakeTavilyServer]:
+    """The stand-in with an empty request log, no pending failures and generated results.
+
+    Afterwards, slow answers a timeout test left pending are cut short, and every connection must close.
+    """
+    shared_tavily.reset()
+    yield shared_tavily
+    shared_tavily.reset()
+    shared_tavily.wait_idle()
 
 
 @pytest.fixture

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -18,7 +20,9 @@ from claudecode_model.tavily import (
     TavilySearchClient,
     TavilySearchDeps,
 )
-from claudecode_model.tavily.testing import FakeTavilyServer
+
+if TYPE_CHECKING:
+    from claudecode_model.tavily.testing import FakeTavilyServer
 
 
 async def search(deps: TavilySearchDeps, query: str = "pydantic ai", **kwargs: object) -> list[SearchResult]:
@@ -60,12 +64,11 @@ async def test_search_sends_the_arguments_and_the_key(fake_tavily: FakeTavilySer
     assert request.authorization == f"Bearer {fake_tavily.api_key}"
 
 
-async def test_extract_returns_results_and_failures(deps: TavilySearchDeps) -> None:
-    with FakeTavilyServer(pages={"https://a.example": "A page"}, failing_urls={"https://b.example": "404"}) as srv:
-        deps = replace(deps, api_key=srv.api_key, api_base_url=srv.base_url)
-        async with TavilySearchClient(deps) as client:
-            response = await client.extract(["https://a.example", "https://b.example"])
-        [request] = srv.requests_to("/extract")
+async def test_extract_returns_results_and_failures(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
+    fake_tavily.reset(pages={"https://a.example": "A page"}, failing_urls={"https://b.example": "404"})
+    async with TavilySearchClient(deps) as client:
+        response = await client.extract(["https://a.example", "https://b.example"])
+    [request] = fake_tavily.requests_to("/extract")
     assert response.results == [ExtractResult("https://a.example", "A page")]
     assert response.failed_results == [ExtractFailure("https://b.example", "404")]
     assert request.body["urls"] == ["https://a.example", "https://b.example"]
@@ -300,3 +303,42 @@ def test_errors_survive_pickling() -> None:
         4,
         str(error),
     )
+
+
+async def test_malformed_results_are_unknown(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
+    fake_tavily.inject("/search", status=200, raw_body='{"results": [1, 2]}')
+    error = await search_error(deps)
+    assert error.error_type is TavilyErrorType.UNKNOWN_ERROR
+    assert error.message == "unexpected search response from the API: a result is not an object"
+
+
+async def test_cancellation_propagates_and_closes_the_connection(
+    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps
+) -> None:
+    fake_tavily.inject("/search", delay=600)
+    task = asyncio.create_task(search(deps))
+    while not fake_tavily.requests:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(fake_tavily.requests) == 1  # not retried
+
+
+async def test_tavily_proxy_variable_is_honoured(
+    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in plays the proxy: it receives the absolute-form request and answers 404 for the unknown
+    # path, whereas without the proxy the unresolvable host would be a network error.
+    monkeypatch.setenv("TAVILY_HTTP_PROXY", fake_tavily.base_url)
+    error = await search_error(replace(deps, api_base_url="http://tavily.invalid", max_retries=0))
+    assert error.error_type is TavilyErrorType.UNKNOWN_ERROR
+    assert error.status_code == 404
+
+
+def test_retryable_error_types() -> None:
+    assert {error_type for error_type in TavilyErrorType if TavilyAPIError(error_type, "x").retryable} == {
+        TavilyErrorType.RATE_LIMIT_ERROR,
+        TavilyErrorType.SERVER_ERROR,
+        TavilyErrorType.TIMEOUT_ERROR,
+    }

@@ -274,9 +274,7 @@ async def test_cached_values_are_released_after_the_run() -> None:
 
     call_key = DependencyKey("per-call", make)
     run_key = DependencyKey("per-run", make, scope="run")
-    agent = Agent(
-        Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()]
-    )
+    agent = Agent(Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:

@@ -86,9 +86,7 @@ async def test_large_output_is_truncated_and_found_again_with_grep() -> None:
     def grep_for_line(messages: list[ModelMessage]) -> list[ModelResponsePart]:
         part = last_returns(messages)["report"]
         seen["report"] = part
-        return [
-            ToolCallPart("tool_output_cache_grep", {"ref_id": ref_in(part.content), "pattern": "line 150"})
-        ]
+        return [ToolCallPart("tool_output_cache_grep", {"ref_id": ref_in(part.content), "pattern": "line 150"})]
 
     def answer(messages: list[ModelMessage]) -> list[ModelResponsePart]:
         seen["grep"] = last_returns(messages)["tool_output_cache_grep"]
@@ -131,9 +129,7 @@ async def test_reading_a_window_with_offset_and_limit() -> None:
     store = MemoryToolOutputStore()
     ref = new_ref_id()
     await store.save(ref, BIG)
-    script = Script(
-        [ToolCallPart("tool_output_cache", {"ref_id": ref, "offset": 10, "limit": 2})], [TextPart("ok")]
-    )
+    script = Script([ToolCallPart("tool_output_cache", {"ref_id": ref, "offset": 10, "limit": 2})], [TextPart("ok")])
     await Agent(script.model, capabilities=[ToolOutputCache(store)]).run("read")
     part = last_returns(script.seen[-1])["tool_output_cache"]
     assert part.content == "   11  line 010 of the report\n   12  line 011 of the report"
@@ -199,9 +195,7 @@ async def test_tools_marked_untruncated_are_left_alone() -> None:
         return BIG
 
     script = Script([ToolCallPart("dump", {})], [TextPart("ok")])
-    await Agent(
-        script.model, toolsets=[raw], capabilities=[ToolOutputCache(store, max_output_bytes=100)]
-    ).run("go")
+    await Agent(script.model, toolsets=[raw], capabilities=[ToolOutputCache(store, max_output_bytes=100)]).run("go")
     part = last_returns(script.seen[-1])["dump"]
     assert part.content == BIG
     assert len(store) == 0
@@ -225,9 +219,7 @@ async def test_parts_output_keeps_its_images_when_truncated() -> None:
 
 async def test_refs_outlive_the_session_with_a_directory_store(tmp_path: Path) -> None:
     first = Script([ToolCallPart("report", {})], [TextPart("ok")])
-    agent = Agent(
-        first.model, capabilities=[ToolOutputCache(DirectoryToolOutputStore(tmp_path), max_output_bytes=100)]
-    )
+    agent = Agent(first.model, capabilities=[ToolOutputCache(DirectoryToolOutputStore(tmp_path), max_output_bytes=100)])
 
     @agent.tool_plain
     def report() -> str:
@@ -237,9 +229,7 @@ async def test_refs_outlive_the_session_with_a_directory_store(tmp_path: Path) -
     ref = ref_in(last_returns(first.seen[-1])["report"].content)
 
     # A new agent, capability and store object over the same directory: another session, same refs.
-    second = Script(
-        [ToolCallPart("tool_output_cache_grep", {"ref_id": ref, "pattern": "line 199"})], [TextPart("x")]
-    )
+    second = Script([ToolCallPart("tool_output_cache_grep", {"ref_id": ref, "pattern": "line 199"})], [TextPart("x")])
     await Agent(second.model, capabilities=[ToolOutputCache(DirectoryToolOutputStore(tmp_path))]).run("go")
     assert last_returns(second.seen[-1])["tool_output_cache_grep"].content == "  200: line 199 of the report"
 
@@ -288,11 +278,7 @@ async def run_three_outputs(cache: ToolOutputCache[None]) -> tuple[Script, list[
 
 def tool_contents(messages: list[ModelMessage]) -> list[object]:
     return [
-        p.content
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
+        p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)
     ]
 
 

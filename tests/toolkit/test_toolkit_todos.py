@@ -105,9 +105,7 @@ async def test_write_replaces_and_read_shows_the_list() -> None:
     written, read = script.returns(2)
     assert written.content == "2 todos (1 completed, 1 in progress, 0 pending). Next: Ship"
     assert read.content == (
-        "1. [completed] Build\n"
-        "2. [in_progress] Ship\n"
-        "2 todos (1 completed, 1 in progress, 0 pending). Next: Ship"
+        "1. [completed] Build\n2. [in_progress] Ship\n2 todos (1 completed, 1 in progress, 0 pending). Next: Ship"
     )
 
 
@@ -147,9 +145,7 @@ async def test_concurrent_runs_have_separate_lists() -> None:
         return "synced"
 
     async def run(name: str) -> str:
-        script = Script(
-            [write((name, "in_progress"))], [ToolCallPart("sync_point", {})], [READ], [TextPart("ok")]
-        )
+        script = Script([write((name, "in_progress"))], [ToolCallPart("sync_point", {})], [READ], [TextPart("ok")])
         await agent.run(name, model=script.model)
         return str(script.returns(3)[0].content).split("\n")[0]
 

@@ -139,9 +139,7 @@ class FakeAnthropic:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 request_line, *header_lines = head.decode("latin-1").split("\r\n")
-                headers = {
-                    k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)
-                }
+                headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
                 if headers.get("transfer-encoding", "").lower() == "chunked":
                     raw = b""
                     while size := int((await reader.readuntil(b"\r\n")).strip(), 16):

@@ -43,9 +43,7 @@ def _error_from(payload: object) -> Exception:
     message = payload.get("message") if isinstance(payload, dict) else None
     error_type = payload.get("type") if isinstance(payload, dict) else None
     text = message if isinstance(message, str) and message else str(error_type or "unknown IPC error")
-    error: Exception = (
-        IPCMessageSizeError(text) if error_type == "IPCMessageSizeError" else IPCToolExecutionError(text)
-    )
+    error: Exception = IPCMessageSizeError(text) if error_type == "IPCMessageSizeError" else IPCToolExecutionError(text)
     if isinstance(error_type, str):
         error.add_note(f"error type: {error_type}")
     return error

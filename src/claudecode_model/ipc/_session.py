@@ -269,9 +269,7 @@ class IPCSession:
 
     def _write_schema_file(self, path: Path) -> None:
         data = json.dumps(self._schemas, ensure_ascii=False).encode("utf-8")
-        flags = (
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-        )
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
         fd = os.open(path, flags, SOCKET_PERMISSIONS)
         with open(fd, "wb") as schema_file:
             os.fchmod(fd, SOCKET_PERMISSIONS)
@@ -359,9 +357,7 @@ class IPCSession:
         pid, uid = credentials
         connection.peer = f"pid {pid}"
         if uid != os.geteuid():
-            logger.warning(
-                "refused an IPC connection from pid %d: uid %d is not our uid %d", pid, uid, os.geteuid()
-            )
+            logger.warning("refused an IPC connection from pid %d: uid %d is not our uid %d", pid, uid, os.geteuid())
             return False
         return True
 
@@ -370,9 +366,7 @@ class IPCSession:
             async with asyncio.timeout(self._handshake_timeout):
                 body = await read_frame(connection.reader, HELLO_MAX_SIZE)
         except TimeoutError:
-            logger.warning(
-                "refused an IPC connection from %s: no authentication within the timeout", connection.peer
-            )
+            logger.warning("refused an IPC connection from %s: no authentication within the timeout", connection.peer)
             return False
         except FrameError as exc:
             logger.warning("refused an IPC connection from %s: %s", connection.peer, exc)
@@ -386,15 +380,11 @@ class IPCSession:
             logger.warning("refused an IPC connection from %s: %s", connection.peer, exc)
             return False
         params = message.get("params")
-        secret = (
-            params.get("secret") if message.get("method") == "hello" and isinstance(params, dict) else None
-        )
+        secret = params.get("secret") if message.get("method") == "hello" and isinstance(params, dict) else None
         if not isinstance(secret, str) or not secrets.compare_digest(
             secret.encode("utf-8", "surrogatepass"), self._secret.encode("ascii")
         ):
-            logger.warning(
-                "refused an IPC connection from %s: missing or wrong session secret", connection.peer
-            )
+            logger.warning("refused an IPC connection from %s: missing or wrong session secret", connection.peer)
             refusal = error_response(None, "authentication failed", AUTHENTICATION_ERROR)
             with contextlib.suppress(OSError):
                 await connection.send(encode_message(refusal))
@@ -411,9 +401,7 @@ class IPCSession:
             except FrameSizeError as exc:
                 logger.warning("closing the IPC connection from %s: %s", connection.peer, exc)
                 with contextlib.suppress(OSError):
-                    await connection.send(
-                        encode_message(error_response(None, str(exc), "IPCMessageSizeError"))
-                    )
+                    await connection.send(encode_message(error_response(None, str(exc), "IPCMessageSizeError")))
                 return
             if body is None:
                 return

@@ -197,11 +197,7 @@ class Bridge:
 
     def _check_hello_deadline(self) -> None:
         connection = self._connection
-        if (
-            connection is not None
-            and not connection.authenticated
-            and time.monotonic() >= connection.hello_deadline
-        ):
+        if connection is not None and not connection.authenticated and time.monotonic() >= connection.hello_deadline:
             self._connection_lost("the IPC server did not answer the authentication")
 
     # --- stdin: JSON-RPC from the CLI -----------------------------------------------------------------------
@@ -296,9 +292,7 @@ class Bridge:
             arguments = {}
         meta = params.get("_meta")
         if not isinstance(arguments, dict) or (meta is not None and not isinstance(meta, dict)):
-            self._reply_error(
-                request_id, INVALID_PARAMS, "Invalid params: arguments and _meta must be objects"
-            )
+            self._reply_error(request_id, INVALID_PARAMS, "Invalid params: arguments and _meta must be objects")
             return
         call_id = self._next_id
         self._next_id += 1

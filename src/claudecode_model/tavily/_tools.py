@@ -243,7 +243,8 @@ class TavilyToolset(FunctionToolset[AgentDepsT]):
     - ``TavilyToolset()``: the run's ``deps`` (an agent with ``deps_type=TavilySearchDeps``); a run without
       deps uses ``TavilySearchDeps()``, i.e. the key from ``TAVILY_API_KEY``.
     - ``TavilyToolset(deps=TavilySearchDeps(...))``: always these settings, whatever the run's deps are.
-    - ``TavilyToolset(deps=lambda ctx: ctx.deps.tavily)``: taken from the run's own deps type.
+    - ``TavilyToolset[AppDeps](deps=lambda ctx: ctx.deps.tavily)``: taken from the run's own deps type
+      (the type argument lets type checkers see ``ctx.deps`` as ``AppDeps`` inside the lambda).
 
     Example::
 

@@ -13,13 +13,15 @@ A real HTTP server (starlette on uvicorn) on 127.0.0.1 in a background thread, s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 import uvicorn
 from starlette.applications import Starlette
@@ -27,7 +29,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
     from types import TracebackType
 
     from starlette.requests import Request
@@ -37,6 +38,7 @@ __all__ = [
     "FakeTavilyServer",
     "Injection",
     "RecordedRequest",
+    "SearchResultsSource",
     "generated_search_results",
 ]
 
@@ -86,6 +88,23 @@ def generated_search_results(query: str, max_results: int) -> list[dict[str, Any
     ]
 
 
+SearchResultsSource: TypeAlias = Sequence[Mapping[str, Any]] | Callable[[str, int], list[dict[str, Any]]] | None
+"""Canned search results, a function of (query, max_results) giving them, or ``None`` for generated ones."""
+
+
+def _search_source(source: SearchResultsSource) -> Callable[[str, int], list[dict[str, Any]]]:
+    if source is None:
+        return generated_search_results
+    if callable(source):
+        return source
+    canned = [dict(result) for result in source]
+
+    def results(_query: str, max_results: int) -> list[dict[str, Any]]:
+        return canned[:max_results]
+
+    return results
+
+
 @dataclass
 class _State:
     api_key: str | None
@@ -95,7 +114,7 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     requests: list[RecordedRequest] = field(default_factory=list)
     injections: dict[str, deque[Injection]] = field(default_factory=dict)
-    stopping: threading.Event = field(default_factory=threading.Event)
+    sleepers: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=set)
 
 
 class FakeTavilyServer:
@@ -114,24 +133,13 @@ class FakeTavilyServer:
         self,
         *,
         api_key: str | None = DEFAULT_FAKE_API_KEY,
-        search_results: Sequence[Mapping[str, Any]] | Callable[[str, int], list[dict[str, Any]]] | None = None,
+        search_results: SearchResultsSource = None,
         pages: Mapping[str, str] | None = None,
         failing_urls: Mapping[str, str] | None = None,
     ) -> None:
-        results: Callable[[str, int], list[dict[str, Any]]]
-        if search_results is None:
-            results = generated_search_results
-        elif callable(search_results):
-            results = search_results
-        else:
-            canned = [dict(result) for result in search_results]
-
-            def results(_query: str, max_results: int) -> list[dict[str, Any]]:
-                return canned[:max_results]
-
         self._state = _State(
             api_key=api_key,
-            search_results=results,
+            search_results=_search_source(search_results),
             pages=dict(pages or {}),
             failing_urls=dict(failing_urls or {}),
         )
@@ -161,6 +169,38 @@ class FakeTavilyServer:
         """The requests received on ``path``."""
         return [request for request in self.requests if request.path == path]
 
+    def reset(
+        self,
+        *,
+        search_results: SearchResultsSource = None,
+        pages: Mapping[str, str] | None = None,
+        failing_urls: Mapping[str, str] | None = None,
+    ) -> None:
+        """Forget the request log and pending injections, and replace the canned data (same meaning as in
+        the constructor), so one running server can serve many tests."""
+        with self._state.lock:
+            self._state.requests.clear()
+            self._state.injections.clear()
+            self._state.search_results = _search_source(search_results)
+            self._state.pages = dict(pages or {})
+            self._state.failing_urls = dict(failing_urls or {})
+        _wake_sleepers(self._state)
+
+    def wait_idle(self, timeout: float = 5.0) -> None:
+        """Wait until no connection is open and no answer is in progress.
+
+        Raises:
+            TimeoutError: A client still holds a connection after ``timeout`` seconds (it was never closed).
+        """
+        server = self._server
+        if server is None:
+            return
+        deadline = time.monotonic() + timeout
+        while server.server_state.connections or server.server_state.tasks or self._state.sleepers:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"FakeTavilyServer: {len(server.server_state.connections)} connection(s) still open")
+            time.sleep(0.005)
+
     def inject(
         self,
         path: str,
@@ -182,7 +222,6 @@ class FakeTavilyServer:
         """Start serving on a free port; returns once the server accepts connections."""
         if self._thread is not None:
             raise RuntimeError("FakeTavilyServer is already running")
-        self._state.stopping.clear()
         config = uvicorn.Config(
             _build_app(self._state),
             host="127.0.0.1",
@@ -211,7 +250,7 @@ class FakeTavilyServer:
         server, thread = self._server, self._thread
         if server is None or thread is None:
             return
-        self._state.stopping.set()
+        _wake_sleepers(self._state)
         server.should_exit = True
         thread.join(timeout=_STARTUP_TIMEOUT_S)
         if thread.is_alive():
@@ -268,7 +307,7 @@ async def _respond(
     answer: Callable[[_State, dict[str, Any]], JSONResponse],
 ) -> Response:
     if injection is not None:
-        await _sleep_unless_stopping(state, injection.delay)
+        await _sleep_unless_woken(state, injection.delay)
         if injection.raw_body is not None:
             return Response(injection.raw_body, status_code=injection.status or 200, media_type="text/plain")
         if injection.status is not None:
@@ -280,9 +319,28 @@ async def _respond(
     return answer(state, body)
 
 
-async def _sleep_unless_stopping(state: _State, seconds: float) -> None:
-    if seconds > 0:
-        await asyncio.to_thread(state.stopping.wait, seconds)
+async def _sleep_unless_woken(state: _State, seconds: float) -> None:
+    """Wait ``seconds``, or less if the server is reset or stopped meanwhile."""
+    if seconds <= 0:
+        return
+    sleeper = (asyncio.get_running_loop(), asyncio.Event())
+    with state.lock:
+        state.sleepers.add(sleeper)
+    try:
+        await asyncio.wait_for(sleeper[1].wait(), timeout=seconds)
+    except TimeoutError:
+        pass
+    finally:
+        with state.lock:
+            state.sleepers.discard(sleeper)
+
+
+def _wake_sleepers(state: _State) -> None:
+    with state.lock:
+        sleepers = list(state.sleepers)
+    for loop, event in sleepers:
+        with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+            loop.call_soon_threadsafe(event.set)
 
 
 def _search_body(state: _State, body: dict[str, Any]) -> JSONResponse:

@@ -56,14 +56,10 @@ def _takes_ctx(factory: _Factory) -> bool:
     except (TypeError, ValueError):  # builtins without a signature take no context
         return False
     required = [
-        p
-        for p in parameters
-        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        p for p in parameters if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     if len(required) > 1:
-        raise TypeError(
-            f"a dependency factory takes no argument or the RunContext, not {len(required)} arguments"
-        )
+        raise TypeError(f"a dependency factory takes no argument or the RunContext, not {len(required)} arguments")
     return len(required) == 1
 
 
@@ -116,9 +112,7 @@ class DependencyKey(Generic[T]):
     __slots__ = ("_provider", "factory", "id", "scope")
 
     @overload
-    def __init__(
-        self, id: str, factory: Callable[[], Awaitable[T]], *, scope: DependencyScope = "call"
-    ) -> None: ...
+    def __init__(self, id: str, factory: Callable[[], Awaitable[T]], *, scope: DependencyScope = "call") -> None: ...
 
     @overload
     def __init__(
@@ -197,9 +191,7 @@ def override(
 
 
 @contextmanager
-def override(
-    key: DependencyKey[Any], value: Any = _MISSING, *, factory: _Factory | None = None
-) -> Iterator[None]:
+def override(key: DependencyKey[Any], value: Any = _MISSING, *, factory: _Factory | None = None) -> Iterator[None]:
     """Within the ``with`` block, resolving ``key`` (or any key with its id) gives ``value`` or ``factory()``.
 
     Overrides live in a context variable, so concurrent asyncio tasks (for example two agent runs started with

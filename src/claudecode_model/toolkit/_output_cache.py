@@ -112,9 +112,7 @@ class ToolOutputCacheToolset(FunctionToolset[Any]):
             """
             text = await self._load(ref_id)
             try:
-                return grep_output(
-                    text, pattern, regex=regex, before=before, after=after, max_matches=max_matches
-                )
+                return grep_output(text, pattern, regex=regex, before=before, after=after, max_matches=max_matches)
             except re.error as error:
                 raise ToolFailed(f"Invalid regex {pattern!r}: {error}") from error
 
@@ -200,15 +198,11 @@ async def trim_tool_outputs(
         ref, metadata = await _ref_for(part, store)
         marker = trimmed_marker(ref)
         parts = new_parts.setdefault(message_index, list(cast("ModelRequest", messages[message_index]).parts))
-        parts[part_index] = dataclasses.replace(
-            cast("ToolReturnPart[Any]", part), content=marker, metadata=metadata
-        )
+        parts[part_index] = dataclasses.replace(cast("ToolReturnPart[Any]", part), content=marker, metadata=metadata)
         total += utf8_size(marker) - size
         logger.debug("trimmed tool output %s of %r (%d bytes)", ref, part.tool_name, size)
     for message_index, parts in new_parts.items():
-        result[message_index] = dataclasses.replace(
-            cast("ModelRequest", messages[message_index]), parts=parts
-        )
+        result[message_index] = dataclasses.replace(cast("ModelRequest", messages[message_index]), parts=parts)
     return result
 
 
@@ -280,7 +274,5 @@ class ToolOutputCache(AbstractCapability[AgentDepsT]):
         if not replaced:
             return request_context
         history[:] = trimmed
-        request_context.messages = [
-            replaced.get(id(message), message) for message in request_context.messages
-        ]
+        request_context.messages = [replaced.get(id(message), message) for message in request_context.messages]
         return request_context

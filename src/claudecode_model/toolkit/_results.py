@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Sequence  # noqa: TC003 (pydantic resolves PartsResult's annotations at runtime)
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -159,8 +159,7 @@ def to_tool_content(value: object) -> ToolContent:
             return [value]
         case list() | tuple() if any(is_multi_modal_content(item) for item in value):
             return [
-                item if isinstance(item, str) or is_multi_modal_content(item) else stable_json(item)
-                for item in value
+                item if isinstance(item, str) or is_multi_modal_content(item) else stable_json(item) for item in value
             ]
         case _:
             return stable_json(value)

@@ -36,9 +36,7 @@ class TodoItem(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     content: str = Field(min_length=1, description="What to do, as a short imperative sentence.")
-    status: TodoStatus = Field(
-        default="pending", description="pending, in_progress (at most one) or completed."
-    )
+    status: TodoStatus = Field(default="pending", description="pending, in_progress (at most one) or completed.")
 
 
 def _at_most_one_in_progress(items: list[TodoItem]) -> list[TodoItem]:
@@ -57,8 +55,7 @@ def todo_summary(items: Sequence[TodoItem]) -> str:
     The next item is the one in progress, else the first pending one; ``Next: none`` when there is none.
     """
     counts = {
-        status: sum(item.status == status for item in items)
-        for status in ("completed", "in_progress", "pending")
+        status: sum(item.status == status for item in items) for status in ("completed", "in_progress", "pending")
     }
     upcoming = next((item for item in items if item.status == "in_progress"), None) or next(
         (item for item in items if item.status == "pending"), None
@@ -101,9 +98,7 @@ class TodoList:
 
     def render(self) -> str:
         """One numbered line per todo (``2. [in_progress] Write tests``), then the summary line."""
-        lines = [
-            f"{index}. [{item.status}] {item.content}" for index, item in enumerate(self._items, start=1)
-        ]
+        lines = [f"{index}. [{item.status}] {item.content}" for index, item in enumerate(self._items, start=1)]
         return "\n".join([*lines, self.summary()])
 
 
