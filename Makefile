@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench setup clean
+.PHONY: demo test setup clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,13 +18,10 @@ demo: $(STAMP)
 	scripts/loopback-only $(VENV)/bin/claudecode-model demo
 
 test: $(STAMP)
-	$(PY) -m ruff check src tests bench
-	$(PY) -m ruff format --check src tests bench
+	$(PY) -m ruff check src tests
+	$(PY) -m ruff format --check src tests
 	$(PY) -m mypy
 	scripts/loopback-only $(PY) -m pytest -q
-
-bench: $(STAMP)
-	$(PY) -m bench
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

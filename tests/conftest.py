@@ -10,6 +10,19 @@ from pathlib import Path
 
 import pytest
 
+# A private temp dir for the whole test session (short, because socket paths must stay under 108 bytes), so
+# the leak guard below sees only this session's files, not those of another process on the machine.
+_SESSION_TMP = tempfile.mkdtemp(prefix="cct-", dir="/tmp" if os.path.isdir("/tmp") else None)
+os.chmod(_SESSION_TMP, 0o711)  # traversable, as /tmp is, for the tests that connect as another user
+os.environ["TMPDIR"] = _SESSION_TMP
+tempfile.tempdir = _SESSION_TMP
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    shutil.rmtree(_SESSION_TMP, ignore_errors=True)
+
 
 def live_descendants(pid: int) -> set[int]:
     """Every live (non-zombie) descendant of ``pid``, from a /proc scan."""
