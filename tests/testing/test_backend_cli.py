@@ -42,7 +42,7 @@ from claudecode_model.testing import Failure, OfflineBackend, ScriptedTurn
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-pytestmark = [pytest.mark.cli, pytest.mark.usefixtures("no_leaked_processes")]
+pytestmark = pytest.mark.cli  # the autouse guard in tests/conftest.py checks for leaked processes
 
 
 def _options(backend: OfflineBackend, **overrides: Any) -> ClaudeAgentOptions:
