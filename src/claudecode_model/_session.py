@@ -15,7 +15,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,12 +48,19 @@ class CLISession:
         self._ready: asyncio.Future[None] = self.loop.create_future()
         self._owner: asyncio.Task[None] | None = None
         self._pid: int | None = None
+        self._process: Any = None
+        self._in_turn = False
         self.tool_router: Any = None
         """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
 
     @property
     def closed(self) -> bool:
         return self._owner is not None and self._owner.done()
+
+    @property
+    def process_exited(self) -> bool:
+        """Whether the CLI process is known to have ended (killed, crashed) while the session looks open."""
+        return getattr(self._process, "returncode", None) is not None
 
     async def start(self) -> None:
         """Start the CLI process and wait until it is connected."""
@@ -72,6 +79,7 @@ class CLISession:
             if not self._ready.done():
                 self._ready.set_exception(error)
             return
+        self._process = _client_process(client)
         self._pid = _client_pid(client)
         self._ready.set_result(None)
         try:
@@ -88,6 +96,7 @@ class CLISession:
         async def one_message() -> AsyncIterator[dict[str, Any]]:
             yield turn.message
 
+        self._in_turn = True
         try:
             await client.query(one_message())
             async for message in client.receive_response():
@@ -102,9 +111,10 @@ class CLISession:
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
         finally:
+            self._in_turn = False
             turn.output.put_nowait(None)
 
-    async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
+    async def run_turn(self, message: dict[str, Any]) -> AsyncGenerator[Message, None]:
         """Send one user message and yield the SDK messages up to and including the ``ResultMessage``."""
         if self.closed:
             raise RuntimeError("CLI session is closed")
@@ -120,13 +130,19 @@ class CLISession:
             self.busy = False
             self.last_used = time.monotonic()
 
-    async def close(self) -> None:
-        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period) and wait for the owner task."""
+    async def close(self, *, abandon: bool = False) -> None:
+        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period) and wait for the owner task.
+
+        ``abandon``: nobody waits for the turn in progress any more (it failed, timed out or was cancelled). The
+        CLI would finish that turn before it reads the stop request, so it is sent SIGTERM at once.
+        """
         owner = self._owner
         if owner is None:
             return
         if not owner.done():
             self._commands.put_nowait(None)
+            if abandon and self._in_turn:
+                _terminate(self._pid)
             done, _ = await asyncio.wait({owner}, timeout=_STOP_GRACE_SECONDS)
             if not done:
                 owner.cancel()
@@ -143,12 +159,23 @@ async def _disconnect(client: ClaudeSDKClient) -> None:
     await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
 
 
+def _client_process(client: ClaudeSDKClient) -> Any:
+    """The CLI process object of the SDK's subprocess transport (private API, guarded; None if unknown)."""
+    transport = getattr(client, "_transport", None)
+    return getattr(transport, "_process", None)
+
+
 def _client_pid(client: ClaudeSDKClient) -> int | None:
     """The CLI process id, read from the SDK's subprocess transport (private API, guarded)."""
-    transport = getattr(client, "_transport", None)
-    process = getattr(transport, "_process", None)
-    pid = getattr(process, "pid", None)
+    pid = getattr(_client_process(client), "pid", None)
     return pid if isinstance(pid, int) else None
+
+
+def _terminate(pid: int | None) -> None:
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
 
 
 def _kill_if_alive(pid: int | None) -> None:
@@ -183,7 +210,7 @@ class SessionPool:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        if session.closed or session.loop is not _running_loop() or session.busy:
+        if session.closed or session.process_exited or session.loop is not _running_loop() or session.busy:
             return None
         if session.signature != signature or session.seen_digest != digest:
             return None
@@ -211,7 +238,7 @@ class SessionPool:
                     session.kill()
                     del self._sessions[key]
                 continue
-            if session.closed or now - session.last_used > self.idle_timeout:
+            if session.closed or session.process_exited or now - session.last_used > self.idle_timeout:
                 del self._sessions[key]
                 await session.close()
         same_loop = [s for s in self._sessions.values() if s.loop is loop]

@@ -11,7 +11,7 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -436,10 +436,12 @@ class _Turn:
 
             self.bind(ModelResponsePartsManager(model_request_parameters=self.params))
         try:
-            async with asyncio.timeout(self.timeout):
-                async for message in self.session.run_turn(self.user_message()):
+            async with asyncio.timeout(self.timeout), aclosing(self.session.run_turn(self.user_message())) as stream:
+                async for message in stream:
                     self.raw_messages.append(message)
                     yield message
+                    if self.router.fatal_error is not None:
+                        break  # the run has failed (e.g. a tool's retries are exhausted): stop the turn now
         except TimeoutError as error:
             self.failed = True
             raise CLITimeoutError(
@@ -464,7 +466,7 @@ class _Turn:
     async def finish(self) -> None:
         """Keep the session for the next turn if it ended cleanly, otherwise stop the CLI."""
         if not self.completed or self.failed:
-            await self.session.close()
+            await self.session.close(abandon=self.failed)
             return
         await self.model._pool.put(self.session)
 
@@ -524,7 +526,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
         self._turn.failed = True
-        await self._turn.session.close()
+        await self._turn.session.close(abandon=True)
 
     @property
     def model_name(self) -> str:

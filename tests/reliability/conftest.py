@@ -1,0 +1,63 @@
+"""Fixtures of the reliability tests: a model on the offline backend, with a resource snapshot taken first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.models.function import FunctionModel
+from reliability_support import Resources, assert_nothing_leaked, brain, cli_children, descendants, wait_for
+
+from claudecode_model import ClaudeCodeModel
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from claudecode_model.testing import OfflineBackend
+
+
+@dataclass
+class Harness:
+    """One model on one backend, and what existed before the test ran anything."""
+
+    backend: OfflineBackend
+    model: ClaudeCodeModel
+    before: Resources
+
+    def new_cli_processes(self) -> list[int]:
+        """CLI processes started since the snapshot and still alive."""
+        return [pid for pid in cli_children() if pid not in self.before.processes]
+
+    async def wait_for_new_cli(self) -> int:
+        """The single CLI process this test started (waits for it to appear)."""
+        assert await wait_for(lambda: len(self.new_cli_processes()) == 1), self.new_cli_processes()
+        [pid] = self.new_cli_processes()
+        return pid
+
+    async def assert_recovers(self, *, idle_sessions: int = 0) -> None:
+        """The run left no process behind but the ``idle_sessions`` CLIs kept for a next turn (none after a
+        failure); the same model instance then answers correctly; after ``aclose()`` nothing the test created
+        is left (processes, temp entries, file descriptors)."""
+
+        def new_processes() -> list[int]:
+            return sorted(descendants() - self.before.processes)
+
+        assert await wait_for(lambda: len(new_processes()) == idle_sessions), f"processes left: {new_processes()}"
+        assert len(self.new_cli_processes()) == idle_sessions
+        result = await Agent(self.model).run("are you still there?")
+        assert result.output == "echo: are you still there?"
+        await self.model.aclose()
+        await assert_nothing_leaked(self.before)
+
+
+@pytest.fixture
+async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    harness = Harness(claude_backend, model, Resources.now())
+    try:
+        yield harness
+    finally:
+        await model.aclose()

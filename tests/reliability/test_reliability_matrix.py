@@ -1,0 +1,343 @@
+"""The failure matrix: every failure mode through the real Claude Code CLI against the offline backend.
+
+Every case runs ``RUNS`` times. Each run checks three things: the run ends with a typed error or the correct
+answer; nothing is left behind (no process, temp entry or file descriptor); the same model instance then
+answers correctly again (``Harness.assert_recovers``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+from typing import TYPE_CHECKING
+
+import pytest
+from pydantic_ai import Agent, ModelHTTPError, ModelRetry
+from pydantic_ai.exceptions import (
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelOverloadedError,
+    ModelRateLimitError,
+    ModelServerError,
+    UnexpectedModelBehavior,
+)
+from pydantic_ai.models.function import FunctionModel
+from reliability_support import brain, wait_for
+
+from claudecode_model import (
+    ClaudeCodeAuthenticationError,
+    ClaudeCodeConnectionError,
+    ClaudeCodeModel,
+    ClaudeCodeOverloadedError,
+    ClaudeCodeRateLimitError,
+    ClaudeCodeServerError,
+    CLIProcessError,
+    CLITimeoutError,
+)
+from claudecode_model.testing import Failure
+
+if TYPE_CHECKING:
+    from conftest import Harness
+
+pytestmark = pytest.mark.cli
+
+RUNS = 3
+run = pytest.mark.parametrize("run", range(RUNS), ids=[f"run{i}" for i in range(RUNS)])
+
+
+# --- answers ------------------------------------------------------------------------------------------------
+
+
+@run
+async def test_success(run: int, harness: Harness) -> None:
+    agent = Agent(harness.model)
+
+    @agent.tool_plain
+    def lookup() -> str:
+        return "found it"
+
+    result = await agent.run("call lookup")
+
+    assert result.output == "done: found it"
+    assert [r.text for r in harness.backend.last_request.tool_results()] == ["found it"]
+    await harness.assert_recovers(idle_sessions=1)
+
+
+@run
+async def test_tool_exception_reaches_claude_and_the_run_answers(run: int, harness: Harness) -> None:
+    agent = Agent(harness.model)
+
+    @agent.tool_plain
+    def explode() -> str:
+        raise RuntimeError("the disk is on fire")
+
+    result = await agent.run("call explode")
+
+    assert result.output == "done: the disk is on fire"
+    [tool_result] = harness.backend.last_request.tool_results()
+    assert tool_result.is_error
+    await harness.assert_recovers(idle_sessions=1)
+
+
+async def _run_flaky_tool(model: object) -> tuple[BaseException | None, int]:
+    """Run an agent whose tool always asks to be retried (``retries=2``); the error and the number of calls."""
+    agent = Agent(model)  # type: ignore[call-overload]
+    calls: list[int] = []
+
+    @agent.tool_plain(retries=2)
+    def flaky() -> str:
+        calls.append(1)
+        raise ModelRetry("the service is busy, try again")
+
+    try:
+        await agent.run("call flaky")
+    except UnexpectedModelBehavior as error:
+        return error, len(calls)
+    return None, len(calls)
+
+
+@run
+async def test_model_retry_exhausted_ends_the_run_like_pydantic_ai_does(run: int, harness: Harness) -> None:
+    # The same agent on pydantic-ai's own FunctionModel, with the same (stubborn) brain, is the reference.
+    expected_error, expected_calls = await _run_flaky_tool(FunctionModel(brain))
+    assert expected_error is not None
+    assert expected_calls == 3
+
+    error, calls = await _run_flaky_tool(harness.model)
+
+    assert isinstance(error, UnexpectedModelBehavior)
+    assert str(error).startswith("Tool 'flaky' exceeded max retries count of 2")
+    assert str(expected_error).startswith(str(error))
+    assert calls == expected_calls
+    await harness.assert_recovers()
+
+
+# --- API errors ---------------------------------------------------------------------------------------------
+
+HTTP_ERRORS = [
+    pytest.param(401, ClaudeCodeAuthenticationError, ModelAuthenticationError, id="401"),
+    pytest.param(429, ClaudeCodeRateLimitError, ModelRateLimitError, id="429"),
+    pytest.param(500, ClaudeCodeServerError, ModelServerError, id="500"),
+    pytest.param(529, ClaudeCodeOverloadedError, ModelOverloadedError, id="529"),
+]
+
+
+@run
+@pytest.mark.parametrize(("status", "error_type", "pydantic_ai_type"), HTTP_ERRORS)
+async def test_api_error_status_is_a_typed_model_http_error(
+    run: int, status: int, error_type: type[Exception], pydantic_ai_type: type[Exception], harness: Harness
+) -> None:
+    harness.backend.fail_next(Failure.http(status, f"injected failure {status}"))
+
+    with pytest.raises(error_type) as caught:
+        await Agent(harness.model).run("hello")
+
+    error = caught.value
+    assert isinstance(error, ModelHTTPError)
+    assert isinstance(error, pydantic_ai_type)
+    assert error.status_code == status
+    assert f"injected failure {status}" in str(error.body)
+    assert len(harness.backend.requests) == 1, "CLAUDE_CODE_MAX_RETRIES=0: the CLI does not retry"
+    await harness.assert_recovers()
+
+
+@run
+@pytest.mark.parametrize("status", [429, 529])
+async def test_transient_status_retried_by_the_cli_gives_the_answer(run: int, status: int, harness: Harness) -> None:
+    model = ClaudeCodeModel(env={**harness.backend.cli_env(), "CLAUDE_CODE_MAX_RETRIES": "1"})
+    harness.backend.fail_next(Failure.http(status))
+    try:
+        result = await Agent(model).run("hello")
+    finally:
+        await model.aclose()
+
+    assert result.output == "echo: hello"
+    assert len(harness.backend.requests) == 2
+    await harness.assert_recovers()
+
+
+# --- broken streams -----------------------------------------------------------------------------------------
+
+
+@run
+async def test_sse_error_once_the_cli_falls_back_to_a_plain_request(run: int, harness: Harness) -> None:
+    harness.backend.fail_next(Failure.sse_error())
+
+    result = await Agent(harness.model).run("hello")
+
+    assert result.output == "echo: hello"
+    assert [r.stream for r in harness.backend.requests] == [True, False]
+    await harness.assert_recovers(idle_sessions=1)
+
+
+@run
+async def test_sse_error_then_failed_fallback_is_a_typed_error(run: int, harness: Harness) -> None:
+    harness.backend.fail_next(Failure.sse_error("overloaded_error", "Overloaded"), count=2)
+
+    with pytest.raises(ClaudeCodeOverloadedError) as caught:
+        await Agent(harness.model).run("hello")
+
+    assert caught.value.status_code == 529
+    assert [r.stream for r in harness.backend.requests] == [True, False]
+    await harness.assert_recovers()
+
+
+@run
+async def test_malformed_sse_once_the_cli_falls_back_to_a_plain_request(run: int, harness: Harness) -> None:
+    harness.backend.fail_next(Failure.malformed_sse())
+
+    result = await Agent(harness.model).run("hello")
+
+    assert result.output == "echo: hello"
+    assert [r.stream for r in harness.backend.requests] == [True, False]
+    await harness.assert_recovers(idle_sessions=1)
+
+
+@run
+async def test_malformed_sse_then_malformed_fallback_is_a_connection_error(run: int, harness: Harness) -> None:
+    harness.backend.fail_next(Failure.malformed_sse(), count=2)
+
+    with pytest.raises(ClaudeCodeConnectionError) as caught:
+        await Agent(harness.model).run("hello")
+
+    assert isinstance(caught.value, ModelConnectionError)
+    assert "JSON" in str(caught.value)
+    await harness.assert_recovers()
+
+
+# --- the CLI process dies -----------------------------------------------------------------------------------
+
+
+@run
+async def test_cli_killed_during_a_tool_call(run: int, harness: Harness) -> None:
+    agent = Agent(harness.model)
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    @agent.tool_plain
+    async def wait_forever() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    task = asyncio.create_task(agent.run("call wait_forever"))
+    await asyncio.wait_for(started.wait(), 60)
+    os.kill(await harness.wait_for_new_cli(), signal.SIGKILL)
+
+    with pytest.raises(CLIProcessError) as caught:
+        await task
+
+    assert caught.value.exit_code == -signal.SIGKILL
+    assert cancelled.is_set(), "the tool call in flight was cancelled"
+    await harness.assert_recovers()
+
+
+@run
+async def test_cli_killed_while_waiting_for_the_api(run: int, harness: Harness) -> None:
+    harness.backend.fail_next(Failure.stall())
+    task = asyncio.create_task(Agent(harness.model).run("hello"))
+    assert await wait_for(lambda: len(harness.backend.requests) == 1)
+    os.kill(await harness.wait_for_new_cli(), signal.SIGKILL)
+
+    with pytest.raises(CLIProcessError) as caught:
+        await task
+
+    assert caught.value.exit_code == -signal.SIGKILL
+    await harness.assert_recovers()
+
+
+@run
+async def test_cli_killed_between_turns_the_conversation_continues(run: int, harness: Harness) -> None:
+    agent = Agent(harness.model)
+    first = await agent.run("first question")
+    idle_cli = await harness.wait_for_new_cli()  # kept for the next turn
+    os.kill(idle_cli, signal.SIGKILL)
+    assert await wait_for(lambda: not os.path.exists(f"/proc/{idle_cli}")), "reaped"
+
+    second = await agent.run("second question", message_history=first.all_messages())
+
+    assert second.output == "echo: second question"
+    assert "first question" in harness.backend.last_request.user_texts()
+    await harness.assert_recovers(idle_sessions=1)
+
+
+# --- cancellation and timeouts ------------------------------------------------------------------------------
+
+
+@run
+@pytest.mark.parametrize("mode", ["run", "run_stream"])
+async def test_cancellation_at_a_random_point(
+    run: int, mode: str, harness: Harness, record_property: pytest.RecordProperty
+) -> None:
+    delay = random.Random(f"cancel-{mode}-{run}").uniform(0.0, 3.0)
+    agent = Agent(harness.model)
+    tool_calls: list[str] = []
+
+    @agent.tool_plain
+    async def slow() -> str:
+        tool_calls.append("started")
+        await asyncio.sleep(0.4)
+        tool_calls.append("finished")
+        return "slept"
+
+    async def go() -> str:
+        if mode == "run":
+            return (await agent.run("call slow")).output
+        async with agent.run_stream("call slow") as stream:
+            return await stream.get_output()
+
+    task = asyncio.create_task(go())
+    done, _ = await asyncio.wait({task}, timeout=delay)
+    idle_sessions = 0
+    if done:
+        idle_sessions = 1
+        outcome = "finished before the cancel"
+        assert task.result() == "done: slept"
+    else:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        outcome = f"cancelled after {len(harness.backend.requests)} API requests, tool {tool_calls or ['not called']}"
+    record_property("cancel_delay", f"{delay:.2f}")
+    record_property("outcome", outcome)
+    await harness.assert_recovers(idle_sessions=idle_sessions)
+
+
+@run
+@pytest.mark.parametrize("setting", ["timeout", "claude_code_timeout"])
+async def test_timeout_with_a_stalled_api(run: int, setting: str, harness: Harness) -> None:
+    harness.backend.fail_next(Failure.stall())
+
+    with pytest.raises(CLITimeoutError) as caught:
+        await Agent(harness.model).run("hello", model_settings={setting: 1.5})  # type: ignore[misc]
+
+    assert caught.value.timeout == 1.5
+    assert isinstance(caught.value, TimeoutError)
+    await harness.assert_recovers()
+
+
+@run
+async def test_timeout_during_a_tool_call(run: int, harness: Harness) -> None:
+    agent = Agent(harness.model)
+    cancelled = asyncio.Event()
+
+    @agent.tool_plain
+    async def wait_forever() -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    with pytest.raises(CLITimeoutError):
+        await agent.run("call wait_forever", model_settings={"timeout": 3})
+
+    assert cancelled.is_set(), "the tool call in flight was cancelled"
+    await harness.assert_recovers()
