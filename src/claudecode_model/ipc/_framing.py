@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 _LENGTH = struct.Struct(">I")
+_INFINITY = float("inf")
 assert _LENGTH.size == LENGTH_PREFIX_SIZE
 
 
@@ -92,12 +93,24 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (_INFINITY, -_INFINITY):
+        # Valid JSON syntax, but no message holding it could be encoded again (encode_message refuses it).
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
 def decode_message(body: bytes) -> dict[str, object]:
-    """Parse a frame body; raise ``MessageFormatError`` unless it is a non-empty UTF-8 JSON object."""
+    """Parse a frame body; raise ``MessageFormatError`` unless it is a non-empty UTF-8 JSON object.
+
+    Whatever this returns ``encode_message`` can encode again: NaN, infinities and numbers too large for a
+    float are refused.
+    """
     if not body:
         raise MessageFormatError("empty IPC message")
     try:
-        value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
     except UnicodeDecodeError as exc:
         raise MessageFormatError(f"IPC message is not valid UTF-8: {exc}") from None
     except (ValueError, RecursionError) as exc:

@@ -301,6 +301,9 @@ class Bridge:
         except FrameSizeError as exc:
             self._reply(request_id, _error_text("IPC message too large: ", str(exc)))
             return
+        except ValueError as exc:  # NaN or a number out of float range: valid for json.loads, not for JSON out
+            self._reply_error(request_id, INVALID_PARAMS, f"Invalid params: {exc}")
+            return
         if self._connection is None:
             error = self._connect()
             if error is not None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import shutil
 import socket
 import tempfile
@@ -90,6 +91,17 @@ def _error_response(status: int, message: str, error_type: str | None = None) ->
         "error": {"type": error_type or error_type_for_status(status), "message": message},
     }
     return JSONResponse(body, status_code=status, headers={"request-id": _request_id()})
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
 
 
 def _request_id() -> str:
@@ -356,8 +368,8 @@ class OfflineBackend:
     async def _body(self, request: Request) -> dict[str, Any] | Response:
         raw = await request.body()
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            body = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+        except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, NaN, huge numbers, deep nesting
             return _error_response(400, f"offline backend: request body is not valid JSON: {exc}")
         if not isinstance(body, dict):
             return _error_response(400, "offline backend: request body must be a JSON object")
