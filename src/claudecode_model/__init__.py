@@ -6,11 +6,13 @@ Names are imported lazily, so that light entry points (the IPC bridge process) d
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from claudecode_model._version import __version__
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs the bridge milliseconds
 if TYPE_CHECKING:
+    from typing import Any
+
     from claudecode_model.deps_support import (
         DepsContext,
         deserialize_deps,

@@ -55,8 +55,8 @@ class CLISession:
         self._background: set[asyncio.Task[None]] = set()
         self.tool_router: Any = None
         """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
-        self.tool_server: ServedTools | None = None
-        """The tool server this CLI process uses, stopped with it (an IPC session for the stdio transport)."""
+        self.tool_servers: list[ServedTools] = []
+        """The tool servers this CLI process uses, stopped with it (IPC sessions for the stdio transport)."""
 
     @property
     def closed(self) -> bool:
@@ -149,7 +149,7 @@ class CLISession:
         the tool server."""
         owner = self._owner
         if owner is None:
-            await self._stop_tool_server()
+            await self._stop_tool_servers()
             return
         if not owner.done():
             self._commands.put_nowait(None)
@@ -159,18 +159,18 @@ class CLISession:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
         _kill_if_alive(self._pid)
-        await self._stop_tool_server()
+        await self._stop_tool_servers()
 
-    async def _stop_tool_server(self) -> None:
-        server, self.tool_server = self.tool_server, None
-        if server is not None:
+    async def _stop_tool_servers(self) -> None:
+        servers, self.tool_servers = self.tool_servers, []
+        for server in servers:
             await server.stop()
 
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone."""
         _kill_if_alive(self._pid)
-        if self.tool_server is not None:
-            self.tool_server.discard()
+        for server in self.tool_servers:
+            server.discard()
 
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
