@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="run an agent through the real CLI against the offline backend")
-    demo.add_argument("prompt", nargs="?", default=None, help=f"what to ask (default: {DEMO_PROMPT!r})")
+    demo.add_argument("prompt", nargs="?", default=None, help="what to ask (each demo has a question of its own)")
     demo.add_argument(
         "--research",
         action="store_true",
