@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedModelBehavior, UsageLimitExceeded
-from pydantic_ai.messages import ToolCallPart, ToolReturn
+from pydantic_ai.messages import ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import ToolDenied
 
 from claudecode_model._inprocess_server import ToolSpec
@@ -119,10 +119,11 @@ class RunToolRouter:
 
 
 def _retry_text(retry: ToolRetryError) -> str:
+    """The retry message as pydantic-ai's own models send it: the bare text, not wrapped as ``{"error": ...}``."""
     part = retry.tool_retry
-    if hasattr(part, "model_response"):
-        return str(part.model_response())
-    return part.model_response_str()
+    if isinstance(part, ToolReturnPart):
+        return part.model_response_str(wrap_if_error=False)
+    return str(part.model_response())
 
 
 def tools_signature(tool_defs: list[ToolDefinition]) -> str:

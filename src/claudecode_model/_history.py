@@ -242,7 +242,7 @@ def request_blocks(
 def _answered_call_text(part: ToolReturnPart) -> str:
     if part.outcome == "retried":
         return (
-            f"Your call to {part.tool_name} was not accepted: {part.model_response_str()}\n"
+            f"Your call to {part.tool_name} was not accepted: {part.model_response_str(wrap_if_error=False)}\n"
             f"Fix the errors and call {part.tool_name} again."
         )
     return f"{part.tool_name}: {part.model_response_str()}"

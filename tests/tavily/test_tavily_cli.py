@@ -7,7 +7,6 @@ agent's own, exposed to the CLI automatically: nothing is registered.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -273,10 +272,8 @@ async def test_invalid_arguments_come_back_to_claude_for_correction(
     rejected, accepted = claude_backend.requests[-1].tool_results()
     assert rejected.is_error
     expected = error_text("VALIDATION_ERROR", "query must not be empty or whitespace only")
-    # pydantic-ai's Anthropic model sends a retried tool result as its bare text; this project's tool bridge
-    # (claudecode_model._agent_tools) currently wraps it as {"error": ...}. Either way Claude gets the
-    # contract's message, flagged as an error.
-    assert rejected.text == expected or json.loads(rejected.text) == {"error": expected}
+    # As pydantic-ai's Anthropic model does, the retried tool result is the bare text, flagged as an error.
+    assert rejected.text == expected
     assert not accepted.is_error
     assert accepted.text.startswith("## 検索結果: pydantic\n\n### 1. pydantic - source 1\n")
     [request] = fake_tavily.requests
