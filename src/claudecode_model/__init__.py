@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         CLIProcessError,
         CLIResponseParseError,
         CLITimeoutError,
+        DependencyResolutionError,
         IPCConnectionError,
         IPCError,
         IPCMessageSizeError,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         UnsupportedContentError,
         UnsupportedDepsTypeError,
     )
+    from claudecode_model.ipc._types import TransportType
     from claudecode_model.mcp_integration import (
         DEFAULT_SERVER_NAME,
         ToolDefinition,
@@ -106,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "TransportType": "claudecode_model.ipc._types",
     **{
         name: "claudecode_model.exceptions"
         for name in (
@@ -125,6 +128,7 @@ _EXPORTS: dict[str, str] = {
             "ClaudeCodeRequestRejectedError",
             "ClaudeCodeServerError",
             "ClaudeCodeUnavailableError",
+            "DependencyResolutionError",
             "IPCConnectionError",
             "IPCError",
             "IPCMessageSizeError",

@@ -91,7 +91,7 @@ class RunToolRouter:
         call = ToolCallPart(tool_name=name, args=arguments)
         if tool_use_id:
             call.tool_call_id = tool_use_id
-        if self.fatal_error is not None:
+        if self.fatal_error is not None or self.output_call is not None:
             return _text_response(f"Tool {name!r} was not run: the agent run is ending.", is_error=True)
         if (limit_error := self._check_tool_calls_limit(ctx)) is not None:
             return self._fail(limit_error)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ipc_support import process_table
+from ipc_support import descendants, process_table
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     ModelMessage,
@@ -53,6 +54,8 @@ class ProcessSnapshot:
 
 
 def snapshot_processes() -> ProcessSnapshot:
+    """Bridges among this test's descendants (other test runs may share the machine); every command line."""
+    ours = descendants(os.getpid())
     bridges: list[list[str]] = []
     environ: dict[str, str] = {}
     command_lines: list[str] = []
@@ -60,11 +63,15 @@ def snapshot_processes() -> ProcessSnapshot:
         if state == "Z":
             continue
         command_lines.append("\0".join(argv))
-        if BRIDGE_MODULE in argv:
+        if BRIDGE_MODULE in argv and pid in ours:
             bridges.append(argv)
             raw = Path(f"/proc/{pid}/environ").read_bytes()
             environ = dict(item.decode().split("=", 1) for item in raw.split(b"\0") if b"=" in item)
     return ProcessSnapshot(bridges, environ, command_lines)
+
+
+def _bridge_pids() -> set[int]:
+    return {pid for pid, _, state, argv in process_table() if BRIDGE_MODULE in argv and state != "Z"}
 
 
 @pytest.fixture
@@ -132,7 +139,7 @@ async def test_follow_up_turn_reuses_the_cli_and_its_bridge(stdio_model: ClaudeC
 
     @agent.tool_plain
     def ping() -> str:
-        bridge_pids.append({pid for pid, _, state, argv in process_table() if BRIDGE_MODULE in argv and state != "Z"})
+        bridge_pids.append({pid for pid in descendants(os.getpid()) if pid in _bridge_pids()})
         return "pong"
 
     first = await agent.run("one")
