@@ -1,8 +1,9 @@
 """The agent's own tools inside Claude Code's loop, executed by the run's own tool machinery.
 
 When a request carries function tools and nothing was registered with ``set_agent_toolsets``, each tool is exposed
-through an in-process MCP server whose handler runs the call with ``ctx.tool_manager.handle_call``: pydantic-ai's
-argument validation, ``ModelRetry`` handling and retry counting, and the run's real ``deps`` of any type.
+through an MCP server (in-process or over the IPC bridge) whose handler runs the call with
+``ctx.tool_manager.handle_call``: pydantic-ai's argument validation, ``ModelRetry`` handling and retry counting,
+and the run's real ``deps`` of any type.
 
 A CLI session outlives a single run when a conversation continues, so the server does not capture a run: a
 :class:`RunToolRouter` belongs to the session and each turn points it at the run that owns the turn.
@@ -10,27 +11,30 @@ A CLI session outlives a single run when a conversation continues, so the server
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedModelBehavior
-from pydantic_ai.messages import ToolCallPart, ToolReturn
+from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.messages import ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import ToolDenied
 
-from claudecode_model._inprocess_server import ToolSpec, build_inprocess_server
+from claudecode_model._inprocess_server import ToolSpec
 from claudecode_model.tool_converter import McpResponse, _format_return_value_as_mcp, _text_response
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import McpSdkServerConfig
     from pydantic_ai.tool_manager import ToolManager
     from pydantic_ai.tools import RunContext, ToolDefinition
 
 logger = logging.getLogger(__name__)
 
 AGENT_TOOLS_SERVER = "pydantic_tools"
+OUTPUT_TOOLS_SERVER = "pydantic_output"
+"""Serves pydantic-ai's output tools when the function tools come from ``set_agent_toolsets`` registrations."""
 
 
 @dataclass
@@ -39,47 +43,85 @@ class RunToolRouter:
 
     run_context: RunContext[Any] | None = None
     fatal_error: BaseException | None = None
-    """An error that must end the run (e.g. the tool retry budget is exhausted); the turn stops at once."""
+    """An error that must end the run (e.g. the tool retry budget is exhausted), raised after the turn."""
     calls: list[str] = field(default_factory=list)
+    output_call: ToolCallPart | None = None
+    """The output tool call Claude made in this turn: it ends the turn and goes to pydantic-ai to validate."""
+    stop_turn: Callable[[], None] | None = None
+    """Stops the CLI turn early (the session sets it): after a fatal error or an output tool call."""
     failures: dict[str, int] = field(default_factory=dict)
     """Failed attempts per tool in this turn, since its last success.
 
     A whole Claude Code turn is one pydantic-ai run step, and pydantic-ai only counts a tool's retries from one
     step to the next: without this count a tool that keeps asking for a retry would never exhaust its budget.
     """
+    _in_flight: int = 0
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context
         self.fatal_error = None
+        self.output_call = None
         self.failures = {}
+
+    def _fail(self, error: BaseException) -> McpResponse:
+        self.fatal_error = error
+        if self.stop_turn is not None:
+            self.stop_turn()
+        return _text_response(str(error), is_error=True)
+
+    def capture_output(self, name: str, arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+        """Keep an output tool call for pydantic-ai and end the CLI turn: the run's result is in the call."""
+        if self.output_call is not None:
+            return _text_response("A final result was already given in this turn.", is_error=True)
+        call = ToolCallPart(tool_name=name, args=arguments)
+        if tool_use_id:
+            call.tool_call_id = tool_use_id
+        self.output_call = call
+        if self.stop_turn is not None:
+            self.stop_turn()
+        return _text_response("Final result received.")
+
+    def _check_tool_calls_limit(self, ctx: RunContext[Any]) -> UsageLimitExceeded | None:
+        limits = ctx.usage_limits
+        if limits is None or limits.tool_calls_limit is None:
+            return None
+        projected = dataclasses.replace(ctx.usage, tool_calls=ctx.usage.tool_calls + self._in_flight + 1)
+        try:
+            limits.check_before_tool_call(projected)
+        except UsageLimitExceeded as error:
+            return error
+        return None
 
     async def call(self, name: str, arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
         ctx = self.run_context
         if ctx is None or ctx.tool_manager is None:
             return _text_response(f"Tool {name!r} cannot run: no agent run is in progress.", is_error=True)
-        if self.fatal_error is not None:
-            return _text_response(f"Tool {name!r} cannot run: the agent run has failed.", is_error=True)
         call = ToolCallPart(tool_name=name, args=arguments)
         if tool_use_id:
             call.tool_call_id = tool_use_id
+        if self.fatal_error is not None or self.output_call is not None:
+            return _text_response(f"Tool {name!r} was not run: the agent run is ending.", is_error=True)
+        if (limit_error := self._check_tool_calls_limit(ctx)) is not None:
+            return self._fail(limit_error)
         self.calls.append(name)
         manager = ctx.tool_manager
         if manager.ctx is None:
             # The streamed path hands the model a context whose manager is not bound to the step yet.
             manager = await manager.for_run_step(ctx)
+        self._in_flight += 1
         try:
             result = await manager.handle_call(call)
         except ToolRetryError as retry:
             exhausted = self._count_failure(manager, name)
             if exhausted is not None:
-                self.fatal_error = exhausted
-                return _text_response(str(exhausted), is_error=True)
+                return self._fail(exhausted)
             return _text_response(_retry_text(retry), is_error=True)
         except ToolFailedError as failed:
             return _text_response(failed.tool_failed.model_response_str(wrap_if_error=False), is_error=True)
         except UnexpectedModelBehavior as error:
-            self.fatal_error = error
-            return _text_response(str(error), is_error=True)
+            return self._fail(error)
+        finally:
+            self._in_flight -= 1
         self.failures.pop(name, None)
         if isinstance(result, ToolDenied):
             return _text_response(result.message, is_error=True)
@@ -99,10 +141,11 @@ class RunToolRouter:
 
 
 def _retry_text(retry: ToolRetryError) -> str:
+    """The retry message as pydantic-ai's own models send it: the bare text, not wrapped as ``{"error": ...}``."""
     part = retry.tool_retry
-    if hasattr(part, "model_response"):
-        return str(part.model_response())
-    return part.model_response_str()
+    if isinstance(part, ToolReturnPart):
+        return part.model_response_str(wrap_if_error=False)
+    return str(part.model_response())
 
 
 def tools_signature(tool_defs: list[ToolDefinition]) -> str:
@@ -111,9 +154,13 @@ def tools_signature(tool_defs: list[ToolDefinition]) -> str:
     return hashlib.sha256(json.dumps(source, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def agent_tools_server(tool_defs: list[ToolDefinition], router: RunToolRouter) -> McpSdkServerConfig:
-    """An in-process MCP server exposing ``tool_defs``, each call executed through ``router``."""
-    specs = [
+def agent_tool_specs(tool_defs: list[ToolDefinition], router: RunToolRouter) -> list[ToolSpec]:
+    """The agent's tools as MCP tool specs, each call executed through ``router``.
+
+    Tools pydantic-ai may run concurrently (not ``sequential``) are marked read-only, which lets Claude Code run
+    several calls of them at once.
+    """
+    return [
         ToolSpec(
             name=tool.name,
             description=tool.description or "",
@@ -123,7 +170,26 @@ def agent_tools_server(tool_defs: list[ToolDefinition], router: RunToolRouter) -
         )
         for tool in tool_defs
     ]
-    return build_inprocess_server(AGENT_TOOLS_SERVER, specs)
+
+
+def output_tool_specs(output_defs: list[ToolDefinition], router: RunToolRouter) -> list[ToolSpec]:
+    """pydantic-ai's output tools as MCP tool specs: a call is captured for the agent to validate."""
+    return [
+        ToolSpec(
+            name=tool.name,
+            description=tool.description or "",
+            input_schema=dict(tool.parameters_json_schema),
+            handler=_output_handler(router, tool.name),
+        )
+        for tool in output_defs
+    ]
+
+
+def _output_handler(router: RunToolRouter, name: str) -> Any:
+    async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+        return router.capture_output(name, arguments, tool_use_id)
+
+    return handle
 
 
 def _handler(router: RunToolRouter, name: str) -> Any:

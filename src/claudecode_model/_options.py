@@ -13,6 +13,7 @@ from typing import Any, cast
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 
+from claudecode_model._restrictions import restriction_hooks
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,8 @@ def build_options(
     env.update(settings.get("claude_code_env", {}))
     if (max_tokens := settings.get("max_tokens")) is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
-    if needs.mcp_servers:
+    if needs.mcp_servers or needs.mcp_tools_signature is not None:
+        # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
     thinking = _thinking(settings)
     if thinking is not None and thinking["type"] == "disabled":
@@ -83,6 +85,7 @@ def build_options(
         system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
 
     cwd = settings.get("claude_code_cwd")
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
     options = ClaudeAgentOptions(
         tools=cast("Any", tools),
         allowed_tools=allowed,
@@ -105,6 +108,7 @@ def build_options(
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
         can_use_tool=needs.can_use_tool,
+        hooks=cast(Any, restriction_hooks(restrictions)) if restrictions else None,
         stderr=stderr,
     )
     signature_source = {
@@ -125,7 +129,7 @@ def build_options(
         "thinking": thinking,
         "effort": options.effort,
         "output_format": options.output_format,
-        "restrictions": settings.get("claude_code_tool_parameter_restrictions"),
+        "restrictions": restrictions,
     }
     encoded = json.dumps(signature_source, sort_keys=True, default=str).encode()
     return options, hashlib.sha256(encoded).hexdigest()

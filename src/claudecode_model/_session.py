@@ -15,12 +15,15 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
+
+if TYPE_CHECKING:
+    from claudecode_model._tool_servers import ServedTools
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +53,12 @@ class CLISession:
         self._pid: int | None = None
         self._process: Any = None
         self._in_turn = False
+        self._client: ClaudeSDKClient | None = None
+        self._background: set[asyncio.Task[None]] = set()
         self.tool_router: Any = None
         """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
+        self.tool_servers: list[ServedTools] = []
+        """The tool servers this CLI process uses, stopped with it (IPC sessions for the stdio transport)."""
 
     @property
     def closed(self) -> bool:
@@ -81,6 +88,7 @@ class CLISession:
             return
         self._process = _client_process(client)
         self._pid = _client_pid(client)
+        self._client = client
         self._ready.set_result(None)
         try:
             while (turn := await self._commands.get()) is not None:
@@ -114,7 +122,7 @@ class CLISession:
             self._in_turn = False
             turn.output.put_nowait(None)
 
-    async def run_turn(self, message: dict[str, Any]) -> AsyncGenerator[Message, None]:
+    async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
         """Send one user message and yield the SDK messages up to and including the ``ResultMessage``."""
         if self.closed:
             raise RuntimeError("CLI session is closed")
@@ -130,14 +138,32 @@ class CLISession:
             self.busy = False
             self.last_used = time.monotonic()
 
+    def interrupt_soon(self) -> None:
+        """Ask the CLI to stop the turn in progress (from any task; returns at once)."""
+        client = self._client
+        if client is None or self.closed:
+            return
+
+        async def interrupt() -> None:
+            try:
+                await client.interrupt()
+            except Exception as error:
+                logger.debug("could not interrupt the CLI turn: %s", error)
+
+        task = self.loop.create_task(interrupt())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def close(self, *, abandon: bool = False) -> None:
-        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period) and wait for the owner task.
+        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period), wait for the owner task, and stop
+        the tool server.
 
         ``abandon``: nobody waits for the turn in progress any more (it failed, timed out or was cancelled). The
         CLI would finish that turn before it reads the stop request, so it is sent SIGTERM at once.
         """
         owner = self._owner
         if owner is None:
+            await self._stop_tool_servers()
             return
         if not owner.done():
             self._commands.put_nowait(None)
@@ -149,10 +175,18 @@ class CLISession:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
         _kill_if_alive(self._pid)
+        await self._stop_tool_servers()
+
+    async def _stop_tool_servers(self) -> None:
+        servers, self.tool_servers = self.tool_servers, []
+        for server in servers:
+            await server.stop()
 
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone."""
         _kill_if_alive(self._pid)
+        for server in self.tool_servers:
+            server.discard()
 
 
 async def _disconnect(client: ClaudeSDKClient) -> None:

@@ -11,7 +11,7 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,16 +27,30 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import RunContext, ToolDefinition
 
 from claudecode_model import _history
-from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, RunToolRouter, agent_tools_server, tools_signature
+from claudecode_model._agent_tools import (
+    AGENT_TOOLS_SERVER,
+    OUTPUT_TOOLS_SERVER,
+    RunToolRouter,
+    agent_tool_specs,
+    output_tool_specs,
+    tools_signature,
+)
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._run_context import current_run_context
 from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._tool_servers import (
+    ResolvedTransport,
+    ServedTools,
+    registered_tool_specs,
+    resolve_transport,
+    serve_tools,
+)
 from claudecode_model._translate import TurnTranslator
 from claudecode_model.exceptions import (
     ClaudeCodeConnectionError,
@@ -46,8 +60,10 @@ from claudecode_model.exceptions import (
     CLIProcessError,
     CLITimeoutError,
     StructuredOutputError,
+    ToolValidationError,
     api_error_for_status,
 )
+from claudecode_model.ipc._types import TransportType
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -96,6 +112,7 @@ class ClaudeCodeModel(Model):
         env: dict[str, str] | None = None,
         keep_sessions: int = 4,
         session_idle_timeout: float = 300.0,
+        tool_transport: TransportType = "auto",
     ) -> None:
         """Create a Claude Code model.
 
@@ -107,6 +124,9 @@ class ClaudeCodeModel(Model):
             env: Extra environment variables for every CLI process.
             keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables).
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
+            tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
+                ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
+                supports: in-process for Claude Code 2.0 and later).
         """
         self._model_name = model_name
         self._cli_path_option = cli_path
@@ -116,6 +136,8 @@ class ClaudeCodeModel(Model):
         self._session_costs: dict[str, float] = {}
         self._registered_toolsets: Any = None
         self._server_name = AGENT_TOOLS_SERVER
+        self._tool_transport = _checked_transport(tool_transport)
+        self._registered_transport: TransportType = "auto"
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
         _LIVE_MODELS.add(self)
 
@@ -207,18 +229,24 @@ class ClaudeCodeModel(Model):
         finally:
             await turn.finish()
 
-    def set_agent_toolsets(self, toolsets: Any, *, server_name: str = AGENT_TOOLS_SERVER) -> None:
+    def set_agent_toolsets(
+        self, toolsets: Any, *, server_name: str = AGENT_TOOLS_SERVER, transport: TransportType = "auto"
+    ) -> None:
         """Register pydantic-ai toolsets (e.g. ``agent._function_toolset``) to serve as Claude Code MCP tools.
 
         This is the explicit API of the tool specification. It is optional: without it, an agent's tools are
         exposed automatically and run through the run's own tool machinery (validation, retries, real deps).
         Registered tools are converted with :func:`~claudecode_model.convert_tool` and called without a run
-        context. Calling it again replaces the previous registration (with a warning).
+        context. ``transport`` chooses how they reach the CLI: ``"sdk"`` (in-process MCP server), ``"stdio"``
+        (the IPC bridge) or ``"auto"`` (see ``tool_transport`` of the constructor). Calling it again replaces
+        the previous registration (with a warning).
         """
+        checked = _checked_transport(transport)
         if self._registered_toolsets is not None:
             logger.warning("set_agent_toolsets() replaces the toolsets registered before")
         self._registered_toolsets = toolsets
         self._server_name = server_name
+        self._registered_transport = checked
 
     def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
         """Build the MCP server holding only the registered tools this request names."""
@@ -249,23 +277,19 @@ class ClaudeCodeModel(Model):
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
         needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
-        tool_defs = list(params.function_tools)
-        auto_tools = bool(tool_defs) and self._registered_toolsets is None
-        if tool_defs and not auto_tools:
-            server = self._process_function_tools([tool.name for tool in tool_defs])
-            if server is not None:
-                needs.mcp_servers[self._server_name] = server
-                needs.allowed_tools.append(f"mcp__{self._server_name}")
-                needs.mcp_tools_signature = ["registered", id(self._registered_toolsets), tools_signature(tool_defs)]
-        elif auto_tools:
+        servers = self._plan_tool_servers(params, cli_path)
+        runs_agent_tools = any(server.registered is None and server.function_defs for server in servers)
+        for server in servers:
+            needs.allowed_tools.append(f"mcp__{server.name}")
+        if servers:
+            needs.mcp_tools_signature = [server.signature for server in servers]
+        if runs_agent_tools:
             run_context = run_context or current_run_context()
             if run_context is None:
                 raise ClaudeCodeError(
                     "This request carries function tools but no agent run context: run the model through an "
                     "Agent, or register the tools with set_agent_toolsets()."
                 )
-            needs.allowed_tools.append(f"mcp__{AGENT_TOOLS_SERVER}")
-            needs.mcp_tools_signature = ["auto", tools_signature(tool_defs)]
         stderr_lines: deque[str] = deque(maxlen=_STDERR_LINES)
         base_env = {**self._env}
 
@@ -289,25 +313,9 @@ class ClaudeCodeModel(Model):
                 cwd=settings.get("claude_code_cwd"),
             )
         router = session.tool_router if session is not None else RunToolRouter()
-        if auto_tools:
-            router.bind(run_context)
+        router.bind(run_context if runs_agent_tools else None)
         if session is None:
-            if auto_tools:
-                needs.mcp_servers[AGENT_TOOLS_SERVER] = agent_tools_server(tool_defs, router)
-            options, signature = build_options(
-                model_name=self._model_name,
-                cli_path=cli_path,
-                settings=settings,
-                needs=needs,
-                base_env=base_env,
-                stderr=stderr_lines.append,
-            )
-            session = CLISession(options, signature=signature)
-            session.tool_router = router
-            try:
-                await session.start()
-            except BaseException as error:
-                raise self._map_error(error, None, stderr_lines) from error
+            session = await self._start_session(settings, needs, signature, servers, router, stderr_lines)
         return _Turn(
             model=self,
             session=session,
@@ -316,10 +324,83 @@ class ClaudeCodeModel(Model):
             params=params,
             timeout=_turn_timeout(settings),
             stderr=stderr_lines,
-            tool_prefixes=(f"mcp__{AGENT_TOOLS_SERVER}__", f"mcp__{self._server_name}__"),
+            tool_prefixes=tuple(f"mcp__{server.name}__" for server in servers),
+            output_tool_names=frozenset(
+                f"mcp__{server.name}__{tool.name}" for server in servers for tool in server.output_defs
+            ),
             wants_structured_output=needs.output_schema is not None,
             router=router,
         )
+
+    def _plan_tool_servers(self, params: ModelRequestParameters, cli_path: Path) -> list[_ToolServerPlan]:
+        """The MCP servers this request needs: which tools each serves, and over which transport."""
+        function_defs = list(params.function_tools)
+        output_defs = list(params.output_tools)
+        if self._registered_toolsets is None:
+            if not function_defs and not output_defs:
+                return []
+            transport = resolve_transport(self._tool_transport, cli_path)
+            return [_ToolServerPlan(AGENT_TOOLS_SERVER, transport, function_defs, output_defs)]
+        transport = resolve_transport(self._registered_transport, cli_path)
+        servers = []
+        # Validates the names now (ToolNotFoundError, ToolsetNotRegisteredError), before any process starts.
+        registered = filter_tools_for_request(self._registered_toolsets, [tool.name for tool in function_defs])
+        if registered:
+            servers.append(_ToolServerPlan(self._server_name, transport, function_defs, [], registered=registered))
+            servers[-1].signature.append(id(self._registered_toolsets))
+        if output_defs:
+            servers.append(_ToolServerPlan(OUTPUT_TOOLS_SERVER, transport, [], output_defs))
+        return servers
+
+    async def _start_session(
+        self,
+        settings: ClaudeCodeModelSettings,
+        needs: RequestNeeds,
+        signature: str,
+        servers: list[_ToolServerPlan],
+        router: RunToolRouter,
+        stderr_lines: deque[str],
+    ) -> CLISession:
+        """Serve the request's tools and start a CLI process for it."""
+        served: list[ServedTools] = []
+        env = {**self._env}
+        try:
+            for server in servers:
+                served.append(await self._serve_tools(server, router))
+                needs.mcp_servers[server.name] = served[-1].config
+                env.update(served[-1].cli_env)
+        except BaseException:
+            for started in served:
+                await started.stop()
+            raise
+        options, _ = build_options(
+            model_name=self._model_name,
+            cli_path=self.cli_path,
+            settings=settings,
+            needs=needs,
+            base_env=env,
+            stderr=stderr_lines.append,
+        )
+        # The session keeps the signature computed without per-process values (such as the IPC secret).
+        session = CLISession(options, signature=signature)
+        session.tool_router = router
+        session.tool_servers = served
+        router.stop_turn = session.interrupt_soon
+        try:
+            await session.start()
+        except BaseException as error:
+            raise self._map_error(error, None, stderr_lines) from error
+        return session
+
+    async def _serve_tools(self, server: _ToolServerPlan, router: RunToolRouter) -> ServedTools:
+        if server.registered is None:
+            specs = agent_tool_specs(server.function_defs, router) + output_tool_specs(server.output_defs, router)
+            return await serve_tools(server.name, specs, server.transport)
+        if server.transport == "sdk":
+            config = self._process_function_tools([tool.name for tool in server.function_defs])
+            assert config is not None
+            return ServedTools(config=config)
+        return await serve_tools(server.name, registered_tool_specs(server.registered), server.transport)
 
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
         """Turn SDK exceptions and error results into this library's typed errors."""
@@ -367,6 +448,29 @@ class ClaudeCodeModel(Model):
         return CLIProcessError(f"Claude Code turn failed ({result.subtype}, {result.terminal_reason}): {detail}")
 
 
+@dataclass
+class _ToolServerPlan:
+    """One MCP server of a request: the run's own tools (``registered is None``) or registered toolsets."""
+
+    name: str
+    transport: ResolvedTransport
+    function_defs: list[ToolDefinition]
+    output_defs: list[ToolDefinition]
+    registered: list[Any] | None = None
+    signature: list[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        kind = "run" if self.registered is None else "registered"
+        tools = tools_signature(self.function_defs + self.output_defs)
+        self.signature = [kind, self.name, self.transport, tools]
+
+
+def _checked_transport(transport: TransportType) -> TransportType:
+    if transport not in ("auto", "stdio", "sdk"):
+        raise ToolValidationError(f"Unknown tool transport {transport!r}; use 'auto', 'stdio' or 'sdk'.")
+    return transport
+
+
 def _default_profile(model_name: str | None) -> ModelProfile:
     base = anthropic_model_profile(model_name or "claude-sonnet-4-5") or ModelProfile()
     return {**base, "supports_json_schema_output": True, "default_structured_output_mode": "native"}
@@ -412,13 +516,16 @@ class _Turn:
     tool_prefixes: tuple[str, ...]
     router: RunToolRouter
     wants_structured_output: bool
+    output_tool_names: frozenset[str] = frozenset()
     translator: TurnTranslator = field(init=False)
     raw_messages: list[Message] = field(default_factory=list)
     completed: bool = False
     failed: bool = False
 
     def bind(self, parts_manager: Any) -> TurnTranslator:
-        self.translator = TurnTranslator(parts_manager, tool_prefixes=self.tool_prefixes)
+        self.translator = TurnTranslator(
+            parts_manager, tool_prefixes=self.tool_prefixes, output_tool_names=self.output_tool_names
+        )
         return self.translator
 
     def user_message(self) -> dict[str, Any]:
@@ -436,12 +543,10 @@ class _Turn:
 
             self.bind(ModelResponsePartsManager(model_request_parameters=self.params))
         try:
-            async with asyncio.timeout(self.timeout), aclosing(self.session.run_turn(self.user_message())) as stream:
-                async for message in stream:
+            async with asyncio.timeout(self.timeout):
+                async for message in self.session.run_turn(self.user_message()):
                     self.raw_messages.append(message)
                     yield message
-                    if self.router.fatal_error is not None:
-                        break  # the run has failed (e.g. a tool's retries are exhausted): stop the turn now
         except TimeoutError as error:
             self.failed = True
             raise CLITimeoutError(
@@ -450,6 +555,8 @@ class _Turn:
             ) from error
         except BaseException as error:
             self.failed = True
+            if self.router.fatal_error is not None and isinstance(error, Exception):
+                raise self.router.fatal_error from error
             mapped = self.model._map_error(error, self.translator, self.stderr)
             if mapped is error:
                 raise
@@ -457,6 +564,10 @@ class _Turn:
         if self.router.fatal_error is not None:
             self.failed = True
             raise self.router.fatal_error
+        if self.router.output_call is not None:
+            # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
+            self.completed = True
+            return
         result_error = self.model._result_error(self.translator)
         if result_error is not None:
             self.failed = True
@@ -512,7 +623,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         turn = self._turn
         self._usage = translator.usage(turn.previous_cost())
         turn.record_cost()
-        self.finish_reason = translator.finish_reason()
+        self.finish_reason = "tool_call" if turn.router.output_call is not None else translator.finish_reason()
         details = translator.provider_details()
         session_id = translator.outcome.session_id
         self.provider_response_id = translator.outcome.result.uuid if translator.outcome.result else None
