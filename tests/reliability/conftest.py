@@ -41,11 +41,14 @@ class Harness:
         failure); the same model instance then answers correctly; after ``aclose()`` nothing the test created
         is left (processes, temp entries, file descriptors)."""
 
-        def new_processes() -> list[int]:
-            return sorted(descendants() - self.before.processes)
+        def unexpected() -> list[int]:
+            """New processes that are neither a kept CLI nor a child of one (its IPC bridge)."""
+            clis = self.new_cli_processes()
+            kept = set(clis).union(*(descendants(pid) for pid in clis))
+            extra = descendants() - self.before.processes - kept
+            return sorted(extra) if len(clis) == idle_sessions else [*clis, *extra]
 
-        assert await wait_for(lambda: len(new_processes()) == idle_sessions), f"processes left: {new_processes()}"
-        assert len(self.new_cli_processes()) == idle_sessions
+        assert await wait_for(lambda: not unexpected()), f"processes left: {unexpected()}"
         result = await Agent(self.model).run("are you still there?")
         assert result.output == "echo: are you still there?"
         await self.model.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -56,27 +57,28 @@ def _results_since_prompt(messages: list[ModelMessage]) -> list[ToolReturnPart |
 def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """The offline backend's brain for the matrix.
 
-    ``call <tool>``: call ``mcp__*__<tool>`` and answer ``done: <result>``. A result asking to try again (a
-    ``ModelRetry``) makes it call the tool again, stubbornly, up to ``MAX_STUBBORN_CALLS`` times, then answer
-    ``gave up``. Any other prompt: answer ``echo: <prompt>``.
+    ``call <tool> [<JSON arguments>]``: call ``mcp__*__<tool>`` and answer ``done: <result>``. A result asking
+    to try again (a ``ModelRetry``) makes it call the tool again, stubbornly, up to ``MAX_STUBBORN_CALLS``
+    times, then answer ``gave up``. Any other prompt: answer ``echo: <prompt>``.
     """
     texts = _user_texts(messages)
     prompt = texts[-1] if texts else ""
     if not prompt.startswith(CALL_PREFIX):
         return ModelResponse(parts=[TextPart(f"echo: {prompt}")])
-    wanted = prompt.removeprefix(CALL_PREFIX).strip()
+    wanted, _, raw_arguments = prompt.removeprefix(CALL_PREFIX).strip().partition(" ")
+    arguments = json.loads(raw_arguments) if raw_arguments else {}
     names = [tool.name for tool in info.function_tools if tool.name.rsplit("__", 1)[-1] == wanted]
     if not names:
         return ModelResponse(parts=[TextPart(f"no tool called {wanted}")])
     results = _results_since_prompt(messages)
     if not results:
-        return ModelResponse(parts=[ToolCallPart(names[0], {})])
+        return ModelResponse(parts=[ToolCallPart(names[0], arguments)])
     last = str(results[-1].content)
     if RETRY_HINT not in last:
         return ModelResponse(parts=[TextPart(f"done: {last}")])
     if len(results) >= MAX_STUBBORN_CALLS:
         return ModelResponse(parts=[TextPart("gave up")])
-    return ModelResponse(parts=[ToolCallPart(names[0], {})])
+    return ModelResponse(parts=[ToolCallPart(names[0], arguments)])
 
 
 # --- processes ----------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
 )
 from pydantic_ai.models.function import FunctionModel
-from reliability_support import brain, wait_for
+from reliability_support import brain, cmdline, descendants, wait_for
 
 from claudecode_model import (
     ClaudeCodeAuthenticationError,
@@ -264,6 +264,46 @@ async def test_cli_killed_between_turns_the_conversation_continues(run: int, har
 
     assert second.output == "echo: second question"
     assert "first question" in harness.backend.last_request.user_texts()
+    await harness.assert_recovers(idle_sessions=1)
+
+
+@run
+async def test_ipc_bridge_killed_during_a_tool_call(run: int, harness: Harness) -> None:
+    agent = Agent(harness.model)
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    @agent.tool_plain
+    async def wait_forever() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    @agent.tool_plain
+    def lookup() -> str:
+        return "found it"
+
+    harness.model.set_agent_toolsets(agent._function_toolset, transport="stdio")
+    task = asyncio.create_task(agent.run("call wait_forever"))
+    await asyncio.wait_for(started.wait(), 60)
+    [bridge] = [pid for pid in descendants() if "claudecode_model.ipc.bridge" in cmdline(pid)]
+    os.kill(bridge, signal.SIGKILL)
+
+    # Claude Code reports the broken tool server to Claude as the tool's error; Claude answers with it.
+    result = await asyncio.wait_for(task, 60)
+
+    assert result.output == "done: Connection closed"
+    assert harness.backend.last_request.tool_results()[-1].is_error
+    assert cancelled.is_set(), "the tool call in flight was cancelled"
+    # The conversation goes on in the same CLI, which starts a new bridge: tools work again.
+    follow_up = await agent.run("call lookup", message_history=result.all_messages())
+    assert follow_up.output == "done: found it"
+    session = follow_up.all_messages()[-1].provider_details["session_id"]  # type: ignore[union-attr,index]
+    assert session == result.all_messages()[-1].provider_details["session_id"]  # type: ignore[union-attr,index]
     await harness.assert_recovers(idle_sessions=1)
 
 
