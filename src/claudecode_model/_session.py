@@ -166,6 +166,19 @@ class CLISession:
         for server in servers:
             await server.stop()
 
+    async def abort(self) -> None:
+        """Stop a session whose turn did not end cleanly (failed, timed out, cancelled).
+
+        The CLI process is killed and the tool servers' files removed synchronously first, so that nothing is left
+        even if this coroutine is cancelled at its first ``await`` (as a cancelled agent run does with its
+        cleanup); the rest of the shutdown is shielded and completes in the background if so.
+        """
+        self.kill()
+        cleanup = self.loop.create_task(self.close())
+        self._background.add(cleanup)
+        cleanup.add_done_callback(self._background.discard)
+        await asyncio.shield(cleanup)
+
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone."""
         _kill_if_alive(self._pid)

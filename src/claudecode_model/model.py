@@ -577,7 +577,7 @@ class _Turn:
     async def finish(self) -> None:
         """Keep the session for the next turn if it ended cleanly, otherwise stop the CLI."""
         if not self.completed or self.failed:
-            await self.session.close()
+            await self.session.abort()
             return
         await self.model._pool.put(self.session)
 
@@ -637,7 +637,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
         self._turn.failed = True
-        await self._turn.session.close()
+        await self._turn.session.abort()
 
     @property
     def model_name(self) -> str:
