@@ -22,6 +22,8 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
+from claudecode_model.exceptions import CLIInterruptedError
+
 logger = logging.getLogger(__name__)
 
 _STOP_GRACE_SECONDS = 2.0
@@ -48,6 +50,7 @@ class CLISession:
         self._ready: asyncio.Future[None] = self.loop.create_future()
         self._owner: asyncio.Task[None] | None = None
         self._pid: int | None = None
+        self._serving = False
         self.tool_router: Any = None
         """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
 
@@ -88,6 +91,7 @@ class CLISession:
         async def one_message() -> AsyncIterator[dict[str, Any]]:
             yield turn.message
 
+        self._serving = True
         try:
             await client.query(one_message())
             async for message in client.receive_response():
@@ -95,13 +99,15 @@ class CLISession:
                     self.session_id = message.session_id
                 turn.output.put_nowait(message)
         except asyncio.CancelledError:
-            turn.output.put_nowait(asyncio.CancelledError())
+            # Only close() cancels the owner: the consumer of the turn was not cancelled, its turn was stopped.
+            turn.output.put_nowait(CLIInterruptedError("The Claude Code session was closed during the turn"))
             raise
         except Exception as error:
             turn.output.put_nowait(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
         finally:
+            self._serving = False
             turn.output.put_nowait(None)
 
     async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
@@ -121,12 +127,20 @@ class CLISession:
             self.last_used = time.monotonic()
 
     async def close(self) -> None:
-        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period) and wait for the owner task."""
+        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period) and wait for the owner task.
+
+        A turn in flight is stopped at once (its consumer gets :class:`CLIInterruptedError`); an idle session
+        ends gracefully.
+        """
         owner = self._owner
         if owner is None:
             return
         if not owner.done():
             self._commands.put_nowait(None)
+            if self._serving:
+                # Mid-turn the CLI does not exit on end of input: stop it, and the turn with it.
+                _terminate(self._pid)
+                owner.cancel()
             done, _ = await asyncio.wait({owner}, timeout=_STOP_GRACE_SECONDS)
             if not done:
                 owner.cancel()
@@ -149,6 +163,14 @@ def _client_pid(client: ClaudeSDKClient) -> int | None:
     process = getattr(transport, "_process", None)
     pid = getattr(process, "pid", None)
     return pid if isinstance(pid, int) else None
+
+
+def _terminate(pid: int | None) -> None:
+    """Send SIGTERM, leaving the reaping to the SDK's transport (which waits for the process)."""
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
 
 
 def _kill_if_alive(pid: int | None) -> None:

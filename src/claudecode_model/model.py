@@ -323,8 +323,8 @@ class ClaudeCodeModel(Model):
 
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
         """Turn SDK exceptions and error results into this library's typed errors."""
-        if isinstance(error, ClaudeCodeError | asyncio.CancelledError | KeyboardInterrupt):
-            return error
+        if isinstance(error, ClaudeCodeError) or not isinstance(error, Exception):
+            return error  # ours already, or cancellation, GeneratorExit, KeyboardInterrupt
         if isinstance(error, SDKCLINotFoundError):
             return CLINotFoundError(str(error))
         if translator is not None:
@@ -493,8 +493,12 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         turn = self._turn
         translator = turn.bind(self._parts_manager)
         async for message in turn.messages():
+            if self.cancelled:
+                return
             for event in translator.feed(message):
                 yield event
+                if self.cancelled:  # nothing after cancel(): the response was recorded as it stood
+                    return
         if turn.wants_structured_output:
             structured = translator.outcome.result.structured_output if translator.outcome.result else None
             if structured is None:
@@ -525,6 +529,10 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
         self._turn.failed = True
         await self._turn.session.close()
+
+    def get_stream_cancel_errors(self) -> tuple[type[BaseException], ...]:
+        """The error a turn stopped by :meth:`close_stream` ends with (suppressed after ``cancel()``)."""
+        return (CLIInterruptedError,)
 
     @property
     def model_name(self) -> str:
