@@ -248,7 +248,9 @@ class ClaudeCodeModel(Model):
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
-        needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
+        needs = RequestNeeds(
+            system_prompt=plan.system_prompt, output_schema=_native_output_schema(params), thinking=params.thinking
+        )
         tool_defs = list(params.function_tools)
         auto_tools = bool(tool_defs) and self._registered_toolsets is None
         if tool_defs and not auto_tools:
