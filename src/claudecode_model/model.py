@@ -486,6 +486,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     _turn: _Turn
     _timestamp: datetime = field(default_factory=_utils.now_utc)
+    _closed: bool = field(default=False, init=False)
 
     @property
     def turn(self) -> _Turn:
@@ -495,11 +496,11 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         turn = self._turn
         translator = turn.bind(self._parts_manager)
         async for message in turn.messages():
-            if self.cancelled:
+            if self._closed:
                 return
             for event in translator.feed(message):
                 yield event
-                if self.cancelled:  # nothing after cancel(): the response was recorded as it stood
+                if self._closed:  # nothing after cancel(): the response was recorded as it stood
                     return
         if turn.wants_structured_output:
             structured = translator.outcome.result.structured_output if translator.outcome.result else None
@@ -529,6 +530,8 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
+        # Set here, not read from ``cancelled``: wrappers (pydantic-ai's continuation stream) call this directly.
+        self._closed = True
         self._turn.failed = True
         await self._turn.session.close()
 

@@ -350,3 +350,49 @@ def test_the_stream_suppresses_the_interruption_after_cancel():
     from claudecode_model.model import ClaudeCodeStreamedResponse
 
     assert ClaudeCodeStreamedResponse.get_stream_cancel_errors(None) == (CLIInterruptedError,)  # type: ignore[arg-type]
+
+
+class _FakeSession:
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class _FakeTurn:
+    """Stands in for a CLI turn whose messages are already queued (what a live turn holds mid-stream)."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self.queued = messages
+        self.session = _FakeSession()
+        self.failed = False
+        self.wants_structured_output = False
+
+    def bind(self, parts: ModelResponsePartsManager) -> TurnTranslator:
+        self.translator = TurnTranslator(parts, tool_prefixes=(PREFIX,))
+        return self.translator
+
+    async def messages(self) -> Any:
+        for message in self.queued:
+            yield message
+
+
+async def test_no_event_after_close_stream_even_when_called_by_a_wrapper():
+    """pydantic-ai's continuation wrapper calls ``close_stream()`` directly, so ``cancelled`` stays False here."""
+    from claudecode_model.model import ClaudeCodeStreamedResponse
+
+    turn = _FakeTurn([start(), *[delta(0, type="text_delta", text=word) for word in ("a", "b", "c", "d")]])
+    response = ClaudeCodeStreamedResponse(model_request_parameters=ModelRequestParameters(), _turn=turn)  # type: ignore[arg-type]
+    seen: list[ModelResponseStreamEvent] = []
+
+    async for event in response._get_event_iterator():
+        seen.append(event)
+        if len(seen) == 2:
+            await response.close_stream()
+
+    assert len(seen) == 2
+    assert not response.cancelled
+    assert turn.session.closed
+    assert turn.failed
+    assert parts_of(turn.translator) == [TextPart("ab")]
