@@ -138,6 +138,21 @@ async def test_invalid_native_output_is_retried_and_corrected(model: ClaudeCodeM
     assert len(sessions) == 1
 
 
+async def test_schema_invalid_native_output_is_corrected_inside_the_cli(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    # Missing a required field: the CLI validates against the JSON schema itself and tells Claude to try again.
+    claude_backend.set_brain(FunctionModel(structured_brain({"name": "Paris"}, {"name": "Paris", "country": "France"})))
+
+    result = await Agent(model, output_type=City).run("Capital of France?")
+
+    assert result.output == City(name="Paris", country="France")
+    [rejected] = claude_backend.requests[-1].tool_results()
+    assert rejected.is_error
+    assert "country" in rejected.text
+    assert len([m for m in result.all_messages() if isinstance(m, ModelResponse)]) == 1
+
+
 async def test_output_validator_model_retry_then_success(model: ClaudeCodeModel, claude_backend: OfflineBackend):
     claude_backend.set_brain(
         FunctionModel(structured_brain({"name": "Lyon", "country": "France"}, {"name": "Paris", "country": "France"}))
