@@ -276,7 +276,9 @@ class ClaudeCodeModel(Model):
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
-        needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
+        needs = RequestNeeds(
+            system_prompt=plan.system_prompt, output_schema=_native_output_schema(params), thinking=params.thinking
+        )
         servers = self._plan_tool_servers(params, cli_path)
         runs_agent_tools = any(server.registered is None and server.function_defs for server in servers)
         for server in servers:
@@ -404,8 +406,8 @@ class ClaudeCodeModel(Model):
 
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
         """Turn SDK exceptions and error results into this library's typed errors."""
-        if isinstance(error, ClaudeCodeError | asyncio.CancelledError | KeyboardInterrupt):
-            return error
+        if isinstance(error, ClaudeCodeError) or not isinstance(error, Exception):
+            return error  # ours already, or cancellation, GeneratorExit, KeyboardInterrupt
         if isinstance(error, SDKCLINotFoundError):
             return CLINotFoundError(str(error))
         if translator is not None:
@@ -597,6 +599,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     _turn: _Turn
     _timestamp: datetime = field(default_factory=_utils.now_utc)
+    _closed: bool = field(default=False, init=False)
 
     @property
     def turn(self) -> _Turn:
@@ -606,8 +609,12 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         turn = self._turn
         translator = turn.bind(self._parts_manager)
         async for message in turn.messages():
+            if self._closed:
+                return
             for event in translator.feed(message):
                 yield event
+                if self._closed:  # nothing after cancel(): the response was recorded as it stood
+                    return
         if turn.wants_structured_output:
             structured = translator.outcome.result.structured_output if translator.outcome.result else None
             if structured is None:
@@ -636,8 +643,14 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
+        # Set here, not read from ``cancelled``: wrappers (pydantic-ai's continuation stream) call this directly.
+        self._closed = True
         self._turn.failed = True
         await self._turn.session.abort()
+
+    def get_stream_cancel_errors(self) -> tuple[type[BaseException], ...]:
+        """The error a turn stopped by :meth:`close_stream` ends with (suppressed after ``cancel()``)."""
+        return (CLIInterruptedError,)
 
     @property
     def model_name(self) -> str:
