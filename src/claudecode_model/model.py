@@ -10,7 +10,7 @@ import os
 import uuid
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -182,7 +182,7 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params)
+        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params, run_context)
         stream = ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         try:
             yield stream
@@ -403,6 +403,14 @@ class ClaudeCodeModel(Model):
             assert config is not None
             return ServedTools(config=config)
         return await serve_tools(server.name, registered_tool_specs(server.registered), server.transport)
+
+    def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
+        """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""
+        return ("claude_code_thinking",) if "claude_code_thinking" in model_settings else ()
+
+    def _overrides_unified_effort(self, model_settings: Mapping[str, object]) -> bool:
+        """``claude_code_effort`` replaces the effort a unified ``thinking`` level maps to."""
+        return "claude_code_effort" in model_settings
 
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
         """Turn SDK exceptions and error results into this library's typed errors."""
@@ -654,7 +662,9 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     @property
     def model_name(self) -> str:
-        return self._turn.model.model_name
+        """The model the CLI used (from its init message), else the name the model was created with."""
+        used = self._turn.translator.outcome.init_data.get("model") if hasattr(self._turn, "translator") else None
+        return used if isinstance(used, str) and used else self._turn.model.model_name
 
     @property
     def provider_name(self) -> str:
