@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
+from claudecode_model.exceptions import CLIInterruptedError
+
 if TYPE_CHECKING:
     from claudecode_model._tool_servers import ServedTools
 
@@ -52,9 +54,9 @@ class CLISession:
         self._owner: asyncio.Task[None] | None = None
         self._pid: int | None = None
         self._process: Any = None
-        self._in_turn = False
         self._client: ClaudeSDKClient | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._serving = False
         self.tool_router: Any = None
         """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
         self.tool_servers: list[ServedTools] = []
@@ -104,7 +106,7 @@ class CLISession:
         async def one_message() -> AsyncIterator[dict[str, Any]]:
             yield turn.message
 
-        self._in_turn = True
+        self._serving = True
         try:
             await client.query(one_message())
             async for message in client.receive_response():
@@ -112,14 +114,15 @@ class CLISession:
                     self.session_id = message.session_id
                 turn.output.put_nowait(message)
         except asyncio.CancelledError:
-            turn.output.put_nowait(asyncio.CancelledError())
+            # Only close() cancels the owner: the consumer of the turn was not cancelled, its turn was stopped.
+            turn.output.put_nowait(CLIInterruptedError("The Claude Code session was closed during the turn"))
             raise
         except Exception as error:
             turn.output.put_nowait(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
         finally:
-            self._in_turn = False
+            self._serving = False
             turn.output.put_nowait(None)
 
     async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
@@ -154,12 +157,11 @@ class CLISession:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def close(self, *, abandon: bool = False) -> None:
-        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period), wait for the owner task, and stop
-        the tool server.
+    async def close(self) -> None:
+        """Stop the CLI process and wait for the owner task, then stop the tool servers.
 
-        ``abandon``: nobody waits for the turn in progress any more (it failed, timed out or was cancelled). The
-        CLI would finish that turn before it reads the stop request, so it is sent SIGTERM at once.
+        A turn in flight is stopped at once (its consumer gets :class:`CLIInterruptedError`); an idle session
+        ends gracefully (end of input, then SIGTERM and SIGKILL after grace periods).
         """
         owner = self._owner
         if owner is None:
@@ -167,8 +169,10 @@ class CLISession:
             return
         if not owner.done():
             self._commands.put_nowait(None)
-            if abandon and self._in_turn:
+            if self._serving:
+                # Mid-turn the CLI does not exit on end of input: stop it, and the turn with it.
                 _terminate(self._pid)
+                owner.cancel()
             done, _ = await asyncio.wait({owner}, timeout=_STOP_GRACE_SECONDS)
             if not done:
                 owner.cancel()
@@ -181,6 +185,21 @@ class CLISession:
         servers, self.tool_servers = self.tool_servers, []
         for server in servers:
             await server.stop()
+
+    async def abort(self) -> None:
+        """Stop a session whose turn did not end cleanly (failed, timed out, cancelled).
+
+        The CLI process is sent SIGTERM and the tool servers' files are removed synchronously first, so that
+        nothing is left even if this coroutine is cancelled at its first ``await`` (as a cancelled agent run does
+        with its cleanup); the rest of the shutdown is shielded and completes in the background if so.
+        """
+        _terminate(self._pid)
+        for server in self.tool_servers:
+            server.discard()
+        cleanup = self.loop.create_task(self.close())
+        self._background.add(cleanup)
+        cleanup.add_done_callback(self._background.discard)
+        await asyncio.shield(cleanup)
 
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone."""
@@ -206,6 +225,7 @@ def _client_pid(client: ClaudeSDKClient) -> int | None:
 
 
 def _terminate(pid: int | None) -> None:
+    """Send SIGTERM, leaving the reaping to the SDK's transport (which waits for the process)."""
     if pid is None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):

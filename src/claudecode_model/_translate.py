@@ -272,6 +272,10 @@ class TurnTranslator:
         stop = (result.stop_reason if result is not None else None) or self.outcome.last_stop_reason
         if result is not None and result.is_error:
             return "error"
+        if stop == "tool_use" and result is not None and result.subtype == "success":
+            # Claude Code ran every tool itself; a loop that ends on a tool call ended on the one that finishes
+            # it (the structured output): nothing is left for the caller to run.
+            return "stop"
         return _FINISH_REASONS.get(stop or "", "stop" if stop is None else None)
 
     def provider_details(self) -> dict[str, Any]:

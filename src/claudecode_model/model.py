@@ -10,7 +10,7 @@ import os
 import uuid
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -182,7 +182,7 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params)
+        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params, run_context)
         stream = ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         try:
             yield stream
@@ -276,7 +276,9 @@ class ClaudeCodeModel(Model):
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
-        needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
+        needs = RequestNeeds(
+            system_prompt=plan.system_prompt, output_schema=_native_output_schema(params), thinking=params.thinking
+        )
         servers = self._plan_tool_servers(params, cli_path)
         runs_agent_tools = any(server.registered is None and server.function_defs for server in servers)
         for server in servers:
@@ -402,10 +404,18 @@ class ClaudeCodeModel(Model):
             return ServedTools(config=config)
         return await serve_tools(server.name, registered_tool_specs(server.registered), server.transport)
 
+    def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
+        """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""
+        return ("claude_code_thinking",) if "claude_code_thinking" in model_settings else ()
+
+    def _overrides_unified_effort(self, model_settings: Mapping[str, object]) -> bool:
+        """``claude_code_effort`` replaces the effort a unified ``thinking`` level maps to."""
+        return "claude_code_effort" in model_settings
+
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
         """Turn SDK exceptions and error results into this library's typed errors."""
-        if isinstance(error, ClaudeCodeError | asyncio.CancelledError | KeyboardInterrupt):
-            return error
+        if isinstance(error, ClaudeCodeError) or not isinstance(error, Exception):
+            return error  # ours already, or cancellation, GeneratorExit, KeyboardInterrupt
         if isinstance(error, SDKCLINotFoundError):
             return CLINotFoundError(str(error))
         if translator is not None:
@@ -577,7 +587,7 @@ class _Turn:
     async def finish(self) -> None:
         """Keep the session for the next turn if it ended cleanly, otherwise stop the CLI."""
         if not self.completed or self.failed:
-            await self.session.close(abandon=self.failed)
+            await self.session.abort()
             return
         await self.model._pool.put(self.session)
 
@@ -597,6 +607,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     _turn: _Turn
     _timestamp: datetime = field(default_factory=_utils.now_utc)
+    _closed: bool = field(default=False, init=False)
 
     @property
     def turn(self) -> _Turn:
@@ -606,8 +617,12 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         turn = self._turn
         translator = turn.bind(self._parts_manager)
         async for message in turn.messages():
+            if self._closed:
+                return
             for event in translator.feed(message):
                 yield event
+                if self._closed:  # nothing after cancel(): the response was recorded as it stood
+                    return
         if turn.wants_structured_output:
             structured = translator.outcome.result.structured_output if translator.outcome.result else None
             if structured is None:
@@ -636,12 +651,20 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
+        # Set here, not read from ``cancelled``: wrappers (pydantic-ai's continuation stream) call this directly.
+        self._closed = True
         self._turn.failed = True
-        await self._turn.session.close(abandon=True)
+        await self._turn.session.abort()
+
+    def get_stream_cancel_errors(self) -> tuple[type[BaseException], ...]:
+        """The error a turn stopped by :meth:`close_stream` ends with (suppressed after ``cancel()``)."""
+        return (CLIInterruptedError,)
 
     @property
     def model_name(self) -> str:
-        return self._turn.model.model_name
+        """The model the CLI used (from its init message), else the name the model was created with."""
+        used = self._turn.translator.outcome.init_data.get("model") if hasattr(self._turn, "translator") else None
+        return used if isinstance(used, str) and used else self._turn.model.model_name
 
     @property
     def provider_name(self) -> str:
