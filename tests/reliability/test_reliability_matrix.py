@@ -343,7 +343,12 @@ async def test_cancellation_at_a_random_point(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        # A cancel that lands after the CLI finished its turn (while pydantic-ai wraps up) leaves a clean session,
+        # kept for a next turn like any other: bounded by keep_sessions and stopped by aclose().
+        idle_sessions = len(harness.model._pool)
+        assert idle_sessions <= 1
         outcome = f"cancelled after {len(harness.backend.requests)} API requests, tool {tool_calls or ['not called']}"
+        outcome += ", session kept" if idle_sessions else ""
     record_property("cancel_delay", f"{delay:.2f}")
     record_property("outcome", outcome)
     await harness.assert_recovers(idle_sessions=idle_sessions)
@@ -377,7 +382,7 @@ async def test_timeout_during_a_tool_call(run: int, harness: Harness) -> None:
         return "never"
 
     with pytest.raises(CLITimeoutError):
-        await agent.run("call wait_forever", model_settings={"timeout": 3})
+        await agent.run("call wait_forever", model_settings={"timeout": 2})
 
     assert cancelled.is_set(), "the tool call in flight was cancelled"
     await harness.assert_recovers()
