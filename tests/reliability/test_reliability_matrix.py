@@ -1,8 +1,8 @@
 """The failure matrix: every failure mode through the real Claude Code CLI against the offline backend.
 
-Every case runs ``RUNS`` times. Each run checks three things: the run ends with a typed error or the correct
-answer; nothing is left behind (no process, temp entry or file descriptor); the same model instance then
-answers correctly again (``Harness.assert_recovers``).
+Every case runs ``RUNS`` times (``RELIABILITY_RUNS``, default 3). Each run checks three things: the run ends
+with a typed error or the correct answer; nothing is left behind (no process, temp entry or file descriptor);
+the same model instance then answers correctly again (``Harness.assert_recovers``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.cli
 
-RUNS = 3
+RUNS = int(os.environ.get("RELIABILITY_RUNS", "3"))
+"""How often each case runs (``RELIABILITY_RUNS`` overrides; the matrix costs about 2.5 s per case and run)."""
 run = pytest.mark.parametrize("run", range(RUNS), ids=[f"run{i}" for i in range(RUNS)])
 
 
@@ -144,10 +145,9 @@ async def test_api_error_status_is_a_typed_model_http_error(
 
 
 @run
-@pytest.mark.parametrize("status", [429, 529])
-async def test_transient_status_retried_by_the_cli_gives_the_answer(run: int, status: int, harness: Harness) -> None:
+async def test_transient_overload_retried_by_the_cli_gives_the_answer(run: int, harness: Harness) -> None:
     model = ClaudeCodeModel(env={**harness.backend.cli_env(), "CLAUDE_CODE_MAX_RETRIES": "1"})
-    harness.backend.fail_next(Failure.http(status))
+    harness.backend.fail_next(Failure.http(529))
     try:
         result = await Agent(model).run("hello")
     finally:
