@@ -36,19 +36,22 @@ class Harness:
         [pid] = self.new_cli_processes()
         return pid
 
-    async def assert_recovers(self, *, idle_sessions: int = 0) -> None:
-        """The run left no process behind but the ``idle_sessions`` CLIs kept for a next turn (none after a
-        failure); the same model instance then answers correctly; after ``aclose()`` nothing the test created
-        is left (processes, temp entries, file descriptors)."""
+    async def assert_no_stray_processes(self, *, idle_sessions: int = 0) -> None:
+        """No process is left but the ``idle_sessions`` CLIs kept for a next turn (and their IPC bridges)."""
 
         def unexpected() -> list[int]:
-            """New processes that are neither a kept CLI nor a child of one (its IPC bridge)."""
             clis = self.new_cli_processes()
             kept = set(clis).union(*(descendants(pid) for pid in clis))
             extra = descendants() - self.before.processes - kept
             return sorted(extra) if len(clis) == idle_sessions else [*clis, *extra]
 
         assert await wait_for(lambda: not unexpected()), f"processes left: {unexpected()}"
+
+    async def assert_recovers(self, *, idle_sessions: int = 0) -> None:
+        """The run left no process behind but the ``idle_sessions`` CLIs kept for a next turn (none after a
+        failure); the same model instance then answers correctly; after ``aclose()`` nothing the test created
+        is left (processes, temp entries, file descriptors)."""
+        await self.assert_no_stray_processes(idle_sessions=idle_sessions)
         result = await Agent(self.model).run("are you still there?")
         assert result.output == "echo: are you still there?"
         await self.model.aclose()
