@@ -206,7 +206,13 @@ async def _fail(arguments: dict[str, object]) -> dict[str, object]:
     raise ValueError("this tool always fails")
 
 
-_ids = st.none() | st.booleans() | st.integers(min_value=-3, max_value=2**40) | st.text(max_size=4) | st.floats()
+_ids = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-3, max_value=2**40)
+    | st.text(max_size=4)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
 _ipc_messages = st.fixed_dictionaries(
     {},
     optional={
