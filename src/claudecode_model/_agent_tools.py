@@ -1,8 +1,9 @@
 """The agent's own tools inside Claude Code's loop, executed by the run's own tool machinery.
 
 When a request carries function tools and nothing was registered with ``set_agent_toolsets``, each tool is exposed
-through an in-process MCP server whose handler runs the call with ``ctx.tool_manager.handle_call``: pydantic-ai's
-argument validation, ``ModelRetry`` handling and retry counting, and the run's real ``deps`` of any type.
+through an MCP server (in-process or over the IPC bridge) whose handler runs the call with
+``ctx.tool_manager.handle_call``: pydantic-ai's argument validation, ``ModelRetry`` handling and retry counting,
+and the run's real ``deps`` of any type.
 
 A CLI session outlives a single run when a conversation continues, so the server does not capture a run: a
 :class:`RunToolRouter` belongs to the session and each turn points it at the run that owns the turn.
@@ -10,21 +11,22 @@ A CLI session outlives a single run when a conversation continues, so the server
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedModelBehavior
+from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ToolCallPart, ToolReturn
 from pydantic_ai.tools import ToolDenied
 
-from claudecode_model._inprocess_server import ToolSpec, build_inprocess_server
+from claudecode_model._inprocess_server import ToolSpec
 from claudecode_model.tool_converter import McpResponse, _format_return_value_as_mcp, _text_response
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import McpSdkServerConfig
     from pydantic_ai.tools import RunContext, ToolDefinition
 
 logger = logging.getLogger(__name__)
@@ -40,10 +42,30 @@ class RunToolRouter:
     fatal_error: BaseException | None = None
     """An error that must end the run (e.g. the tool retry budget is exhausted), raised after the turn."""
     calls: list[str] = field(default_factory=list)
+    on_fatal: Callable[[], None] | None = None
+    """Called when a fatal error is recorded, to stop the CLI turn early (the session sets it)."""
+    _in_flight: int = 0
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context
         self.fatal_error = None
+
+    def _fail(self, error: BaseException) -> McpResponse:
+        self.fatal_error = error
+        if self.on_fatal is not None:
+            self.on_fatal()
+        return _text_response(str(error), is_error=True)
+
+    def _check_tool_calls_limit(self, ctx: RunContext[Any]) -> UsageLimitExceeded | None:
+        limits = ctx.usage_limits
+        if limits is None or limits.tool_calls_limit is None:
+            return None
+        projected = dataclasses.replace(ctx.usage, tool_calls=ctx.usage.tool_calls + self._in_flight + 1)
+        try:
+            limits.check_before_tool_call(projected)
+        except UsageLimitExceeded as error:
+            return error
+        return None
 
     async def call(self, name: str, arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
         ctx = self.run_context
@@ -52,11 +74,16 @@ class RunToolRouter:
         call = ToolCallPart(tool_name=name, args=arguments)
         if tool_use_id:
             call.tool_call_id = tool_use_id
+        if self.fatal_error is not None:
+            return _text_response(f"Tool {name!r} was not run: the agent run is ending.", is_error=True)
+        if (limit_error := self._check_tool_calls_limit(ctx)) is not None:
+            return self._fail(limit_error)
         self.calls.append(name)
         manager = ctx.tool_manager
         if manager.ctx is None:
             # The streamed path hands the model a context whose manager is not bound to the step yet.
             manager = await manager.for_run_step(ctx)
+        self._in_flight += 1
         try:
             result = await manager.handle_call(call)
         except ToolRetryError as retry:
@@ -64,8 +91,9 @@ class RunToolRouter:
         except ToolFailedError as failed:
             return _text_response(failed.tool_failed.model_response_str(wrap_if_error=False), is_error=True)
         except UnexpectedModelBehavior as error:
-            self.fatal_error = error
-            return _text_response(str(error), is_error=True)
+            return self._fail(error)
+        finally:
+            self._in_flight -= 1
         if isinstance(result, ToolDenied):
             return _text_response(result.message, is_error=True)
         if isinstance(result, ToolReturn):
@@ -86,9 +114,13 @@ def tools_signature(tool_defs: list[ToolDefinition]) -> str:
     return hashlib.sha256(json.dumps(source, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def agent_tools_server(tool_defs: list[ToolDefinition], router: RunToolRouter) -> McpSdkServerConfig:
-    """An in-process MCP server exposing ``tool_defs``, each call executed through ``router``."""
-    specs = [
+def agent_tool_specs(tool_defs: list[ToolDefinition], router: RunToolRouter) -> list[ToolSpec]:
+    """The agent's tools as MCP tool specs, each call executed through ``router``.
+
+    Tools pydantic-ai may run concurrently (not ``sequential``) are marked read-only, which lets Claude Code run
+    several calls of them at once.
+    """
+    return [
         ToolSpec(
             name=tool.name,
             description=tool.description or "",
@@ -98,7 +130,6 @@ def agent_tools_server(tool_defs: list[ToolDefinition], router: RunToolRouter) -
         )
         for tool in tool_defs
     ]
-    return build_inprocess_server(AGENT_TOOLS_SERVER, specs)
 
 
 def _handler(router: RunToolRouter, name: str) -> Any:

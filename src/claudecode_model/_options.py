@@ -71,7 +71,8 @@ def build_options(
     env.update(settings.get("claude_code_env", {}))
     if (max_tokens := settings.get("max_tokens")) is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
-    if needs.mcp_servers:
+    if needs.mcp_servers or needs.mcp_tools_signature is not None:
+        # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
     thinking = _thinking(settings)
     if thinking is not None and thinking["type"] == "disabled":

@@ -17,10 +17,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
+
+if TYPE_CHECKING:
+    from claudecode_model._tool_servers import ServedTools
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +51,12 @@ class CLISession:
         self._ready: asyncio.Future[None] = self.loop.create_future()
         self._owner: asyncio.Task[None] | None = None
         self._pid: int | None = None
+        self._client: ClaudeSDKClient | None = None
+        self._background: set[asyncio.Task[None]] = set()
         self.tool_router: Any = None
         """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
+        self.tool_server: ServedTools | None = None
+        """The tool server this CLI process uses, stopped with it (an IPC session for the stdio transport)."""
 
     @property
     def closed(self) -> bool:
@@ -73,6 +80,7 @@ class CLISession:
                 self._ready.set_exception(error)
             return
         self._pid = _client_pid(client)
+        self._client = client
         self._ready.set_result(None)
         try:
             while (turn := await self._commands.get()) is not None:
@@ -120,10 +128,28 @@ class CLISession:
             self.busy = False
             self.last_used = time.monotonic()
 
+    def interrupt_soon(self) -> None:
+        """Ask the CLI to stop the turn in progress (from any task; returns at once)."""
+        client = self._client
+        if client is None or self.closed:
+            return
+
+        async def interrupt() -> None:
+            try:
+                await client.interrupt()
+            except Exception as error:
+                logger.debug("could not interrupt the CLI turn: %s", error)
+
+        task = self.loop.create_task(interrupt())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def close(self) -> None:
-        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period) and wait for the owner task."""
+        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period), wait for the owner task, and stop
+        the tool server."""
         owner = self._owner
         if owner is None:
+            await self._stop_tool_server()
             return
         if not owner.done():
             self._commands.put_nowait(None)
@@ -133,10 +159,18 @@ class CLISession:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
         _kill_if_alive(self._pid)
+        await self._stop_tool_server()
+
+    async def _stop_tool_server(self) -> None:
+        server, self.tool_server = self.tool_server, None
+        if server is not None:
+            await server.stop()
 
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone."""
         _kill_if_alive(self._pid)
+        if self.tool_server is not None:
+            self.tool_server.discard()
 
 
 async def _disconnect(client: ClaudeSDKClient) -> None:

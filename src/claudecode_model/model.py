@@ -27,16 +27,23 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import RunContext, ToolDefinition
 
 from claudecode_model import _history
-from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, RunToolRouter, agent_tools_server, tools_signature
+from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, RunToolRouter, agent_tool_specs, tools_signature
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._run_context import current_run_context
 from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._tool_servers import (
+    ResolvedTransport,
+    ServedTools,
+    registered_tool_specs,
+    resolve_transport,
+    serve_tools,
+)
 from claudecode_model._translate import TurnTranslator
 from claudecode_model.exceptions import (
     ClaudeCodeConnectionError,
@@ -46,8 +53,10 @@ from claudecode_model.exceptions import (
     CLIProcessError,
     CLITimeoutError,
     StructuredOutputError,
+    ToolValidationError,
     api_error_for_status,
 )
+from claudecode_model.ipc._types import TransportType
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -96,6 +105,7 @@ class ClaudeCodeModel(Model):
         env: dict[str, str] | None = None,
         keep_sessions: int = 4,
         session_idle_timeout: float = 300.0,
+        tool_transport: TransportType = "auto",
     ) -> None:
         """Create a Claude Code model.
 
@@ -107,6 +117,9 @@ class ClaudeCodeModel(Model):
             env: Extra environment variables for every CLI process.
             keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables).
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
+            tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
+                ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
+                supports: in-process for Claude Code 2.0 and later).
         """
         self._model_name = model_name
         self._cli_path_option = cli_path
@@ -116,6 +129,8 @@ class ClaudeCodeModel(Model):
         self._session_costs: dict[str, float] = {}
         self._registered_toolsets: Any = None
         self._server_name = AGENT_TOOLS_SERVER
+        self._tool_transport = _checked_transport(tool_transport)
+        self._registered_transport: TransportType = "auto"
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
         _LIVE_MODELS.add(self)
 
@@ -207,18 +222,24 @@ class ClaudeCodeModel(Model):
         finally:
             await turn.finish()
 
-    def set_agent_toolsets(self, toolsets: Any, *, server_name: str = AGENT_TOOLS_SERVER) -> None:
+    def set_agent_toolsets(
+        self, toolsets: Any, *, server_name: str = AGENT_TOOLS_SERVER, transport: TransportType = "auto"
+    ) -> None:
         """Register pydantic-ai toolsets (e.g. ``agent._function_toolset``) to serve as Claude Code MCP tools.
 
         This is the explicit API of the tool specification. It is optional: without it, an agent's tools are
         exposed automatically and run through the run's own tool machinery (validation, retries, real deps).
         Registered tools are converted with :func:`~claudecode_model.convert_tool` and called without a run
-        context. Calling it again replaces the previous registration (with a warning).
+        context. ``transport`` chooses how they reach the CLI: ``"sdk"`` (in-process MCP server), ``"stdio"``
+        (the IPC bridge) or ``"auto"`` (see ``tool_transport`` of the constructor). Calling it again replaces
+        the previous registration (with a warning).
         """
+        checked = _checked_transport(transport)
         if self._registered_toolsets is not None:
             logger.warning("set_agent_toolsets() replaces the toolsets registered before")
         self._registered_toolsets = toolsets
         self._server_name = server_name
+        self._registered_transport = checked
 
     def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
         """Build the MCP server holding only the registered tools this request names."""
@@ -249,23 +270,17 @@ class ClaudeCodeModel(Model):
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
         needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
-        tool_defs = list(params.function_tools)
-        auto_tools = bool(tool_defs) and self._registered_toolsets is None
-        if tool_defs and not auto_tools:
-            server = self._process_function_tools([tool.name for tool in tool_defs])
-            if server is not None:
-                needs.mcp_servers[self._server_name] = server
-                needs.allowed_tools.append(f"mcp__{self._server_name}")
-                needs.mcp_tools_signature = ["registered", id(self._registered_toolsets), tools_signature(tool_defs)]
-        elif auto_tools:
-            run_context = run_context or current_run_context()
-            if run_context is None:
-                raise ClaudeCodeError(
-                    "This request carries function tools but no agent run context: run the model through an "
-                    "Agent, or register the tools with set_agent_toolsets()."
-                )
-            needs.allowed_tools.append(f"mcp__{AGENT_TOOLS_SERVER}")
-            needs.mcp_tools_signature = ["auto", tools_signature(tool_defs)]
+        tools = self._plan_tools(list(params.function_tools), cli_path)
+        if tools is not None:
+            needs.allowed_tools.append(f"mcp__{tools.server_name}")
+            needs.mcp_tools_signature = tools.signature
+            if tools.auto:
+                run_context = run_context or current_run_context()
+                if run_context is None:
+                    raise ClaudeCodeError(
+                        "This request carries function tools but no agent run context: run the model through an "
+                        "Agent, or register the tools with set_agent_toolsets()."
+                    )
         stderr_lines: deque[str] = deque(maxlen=_STDERR_LINES)
         base_env = {**self._env}
 
@@ -289,25 +304,10 @@ class ClaudeCodeModel(Model):
                 cwd=settings.get("claude_code_cwd"),
             )
         router = session.tool_router if session is not None else RunToolRouter()
-        if auto_tools:
+        if tools is not None and tools.auto:
             router.bind(run_context)
         if session is None:
-            if auto_tools:
-                needs.mcp_servers[AGENT_TOOLS_SERVER] = agent_tools_server(tool_defs, router)
-            options, signature = build_options(
-                model_name=self._model_name,
-                cli_path=cli_path,
-                settings=settings,
-                needs=needs,
-                base_env=base_env,
-                stderr=stderr_lines.append,
-            )
-            session = CLISession(options, signature=signature)
-            session.tool_router = router
-            try:
-                await session.start()
-            except BaseException as error:
-                raise self._map_error(error, None, stderr_lines) from error
+            session = await self._start_session(settings, needs, signature, tools, router, stderr_lines)
         return _Turn(
             model=self,
             session=session,
@@ -320,6 +320,74 @@ class ClaudeCodeModel(Model):
             wants_structured_output=needs.output_schema is not None,
             router=router,
         )
+
+    def _plan_tools(self, tool_defs: list[ToolDefinition], cli_path: Path) -> _ToolPlan | None:
+        """Which tools this request serves, under which server name and over which transport."""
+        if not tool_defs:
+            return None
+        if self._registered_toolsets is None:
+            transport = resolve_transport(self._tool_transport, cli_path)
+            return _ToolPlan(
+                server_name=AGENT_TOOLS_SERVER,
+                transport=transport,
+                tool_defs=tool_defs,
+                signature=["auto", transport, tools_signature(tool_defs)],
+            )
+        # Validates the names now (ToolNotFoundError, ToolsetNotRegisteredError), before any process starts.
+        registered = filter_tools_for_request(self._registered_toolsets, [tool.name for tool in tool_defs])
+        if not registered:
+            return None
+        transport = resolve_transport(self._registered_transport, cli_path)
+        return _ToolPlan(
+            server_name=self._server_name,
+            transport=transport,
+            tool_defs=tool_defs,
+            registered=registered,
+            signature=["registered", transport, id(self._registered_toolsets), tools_signature(tool_defs)],
+        )
+
+    async def _start_session(
+        self,
+        settings: ClaudeCodeModelSettings,
+        needs: RequestNeeds,
+        signature: str,
+        tools: _ToolPlan | None,
+        router: RunToolRouter,
+        stderr_lines: deque[str],
+    ) -> CLISession:
+        """Serve the request's tools and start a CLI process for it."""
+        served = await self._serve_tools(tools, router) if tools is not None else None
+        env = {**self._env}
+        if served is not None:
+            needs.mcp_servers[tools.server_name] = served.config  # type: ignore[union-attr]
+            env.update(served.cli_env)
+        options, _ = build_options(
+            model_name=self._model_name,
+            cli_path=self.cli_path,
+            settings=settings,
+            needs=needs,
+            base_env=env,
+            stderr=stderr_lines.append,
+        )
+        # The session keeps the signature computed without per-process values (such as the IPC secret).
+        session = CLISession(options, signature=signature)
+        session.tool_router = router
+        router.on_fatal = session.interrupt_soon
+        session.tool_server = served
+        try:
+            await session.start()
+        except BaseException as error:
+            raise self._map_error(error, None, stderr_lines) from error
+        return session
+
+    async def _serve_tools(self, tools: _ToolPlan, router: RunToolRouter) -> ServedTools:
+        if tools.auto:
+            return await serve_tools(tools.server_name, agent_tool_specs(tools.tool_defs, router), tools.transport)
+        if tools.transport == "sdk":
+            server = self._process_function_tools([tool.name for tool in tools.tool_defs])
+            assert server is not None
+            return ServedTools(config=server)
+        return await serve_tools(tools.server_name, registered_tool_specs(tools.registered), tools.transport)
 
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
         """Turn SDK exceptions and error results into this library's typed errors."""
@@ -365,6 +433,27 @@ class ClaudeCodeModel(Model):
             return CLIInterruptedError(f"Claude Code turn was interrupted ({result.terminal_reason})")
         detail = "; ".join(result.errors or []) or result.result or result.subtype
         return CLIProcessError(f"Claude Code turn failed ({result.subtype}, {result.terminal_reason}): {detail}")
+
+
+@dataclass
+class _ToolPlan:
+    """The function tools of a request: served automatically through the run, or from registered toolsets."""
+
+    server_name: str
+    transport: ResolvedTransport
+    tool_defs: list[ToolDefinition]
+    signature: list[Any]
+    registered: list[Any] = field(default_factory=list)
+
+    @property
+    def auto(self) -> bool:
+        return not self.registered
+
+
+def _checked_transport(transport: TransportType) -> TransportType:
+    if transport not in ("auto", "stdio", "sdk"):
+        raise ToolValidationError(f"Unknown tool transport {transport!r}; use 'auto', 'stdio' or 'sdk'.")
+    return transport
 
 
 def _default_profile(model_name: str | None) -> ModelProfile:
@@ -448,6 +537,8 @@ class _Turn:
             ) from error
         except BaseException as error:
             self.failed = True
+            if self.router.fatal_error is not None and isinstance(error, Exception):
+                raise self.router.fatal_error from error
             mapped = self.model._map_error(error, self.translator, self.stderr)
             if mapped is error:
                 raise

@@ -207,3 +207,87 @@ def test_set_agent_toolsets_twice_warns(caplog: pytest.LogCaptureFixture):
         model.set_agent_toolsets(agent._function_toolset)
 
     assert "replaces the toolsets registered before" in caplog.text
+
+
+async def test_read_only_tools_run_in_parallel_when_claude_asks_for_several(model: ClaudeCodeModel):
+    agent = Agent(model)
+    both_started = asyncio.Barrier(2)
+
+    async def meet() -> str:
+        # Each call waits until the other one has started: they can only both finish if they run at once.
+        async with asyncio.timeout(10):
+            await both_started.wait()
+        return "met"
+
+    agent.tool_plain(name="left")(meet)
+    agent.tool_plain(name="right")(meet)
+
+    result = await agent.run("go")
+
+    assert result.output == "Answer: met | met"
+
+
+async def test_sequential_tools_never_overlap(model: ClaudeCodeModel):
+    agent = Agent(model)
+    running: list[str] = []
+    overlaps: list[tuple[str, ...]] = []
+
+    async def work(name: str) -> str:
+        running.append(name)
+        overlaps.append(tuple(running))
+        await asyncio.sleep(0.05)
+        running.remove(name)
+        return name
+
+    @agent.tool_plain(sequential=True)
+    async def first() -> str:
+        return await work("first")
+
+    @agent.tool_plain(sequential=True)
+    async def second() -> str:
+        return await work("second")
+
+    result = await agent.run("go")
+
+    assert result.output == "Answer: first | second"
+    assert overlaps == [("first",), ("second",)]
+
+
+async def test_tool_timeout_becomes_a_retry_prompt_for_claude(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    agent = Agent(model)
+
+    @agent.tool_plain(timeout=0.2, retries=1)
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    result = await agent.run("go")
+
+    [tool_result] = claude_backend.requests[-1].tool_results()
+    assert tool_result.is_error
+    assert "timed out" in tool_result.text.lower()
+    assert result.output.startswith("Answer: ")
+
+
+async def test_tool_calls_count_in_the_run_usage_and_limits_apply(model: ClaudeCodeModel):
+    from pydantic_ai.exceptions import UsageLimitExceeded
+    from pydantic_ai.usage import UsageLimits
+
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def one() -> str:
+        return "1"
+
+    @agent.tool_plain
+    def two() -> str:
+        return "2"
+
+    result = await agent.run("go")
+    assert result.usage.tool_calls == 2
+    assert result.usage.requests == 1
+
+    with pytest.raises(UsageLimitExceeded, match="tool_calls_limit of 1"):
+        await agent.run("go again", usage_limits=UsageLimits(tool_calls_limit=1))
+    # The limit stopped the turn, and the model still serves the next run.
+    assert (await agent.run("and again")).output == "Answer: 1 | 2"

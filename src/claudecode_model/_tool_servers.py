@@ -1,0 +1,170 @@
+"""Serving the agent's tools to the Claude Code CLI over a transport: in-process MCP or the IPC bridge.
+
+``"sdk"`` serves the tools from an in-process MCP server the SDK connects over the CLI's control channel.
+``"stdio"`` starts an :class:`~claudecode_model.ipc.IPCSession` and lets the CLI spawn the bridge
+(``python -m claudecode_model.ipc.bridge``), which forwards calls over a private Unix socket.
+
+``"auto"`` picks ``"sdk"`` whenever the installed CLI supports in-process servers (version 2.0.0 and later,
+the SDK's own minimum): measured against the offline backend, in-process calls are faster (no extra process to
+spawn, no socket hop; see ``docs/benchmarks.md``) and behave the same. Older CLIs get the bridge.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from claude_agent_sdk.types import McpServerConfig
+
+from claudecode_model._inprocess_server import ToolCallHandler, ToolSpec, build_inprocess_server
+from claudecode_model.exceptions import ToolValidationError
+from claudecode_model.ipc._constants import SECRET_ENV_VAR
+from claudecode_model.ipc._types import ToolSchema, TransportType
+from claudecode_model.tool_converter import McpResponse, convert_tool
+
+__all__ = ["ResolvedTransport", "ServedTools", "registered_tool_specs", "resolve_transport", "serve_tools"]
+
+logger = logging.getLogger(__name__)
+
+ResolvedTransport = Literal["sdk", "stdio"]
+
+SDK_SERVER_MINIMUM_CLI = (2, 0, 0)
+"""The first Claude Code version that serves in-process (``type="sdk"``) MCP servers."""
+
+_TRANSPORTS = ("auto", "stdio", "sdk")
+
+
+def resolve_transport(transport: TransportType, cli_path: Path) -> ResolvedTransport:
+    """The concrete transport for ``transport`` with the CLI at ``cli_path``."""
+    if transport not in _TRANSPORTS:
+        raise ToolValidationError(f"Unknown tool transport {transport!r}; use one of {', '.join(_TRANSPORTS)}.")
+    if transport != "auto":
+        return transport
+    version = cli_version(cli_path)
+    if version is None or version >= SDK_SERVER_MINIMUM_CLI:
+        return "sdk"
+    logger.info("Claude Code %s predates in-process MCP servers: serving tools over the IPC bridge", version)
+    return "stdio"
+
+
+def cli_version(cli_path: Path) -> tuple[int, ...] | None:
+    """The version of the CLI at ``cli_path`` (``None`` if unknown), cached per binary."""
+    try:
+        stat = cli_path.stat()
+    except OSError:
+        return None
+    return _cli_version(str(cli_path), stat.st_mtime_ns, stat.st_size)
+
+
+@cache
+def _cli_version(path: str, mtime_ns: int, size: int) -> tuple[int, ...] | None:
+    bundled = _bundled_cli_version(path)
+    if bundled is not None:
+        return bundled
+    try:
+        completed = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        logger.debug("could not ask %s for its version: %s", path, error)
+        return None
+    return _parse_version(completed.stdout)
+
+
+def _bundled_cli_version(path: str) -> tuple[int, ...] | None:
+    """The version of the CLI bundled with claude-agent-sdk, known without running it."""
+    import claude_agent_sdk
+    from claude_agent_sdk._cli_version import __cli_version__
+
+    bundled_dir = Path(claude_agent_sdk.__file__).parent / "_bundled"
+    if Path(path).parent != bundled_dir:
+        return None
+    return _parse_version(__cli_version__)
+
+
+def _parse_version(text: str) -> tuple[int, ...] | None:
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+@dataclass
+class ServedTools:
+    """An MCP server config for the CLI, and what must be stopped with the CLI process."""
+
+    config: McpServerConfig
+    cli_env: dict[str, str] = field(default_factory=dict)
+    """Environment the CLI process needs (the bridge inherits it): the IPC session secret."""
+    ipc: Any = None
+    """The :class:`~claudecode_model.ipc.IPCSession` behind a stdio server."""
+
+    async def stop(self) -> None:
+        """Stop the IPC session, if any (after the CLI, so no call is left waiting)."""
+        if self.ipc is not None:
+            await self.ipc.stop()
+
+    def discard(self) -> None:
+        """Synchronous last resort (interpreter exit): remove the IPC files."""
+        if self.ipc is not None:
+            self.ipc._remove_files()
+
+
+async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: ResolvedTransport) -> ServedTools:
+    """Serve ``specs`` as the MCP server ``server_name`` over ``transport`` (started, for ``"stdio"``)."""
+    if transport == "sdk":
+        return ServedTools(config=build_inprocess_server(server_name, specs))
+    from claudecode_model.ipc import IPCSession, stdio_server_config, tool_use_id
+
+    schemas: list[ToolSchema] = []
+    handlers = {}
+    for spec in specs:
+        schema: ToolSchema = {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+        if spec.read_only:
+            schema["annotations"] = {"readOnlyHint": True}
+        schemas.append(schema)
+        handlers[spec.name] = _meta_handler(spec, tool_use_id)
+    session = IPCSession({}, schemas, meta_tool_handlers=handlers)
+    await session.start()
+    config = stdio_server_config(session)
+    # The secret reaches the bridge through the CLI's own environment (which the bridge inherits), not through
+    # the server config: that travels on the CLI's command line, which any user can read in /proc.
+    bridge_env = {key: value for key, value in config.get("env", {}).items() if key != SECRET_ENV_VAR}
+    config["env"] = bridge_env
+    return ServedTools(config=config, cli_env={SECRET_ENV_VAR: session.secret}, ipc=session)
+
+
+def _meta_handler(spec: ToolSpec, tool_use_id: Any) -> Any:
+    async def handle(arguments: dict[str, object], meta: dict[str, object]) -> dict[str, object]:
+        response = await spec.handler(dict(arguments), tool_use_id(meta))
+        return dict(response)
+
+    return handle
+
+
+def registered_tool_specs(tools: Sequence[Any]) -> list[ToolSpec]:
+    """Tools registered with ``set_agent_toolsets`` as tool specs, converted with ``convert_tool``."""
+    specs = []
+    for tool in tools:
+        sdk_tool = convert_tool(tool)
+        annotations = sdk_tool.annotations
+        specs.append(
+            ToolSpec(
+                name=sdk_tool.name,
+                description=sdk_tool.description,
+                input_schema=dict(cast("dict[str, Any]", sdk_tool.input_schema)),
+                handler=_sdk_handler(sdk_tool.handler),
+                read_only=bool(annotations is not None and annotations.read_only_hint),
+            )
+        )
+    return specs
+
+
+def _sdk_handler(handler: Callable[[Any], Awaitable[dict[str, Any]]]) -> ToolCallHandler:
+    async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+        result = await handler(arguments)
+        return {"content": result["content"], "isError": bool(result.get("isError", result.get("is_error", False)))}
+
+    return handle
