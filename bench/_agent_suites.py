@@ -14,7 +14,7 @@ from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextP
 
 from bench import _raw
 from bench._brain import expected_answer, prompt
-from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, aclose, check, timed
+from bench._core import BenchContext, Metrics, Row, Stopwatch, Suite, Target, Variant, aclose, check, turn_metrics
 from claudecode_model.model import ClaudeCodeModel
 
 EXTRA_CALLS = 5
@@ -28,10 +28,11 @@ Transport = Literal["auto", "auto-stdio", "registered-stdio"]
 
 
 def _probe_agent(model: ClaudeCodeModel) -> Agent[None, str]:
+    """An agent with one tool; async like the raw side's (pydantic-ai runs a sync tool in a worker thread)."""
     agent = Agent(model)
 
     @agent.tool_plain
-    def probe(n: int) -> str:
+    async def probe(n: int) -> str:
         """Returns a probe value for n."""
         return f"p{n}"
 
@@ -57,19 +58,23 @@ async def ours_conversation(bench: BenchContext, transport: Transport) -> Metric
     model, agent = _model(bench, transport)
     many = 1 + EXTRA_CALLS
     try:
-        cold, first = await timed(agent.run(prompt(calls=1)))
-        check(first.output == expected_answer(calls=1), f"cold run answered {first.output!r}")
-        warm, second = await timed(agent.run(prompt(calls=1), message_history=first.all_messages()))
-        check(second.output == expected_answer(calls=1), f"follow-up answered {second.output!r}")
-        warm_many, third = await timed(agent.run(prompt(calls=many), message_history=second.all_messages()))
-        check(third.output == expected_answer(calls=many), f"follow-up answered {third.output!r}")
-        check(
-            _session_id(first) == _session_id(second) == _session_id(third),
-            "the follow-up turns did not continue the session",
-        )
+        clock = Stopwatch()
+        first = await agent.run(prompt(calls=1))
+        cold = clock.lap()
+        second = await agent.run(prompt(calls=1), message_history=first.all_messages())
+        warm = clock.lap()
+        third = await agent.run(prompt(calls=many), message_history=second.all_messages())
+        warm_many = clock.lap()
     finally:
         await model.aclose()
-    return {"cold": cold, "warm": warm, "warm_many": warm_many, "slope": (warm_many - warm) / EXTRA_CALLS}
+    check(first.output == expected_answer(calls=1), f"cold run answered {first.output!r}")
+    check(second.output == expected_answer(calls=1), f"follow-up answered {second.output!r}")
+    check(third.output == expected_answer(calls=many), f"follow-up answered {third.output!r}")
+    check(
+        _session_id(first) == _session_id(second) == _session_id(third),
+        "the follow-up turns did not continue the session",
+    )
+    return turn_metrics(cold, warm, warm_many, EXTRA_CALLS)
 
 
 async def raw_conversation(bench: BenchContext) -> Metrics:
@@ -77,25 +82,23 @@ async def raw_conversation(bench: BenchContext) -> Metrics:
     client = ClaudeSDKClient(_raw.options(bench.env, _raw.probe_server()))
     many = 1 + EXTRA_CALLS
     try:
-        start = time.perf_counter()
+        clock = Stopwatch()
         await client.connect()
         await client.query(prompt(calls=1))
         first = await _raw.result_of(client.receive_response())
-        cold = time.perf_counter() - start
-        _raw.answer_of(first, expected_answer(calls=1))
-        start = time.perf_counter()
+        cold = clock.lap()
         await client.query(prompt(calls=1))
         second = await _raw.result_of(client.receive_response())
-        warm = time.perf_counter() - start
-        _raw.answer_of(second, expected_answer(calls=1))
-        start = time.perf_counter()
+        warm = clock.lap()
         await client.query(prompt(calls=many))
         third = await _raw.result_of(client.receive_response())
-        warm_many = time.perf_counter() - start
-        _raw.answer_of(third, expected_answer(calls=many))
+        warm_many = clock.lap()
     finally:
         await client.disconnect()
-    return {"cold": cold, "warm": warm, "warm_many": warm_many, "slope": (warm_many - warm) / EXTRA_CALLS}
+    _raw.answer_of(first, expected_answer(calls=1))
+    _raw.answer_of(second, expected_answer(calls=1))
+    _raw.answer_of(third, expected_answer(calls=many))
+    return turn_metrics(cold, warm, warm_many, EXTRA_CALLS)
 
 
 class AgentSuite(Suite):
@@ -269,7 +272,7 @@ def _deps_agent(model: ClaudeCodeModel) -> Agent[str, str]:
     agent = Agent(model, deps_type=str)
 
     @agent.tool
-    def probe(ctx: RunContext[str], n: int) -> str:
+    async def probe(ctx: RunContext[str], n: int) -> str:
         """Returns a probe value for n."""
         return f"{ctx.deps}-{n}"
 
@@ -325,6 +328,7 @@ class ConcurrencySuite(Suite):
     name = "concurrency"
     description = f"{CONCURRENT_RUNS} runs with one tool call and their own deps, on one model; answers checked"
     row_names = ("concurrent", "sequential")
+    default_repeat = 3  # by far the most expensive suite: 4 x 8 cold runs per repetition
 
     @asynccontextmanager
     async def variants(self, bench: BenchContext) -> AsyncIterator[dict[str, Variant]]:

@@ -24,8 +24,6 @@ from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
 from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 
-DEFAULT_REPEAT = 5
-
 SUITES: tuple[Suite, ...] = (
     AgentSuite(),
     StreamSuite(),
@@ -49,7 +47,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         ),
     )
     parser.add_argument(
-        "--repeat", type=int, default=DEFAULT_REPEAT, help=f"repetitions of every variant (default {DEFAULT_REPEAT})"
+        "--repeat",
+        type=int,
+        help="repetitions of every variant (default: 5, and 3 for the costly concurrency suite)",
     )
     parser.add_argument(
         "--only",
@@ -61,7 +61,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write every sample and row to PATH")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args(argv)
-    if args.repeat < 1:
+    if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat must be at least 1")
     return args
 
@@ -105,7 +105,7 @@ async def run(args: argparse.Namespace) -> list[SuiteResult]:
             await _warm_up(bench.env)
         for suite in suites:
             _progress(f"{suite.name}: {suite.description}")
-            result = await run_suite(suite, bench, args.repeat, _progress)
+            result = await run_suite(suite, bench, args.repeat or suite.default_repeat, _progress)
             if backend.errors and result.error is None:
                 result.error = f"the offline backend's brain failed: {backend.errors[-1]}"
             backend.reset()
@@ -125,7 +125,6 @@ def _json_document(args: argparse.Namespace, results: list[SuiteResult], rows: l
 
     return {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "repeat": args.repeat,
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),
@@ -157,8 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, shown = _selection(args.only)
     rows = _report(results, shown)
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    repeats = ", ".join(f"{result.name} x{result.repeat}" for result in results)
     print(
-        f"claudecode-model benchmarks: {args.repeat} repetitions, medians; "
+        f"claudecode-model benchmarks (medians; repetitions: {repeats}); "
         f"{time.perf_counter() - started:.0f} s; {os.cpu_count()} CPUs, load average {load}"
     )
     print("\n".join(table_lines(rows, markdown=args.markdown)))

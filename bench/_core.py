@@ -114,6 +114,8 @@ class Suite:
     name: str = ""
     description: str = ""
     row_names: Sequence[str] = ()
+    default_repeat: int = 5
+    """Repetitions unless ``--repeat`` says otherwise."""
     needs_cli: bool = True
     """The suite starts the Claude Code CLI (so the run warms it up first)."""
     settle_between: bool = True
@@ -199,11 +201,42 @@ async def run_suite(suite: Suite, bench: BenchContext, repeat: int, progress: Ca
     return result
 
 
-async def timed(awaitable: Awaitable[Any]) -> tuple[float, Any]:
-    """``(seconds, value)`` of awaiting ``awaitable``."""
-    start = time.perf_counter()
-    value = await awaitable
-    return time.perf_counter() - start, value
+@dataclass
+class Lap:
+    """Wall-clock and CPU time (of this whole process: our code, the SDK, and the backend's thread) of one step."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+
+
+class Stopwatch:
+    """Measures consecutive steps: ``lap()`` returns the time since the previous ``lap()`` (or creation)."""
+
+    def __init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        self._wall = time.perf_counter()
+        self._cpu = time.process_time()
+
+    def lap(self) -> Lap:
+        wall, cpu = time.perf_counter(), time.process_time()
+        lap = Lap(wall - self._wall, cpu - self._cpu)
+        self._wall, self._cpu = wall, cpu
+        return lap
+
+
+def turn_metrics(cold: Lap, warm: Lap, warm_many: Lap, extra_calls: int) -> Metrics:
+    """The metrics of a three-turn conversation: cold, warm (one call), warm with ``1 + extra_calls`` calls."""
+    return {
+        "cold": cold.wall,
+        "warm": warm.wall,
+        "warm_many": warm_many.wall,
+        "slope": (warm_many.wall - warm.wall) / extra_calls,
+        "cpu_cold": cold.cpu,
+        "cpu_warm": warm.cpu,
+        "cpu_slope": (warm_many.cpu - warm.cpu) / extra_calls,
+    }
 
 
 # --- presentation ---------------------------------------------------------------------------------------------
