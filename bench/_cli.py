@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if result.error is not None:
             print(f"{result.name} failed: {result.error}")
     for row in rows:
-        if row.note and row.note != next((r.error for r in results if r.error == row.note), None):
+        if row.note and row.correct:
             print(f"{row.key}: {row.note}")
     if args.json is not None:
         args.json.write_text(json.dumps(_json_document(args, results, rows), indent=2, default=str) + "\n")

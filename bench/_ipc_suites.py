@@ -168,6 +168,7 @@ class BridgeSpawnSuite(Suite):
                 ours=ours,
                 raw=medians["raw.ready"],
                 target=Target("<= 0.3 s", 0.3),
+                note="raw = the stdio MCP server a raw SDK user writes (mcp's low-level Server)",
                 figure=ours,
                 figure_text=f"{ours:.3f} s",
             )
@@ -313,6 +314,7 @@ class IPCRoundTripSuite(Suite):
                     ours=medians[f"ours_{size_name}.round_trip"],
                     raw=raw,
                     target=Target("reported"),
+                    note="raw = the SDK's in-process tool path (control_request JSON in, mcp in-memory, JSON out)",
                 )
             )
             rows.append(
