@@ -13,15 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
 
-from bench import _raw
-from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite
-from bench._brain import bench_brain, expected_answer, prompt
+from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_conversation, raw_conversation
+from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
-from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
@@ -77,16 +74,11 @@ def _selection(only: list[str] | None) -> tuple[list[Suite], set[str] | None]:
     return suites, set(only)
 
 
-async def _warm_up(env: dict[str, str]) -> None:
-    """One untimed run each way, so that no measured run pays for first-use costs (page cache, imports)."""
-    await _raw.timed_query(prompt(), _raw.options(env), expected_answer(calls=0))
-    model = ClaudeCodeModel(env=env)
-    try:
-        result = await Agent(model).run(prompt())
-    finally:
-        await model.aclose()
-    if result.output != expected_answer(calls=0):
-        raise RuntimeError(f"warm-up run answered {result.output!r}")
+async def _warm_up(bench: BenchContext) -> None:
+    """One untimed conversation each way (in-process and bridge), so no measured run pays first-use costs."""
+    await raw_conversation(bench)
+    await ours_conversation(bench, "auto")
+    await ours_conversation(bench, "auto-stdio")
     await settle()
 
 
@@ -102,7 +94,7 @@ async def run(args: argparse.Namespace) -> list[SuiteResult]:
         bench = BenchContext(env=backend.cli_env())
         if any(suite.needs_cli for suite in suites):
             _progress("warming up")
-            await _warm_up(bench.env)
+            await _warm_up(bench)
         for suite in suites:
             _progress(f"{suite.name}: {suite.description}")
             result = await run_suite(suite, bench, args.repeat or suite.default_repeat, _progress)
