@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -14,11 +14,26 @@ from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextP
 
 from bench import _raw
 from bench._brain import expected_answer, prompt
-from bench._core import BenchContext, Metrics, Row, Stopwatch, Suite, Target, Variant, aclose, check, turn_metrics
+from bench._core import (
+    BenchContext,
+    Lap,
+    Metrics,
+    Row,
+    Stopwatch,
+    Suite,
+    Target,
+    Variant,
+    aclose,
+    check,
+    turn_metrics,
+)
 from claudecode_model.model import ClaudeCodeModel
 
-EXTRA_CALLS = 5
-"""The warm turn that measures the per-call slope makes ``1 + EXTRA_CALLS`` tool calls."""
+EXTRA_CALLS = 10
+"""The follow-up turn that measures the per-call slope makes ``1 + EXTRA_CALLS`` tool calls."""
+
+FOLLOW_UPS = (1, 1 + EXTRA_CALLS, 1, 1 + EXTRA_CALLS)
+"""Tool calls of the follow-up turns after the cold one (two pairs, so the slope is an average of two)."""
 
 CONCURRENT_RUNS = 8
 
@@ -53,52 +68,59 @@ def _session_id(result: Any) -> str:
     return str(details.get("session_id"))
 
 
+async def _conversation(turn: Callable[[int], Awaitable[str]]) -> Metrics:
+    """Time a cold turn with one tool call, then the follow-up turns of ``FOLLOW_UPS``; check every answer."""
+    clock = Stopwatch()
+    answer = await turn(1)
+    cold = clock.lap()
+    check(answer == expected_answer(calls=1), f"cold run answered {answer!r}")
+    laps: dict[int, list[Lap]] = {}
+    for calls in FOLLOW_UPS:
+        clock.restart()
+        answer = await turn(calls)
+        laps.setdefault(calls, []).append(clock.lap())
+        check(answer == expected_answer(calls=calls), f"follow-up with {calls} calls answered {answer!r}")
+    return turn_metrics(cold, laps[1], laps[1 + EXTRA_CALLS], EXTRA_CALLS)
+
+
 async def ours_conversation(bench: BenchContext, transport: Transport) -> Metrics:
-    """A cold run with one tool call, then two follow-up turns (1 and ``1 + EXTRA_CALLS`` calls) on the same model."""
+    """A conversation on a fresh model; every follow-up passes the previous run's messages as history."""
     model, agent = _model(bench, transport)
-    many = 1 + EXTRA_CALLS
+    results: list[Any] = []
+
+    async def turn(calls: int) -> str:
+        history = results[-1].all_messages() if results else None
+        result = await agent.run(prompt(calls=calls), message_history=history)
+        results.append(result)
+        return result.output
+
     try:
-        clock = Stopwatch()
-        first = await agent.run(prompt(calls=1))
-        cold = clock.lap()
-        second = await agent.run(prompt(calls=1), message_history=first.all_messages())
-        warm = clock.lap()
-        third = await agent.run(prompt(calls=many), message_history=second.all_messages())
-        warm_many = clock.lap()
+        metrics = await _conversation(turn)
     finally:
         await model.aclose()
-    check(first.output == expected_answer(calls=1), f"cold run answered {first.output!r}")
-    check(second.output == expected_answer(calls=1), f"follow-up answered {second.output!r}")
-    check(third.output == expected_answer(calls=many), f"follow-up answered {third.output!r}")
-    check(
-        _session_id(first) == _session_id(second) == _session_id(third),
-        "the follow-up turns did not continue the session",
-    )
-    return turn_metrics(cold, warm, warm_many, EXTRA_CALLS)
+    check(len({_session_id(result) for result in results}) == 1, "a follow-up turn did not continue the session")
+    return metrics
 
 
 async def raw_conversation(bench: BenchContext) -> Metrics:
-    """The same three turns on one ``ClaudeSDKClient`` with an in-process ``create_sdk_mcp_server`` tool."""
+    """The same conversation on one ``ClaudeSDKClient`` with an in-process ``create_sdk_mcp_server`` tool."""
     client = ClaudeSDKClient(_raw.options(bench.env, _raw.probe_server()))
-    many = 1 + EXTRA_CALLS
+    connected = False
+
+    async def turn(calls: int) -> str:
+        nonlocal connected
+        if not connected:
+            await client.connect()
+            connected = True
+        await client.query(prompt(calls=calls))
+        result = await _raw.result_of(client.receive_response())
+        check(not result.is_error, f"the raw SDK run failed: {result.subtype} {result.result!r}")
+        return str(result.result)
+
     try:
-        clock = Stopwatch()
-        await client.connect()
-        await client.query(prompt(calls=1))
-        first = await _raw.result_of(client.receive_response())
-        cold = clock.lap()
-        await client.query(prompt(calls=1))
-        second = await _raw.result_of(client.receive_response())
-        warm = clock.lap()
-        await client.query(prompt(calls=many))
-        third = await _raw.result_of(client.receive_response())
-        warm_many = clock.lap()
+        return await _conversation(turn)
     finally:
         await client.disconnect()
-    _raw.answer_of(first, expected_answer(calls=1))
-    _raw.answer_of(second, expected_answer(calls=1))
-    _raw.answer_of(third, expected_answer(calls=many))
-    return turn_metrics(cold, warm, warm_many, EXTRA_CALLS)
 
 
 class AgentSuite(Suite):
@@ -106,8 +128,8 @@ class AgentSuite(Suite):
 
     name = "agent"
     description = (
-        "per variant one conversation: a cold run with one tool call, a follow-up turn with one call and one with "
-        f"{1 + EXTRA_CALLS} calls (slope = difference / {EXTRA_CALLS})"
+        "per variant one conversation: a cold run with one tool call, then follow-up turns with "
+        f"{', '.join(map(str, FOLLOW_UPS))} calls (slope = mean difference / {EXTRA_CALLS})"
     )
     row_names = (
         "cold-run",
@@ -144,7 +166,7 @@ class AgentSuite(Suite):
                 ours=medians["ours.slope"],
                 raw=medians["raw.slope"],
                 target=Target("<= 1.2 x raw", 1.2),
-                note=f"(follow-up turn with {1 + EXTRA_CALLS} calls - follow-up turn with 1 call) / {EXTRA_CALLS}",
+                note=f"(follow-up with {1 + EXTRA_CALLS} calls - follow-up with 1 call) / {EXTRA_CALLS}, 2 pairs",
             ),
             Row(
                 key="tool-call-stdio",

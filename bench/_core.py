@@ -226,16 +226,19 @@ class Stopwatch:
         return lap
 
 
-def turn_metrics(cold: Lap, warm: Lap, warm_many: Lap, extra_calls: int) -> Metrics:
-    """The metrics of a three-turn conversation: cold, warm (one call), warm with ``1 + extra_calls`` calls."""
+def turn_metrics(cold: Lap, warm: Sequence[Lap], warm_many: Sequence[Lap], extra_calls: int) -> Metrics:
+    """The metrics of a conversation: the cold turn, the follow-ups with one call and those with
+    ``1 + extra_calls`` calls (means), and the slope per extra call."""
+    wall, many_wall = statistics.fmean(lap.wall for lap in warm), statistics.fmean(lap.wall for lap in warm_many)
+    cpu, many_cpu = statistics.fmean(lap.cpu for lap in warm), statistics.fmean(lap.cpu for lap in warm_many)
     return {
         "cold": cold.wall,
-        "warm": warm.wall,
-        "warm_many": warm_many.wall,
-        "slope": (warm_many.wall - warm.wall) / extra_calls,
+        "warm": wall,
+        "warm_many": many_wall,
+        "slope": (many_wall - wall) / extra_calls,
         "cpu_cold": cold.cpu,
-        "cpu_warm": warm.cpu,
-        "cpu_slope": (warm_many.cpu - warm.cpu) / extra_calls,
+        "cpu_warm": cpu,
+        "cpu_slope": (many_cpu - cpu) / extra_calls,
     }
 
 
