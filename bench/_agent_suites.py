@@ -102,9 +102,9 @@ async def ours_conversation(bench: BenchContext, transport: Transport) -> Metric
     return metrics
 
 
-async def raw_conversation(bench: BenchContext) -> Metrics:
+async def raw_conversation(bench: BenchContext, *, partial_messages: bool = False) -> Metrics:
     """The same conversation on one ``ClaudeSDKClient`` with an in-process ``create_sdk_mcp_server`` tool."""
-    client = ClaudeSDKClient(_raw.options(bench.env, _raw.probe_server()))
+    client = ClaudeSDKClient(_raw.options(bench.env, _raw.probe_server(), partial_messages=partial_messages))
     connected = False
 
     async def turn(calls: int) -> str:
@@ -136,6 +136,7 @@ class AgentSuite(Suite):
         "tool-call-inprocess",
         "tool-call-stdio",
         "tool-call-auto-stdio",
+        "tool-call-partial-ref",
         "cold-run-stdio",
         "follow-up",
     )
@@ -145,6 +146,7 @@ class AgentSuite(Suite):
         yield {
             "ours": lambda: ours_conversation(bench, "auto"),
             "raw": lambda: raw_conversation(bench),
+            "raw_partial": lambda: raw_conversation(bench, partial_messages=True),
             "ours_stdio": lambda: ours_conversation(bench, "registered-stdio"),
             "ours_auto_stdio": lambda: ours_conversation(bench, "auto-stdio"),
         }
@@ -181,6 +183,14 @@ class AgentSuite(Suite):
                 ours=medians["ours_auto_stdio.slope"],
                 raw=medians["raw.slope"],
                 target=Target("<= 1.5 x raw in-process", 1.5),
+            ),
+            Row(
+                key="tool-call-partial-ref",
+                name="reference: raw SDK with partial messages, per extra call",
+                ours=medians["raw_partial.slope"],
+                raw=medians["raw.slope"],
+                target=Target("reported"),
+                note="what include_partial_messages (always on in ClaudeCodeModel) costs the raw SDK per tool call",
             ),
             Row(
                 key="cold-run-stdio",
