@@ -59,6 +59,10 @@ class Row:
     """All work done correctly (every answer checked)."""
     unit: str = "s"
     note: str = ""
+    pair: tuple[str, str] | None = None
+    """The sample keys of ``ours`` and ``raw``: their per-repetition ratios give :attr:`ratio_range`."""
+    ratio_range: tuple[float, float] | None = None
+    """Lowest and highest ``ours / raw`` of the repetitions (each pair measured back to back)."""
 
     @property
     def ratio(self) -> float | None:
@@ -168,6 +172,12 @@ async def settle(within: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
+def paired_ratio_range(ours: Sequence[float], raw: Sequence[float]) -> tuple[float, float] | None:
+    """The lowest and highest per-repetition ratio ``ours[i] / raw[i]``."""
+    ratios = [a / b for a, b in zip(ours, raw, strict=True) if b > 0]
+    return (min(ratios), max(ratios)) if ratios else None
+
+
 def interleaved_order(names: Sequence[str], rep: int) -> list[str]:
     """The variants of repetition ``rep``: every variant once, the starting one rotating (A B, B A, A B, ...)."""
     shift = rep % len(names)
@@ -191,6 +201,9 @@ async def run_suite(suite: Suite, bench: BenchContext, repeat: int, progress: Ca
                 progress(f"{suite.name}: repetition {rep + 1}/{repeat} done")
         medians = {key: statistics.median(values) for key, values in result.samples.items()}
         result.rows = suite.rows(medians)
+        for row in result.rows:
+            if row.pair is not None:
+                row.ratio_range = paired_ratio_range(result.samples[row.pair[0]], result.samples[row.pair[1]])
     except Exception as error:  # a failed suite is reported, the others still run
         result.error = f"{type(error).__name__}: {error}"
         result.rows = [
@@ -273,19 +286,21 @@ def _met_text(row: Row) -> str:
 
 
 def table_lines(rows: Sequence[Row], *, markdown: bool = False) -> list[str]:
-    """The results table: benchmark, ours, raw, ours/raw, target, measured figure, met."""
-    header = ["benchmark", "ours (median)", "raw SDK (median)", "ours / raw", "target", "measured", "met"]
+    """The results table: benchmark, ours, raw, ours/raw (and its per-repetition range), target, figure, met."""
+    header = ["benchmark", "ours (median)", "raw SDK (median)", "ours / raw", "range", "target", "measured", "met"]
     body: list[list[str]] = []
     for row in rows:
         ratio = row.ratio
         figure = row.checked_figure
-        figure_text = row.figure_text or (f"{figure:.2f} x" if figure is not None else "-")
+        compared = row.target.limit is not None or row.figure is not None
+        figure_text = row.figure_text or (f"{figure:.2f} x" if figure is not None and compared else "-")
         body.append(
             [
                 row.name,
                 format_value(row.ours, row.unit),
                 format_value(row.raw, row.unit),
                 f"{ratio:.2f} x" if ratio is not None else "-",
+                f"{row.ratio_range[0]:.2f}-{row.ratio_range[1]:.2f}" if row.ratio_range and row.correct else "-",
                 row.target.text,
                 figure_text if row.correct else "-",
                 _met_text(row),
@@ -296,7 +311,7 @@ def table_lines(rows: Sequence[Row], *, markdown: bool = False) -> list[str]:
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
         return lines
     widths = [max(len(cells[i]) for cells in [header, *body]) for i in range(len(header))]
-    numeric = {1, 2, 3, 5}
+    numeric = {1, 2, 3, 4, 6}
 
     def line(cells: list[str]) -> str:
         return "  ".join(

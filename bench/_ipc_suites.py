@@ -167,6 +167,7 @@ class BridgeSpawnSuite(Suite):
                 name="bridge spawn -> ready (raw: mcp stdio server)",
                 ours=ours,
                 raw=medians["raw.ready"],
+                pair=("ours.ready", "raw.ready"),
                 target=Target("<= 0.3 s", 0.3),
                 note="raw = the stdio MCP server a raw SDK user writes (mcp's low-level Server)",
                 figure=ours,
@@ -306,13 +307,13 @@ class IPCRoundTripSuite(Suite):
     def rows(self, medians: dict[str, float]) -> list[Row]:
         rows = []
         for size_name, label in (("1k", "1 KB"), ("10m", "10 MB")):
-            raw = medians[f"raw_{size_name}.round_trip"]
             rows.append(
                 Row(
                     key=f"ipc-{size_name}",
                     name=f"IPC round trip {label} (IPCClient)",
                     ours=medians[f"ours_{size_name}.round_trip"],
-                    raw=raw,
+                    raw=medians[f"raw_{size_name}.round_trip"],
+                    pair=(f"ours_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
                     target=Target("reported"),
                     note="raw = the SDK's in-process tool path (control_request JSON in, mcp in-memory, JSON out)",
                 )
@@ -322,7 +323,8 @@ class IPCRoundTripSuite(Suite):
                     key=f"ipc-{size_name}-bridge",
                     name=f"IPC round trip {label} (via bridge)",
                     ours=medians[f"bridge_{size_name}.round_trip"],
-                    raw=raw,
+                    raw=medians[f"raw_{size_name}.round_trip"],
+                    pair=(f"bridge_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
                     target=Target("reported"),
                 )
             )
