@@ -139,6 +139,9 @@ class AgentSuite(Suite):
         "tool-call-partial-ref",
         "cold-run-stdio",
         "follow-up",
+        "cpu-cold",
+        "cpu-warm",
+        "cpu-slope",
     )
 
     @asynccontextmanager
@@ -215,6 +218,20 @@ class AgentSuite(Suite):
                 target=Target("<= 0.2 x a cold turn", 0.2),
                 figure=cold_ratio,
                 figure_text=f"{cold_ratio:.2f} x cold",
+            ),
+            *(
+                Row(
+                    key=f"cpu-{metric.replace('_', '-')}",
+                    name=f"CPU of this process: {label}",
+                    ours=medians[f"ours.cpu_{metric}"],
+                    raw=medians[f"raw.cpu_{metric}"],
+                    pair=(f"ours.cpu_{metric}", f"raw.cpu_{metric}"),
+                    target=Target("reported"),
+                    note="process CPU time (our code, the SDK and the backend thread; not the CLI): steady under load"
+                    if metric == "cold"
+                    else "",
+                )
+                for metric, label in (("cold", "cold run"), ("warm", "follow-up turn"), ("slope", "per extra call"))
             ),
         ]
 
