@@ -6,11 +6,13 @@ Names are imported lazily, so that light entry points (the IPC bridge process) d
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from claudecode_model._version import __version__
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs the bridge milliseconds
 if TYPE_CHECKING:
+    from typing import Any
+
     from claudecode_model.deps_support import (
         DepsContext,
         deserialize_deps,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
         CLIProcessError,
         CLIResponseParseError,
         CLITimeoutError,
+        DependencyResolutionError,
         IPCConnectionError,
         IPCError,
         IPCMessageSizeError,
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
         UnsupportedContentError,
         UnsupportedDepsTypeError,
     )
+    from claudecode_model.ipc._types import TransportType
     from claudecode_model.mcp_integration import (
         DEFAULT_SERVER_NAME,
         ToolDefinition,
@@ -104,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "TransportType": "claudecode_model.ipc._types",
     **{
         name: "claudecode_model.exceptions"
         for name in (
@@ -123,6 +128,7 @@ _EXPORTS: dict[str, str] = {
             "ClaudeCodeRequestRejectedError",
             "ClaudeCodeServerError",
             "ClaudeCodeUnavailableError",
+            "DependencyResolutionError",
             "IPCConnectionError",
             "IPCError",
             "IPCMessageSizeError",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedModelBehavior, UsageLimitExceeded
-from pydantic_ai.messages import ToolCallPart, ToolReturn
+from pydantic_ai.messages import ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import ToolDenied
 
 from claudecode_model._inprocess_server import ToolSpec
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 AGENT_TOOLS_SERVER = "pydantic_tools"
+OUTPUT_TOOLS_SERVER = "pydantic_output"
+"""Serves pydantic-ai's output tools when the function tools come from ``set_agent_toolsets`` registrations."""
 
 
 @dataclass
@@ -42,19 +44,34 @@ class RunToolRouter:
     fatal_error: BaseException | None = None
     """An error that must end the run (e.g. the tool retry budget is exhausted), raised after the turn."""
     calls: list[str] = field(default_factory=list)
-    on_fatal: Callable[[], None] | None = None
-    """Called when a fatal error is recorded, to stop the CLI turn early (the session sets it)."""
+    output_call: ToolCallPart | None = None
+    """The output tool call Claude made in this turn: it ends the turn and goes to pydantic-ai to validate."""
+    stop_turn: Callable[[], None] | None = None
+    """Stops the CLI turn early (the session sets it): after a fatal error or an output tool call."""
     _in_flight: int = 0
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context
         self.fatal_error = None
+        self.output_call = None
 
     def _fail(self, error: BaseException) -> McpResponse:
         self.fatal_error = error
-        if self.on_fatal is not None:
-            self.on_fatal()
+        if self.stop_turn is not None:
+            self.stop_turn()
         return _text_response(str(error), is_error=True)
+
+    def capture_output(self, name: str, arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+        """Keep an output tool call for pydantic-ai and end the CLI turn: the run's result is in the call."""
+        if self.output_call is not None:
+            return _text_response("A final result was already given in this turn.", is_error=True)
+        call = ToolCallPart(tool_name=name, args=arguments)
+        if tool_use_id:
+            call.tool_call_id = tool_use_id
+        self.output_call = call
+        if self.stop_turn is not None:
+            self.stop_turn()
+        return _text_response("Final result received.")
 
     def _check_tool_calls_limit(self, ctx: RunContext[Any]) -> UsageLimitExceeded | None:
         limits = ctx.usage_limits
@@ -74,7 +91,7 @@ class RunToolRouter:
         call = ToolCallPart(tool_name=name, args=arguments)
         if tool_use_id:
             call.tool_call_id = tool_use_id
-        if self.fatal_error is not None:
+        if self.fatal_error is not None or self.output_call is not None:
             return _text_response(f"Tool {name!r} was not run: the agent run is ending.", is_error=True)
         if (limit_error := self._check_tool_calls_limit(ctx)) is not None:
             return self._fail(limit_error)
@@ -102,10 +119,11 @@ class RunToolRouter:
 
 
 def _retry_text(retry: ToolRetryError) -> str:
+    """The retry message as pydantic-ai's own models send it: the bare text, not wrapped as ``{"error": ...}``."""
     part = retry.tool_retry
-    if hasattr(part, "model_response"):
-        return str(part.model_response())
-    return part.model_response_str()
+    if isinstance(part, ToolReturnPart):
+        return part.model_response_str(wrap_if_error=False)
+    return str(part.model_response())
 
 
 def tools_signature(tool_defs: list[ToolDefinition]) -> str:
@@ -130,6 +148,26 @@ def agent_tool_specs(tool_defs: list[ToolDefinition], router: RunToolRouter) -> 
         )
         for tool in tool_defs
     ]
+
+
+def output_tool_specs(output_defs: list[ToolDefinition], router: RunToolRouter) -> list[ToolSpec]:
+    """pydantic-ai's output tools as MCP tool specs: a call is captured for the agent to validate."""
+    return [
+        ToolSpec(
+            name=tool.name,
+            description=tool.description or "",
+            input_schema=dict(tool.parameters_json_schema),
+            handler=_output_handler(router, tool.name),
+        )
+        for tool in output_defs
+    ]
+
+
+def _output_handler(router: RunToolRouter, name: str) -> Any:
+    async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+        return router.capture_output(name, arguments, tool_use_id)
+
+    return handle
 
 
 def _handler(router: RunToolRouter, name: str) -> Any:

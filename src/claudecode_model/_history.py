@@ -84,11 +84,8 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
     system_prompt = _system_prompt(messages, instructions)
     last_response = _last_response_index(messages)
     new_requests = [m for m in messages[last_response + 1 :] if isinstance(m, ModelRequest)]
-    new_input = [block for request in new_requests for block in request_blocks(request)]
-    if not new_input:
-        raise MessageConversionError("The message history ends without a new user prompt or tool result to send.")
     if last_response < 0:
-        return TurnPlan(system_prompt=system_prompt, new_input=new_input)
+        return TurnPlan(system_prompt=system_prompt, new_input=_new_input(new_requests))
     history = messages[: last_response + 1]
     response = messages[last_response]
     assert isinstance(response, ModelResponse)
@@ -101,13 +98,24 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
         and isinstance(session_id, str)
         and recorded_digest == history_digest(history)
     ):
+        # The CLI already answered the output tool calls it stopped at (plain ToolCallParts): what pydantic-ai
+        # says about them (a validation retry, "Final result processed.") goes to Claude as text.
+        answered = {part.tool_call_id for part in response.parts if type(part) is ToolCallPart}
+        new_input = _new_input(new_requests, answered_calls=answered)
         return TurnPlan(
             system_prompt=system_prompt,
             new_input=new_input,
             continue_session_id=session_id,
             history_digest=recorded_digest,
         )
-    return TurnPlan(system_prompt=system_prompt, new_input=new_input, replay=transcript_of(history))
+    return TurnPlan(system_prompt=system_prompt, new_input=_new_input(new_requests), replay=transcript_of(history))
+
+
+def _new_input(requests: list[ModelRequest], *, answered_calls: frozenset[str] | set[str] = frozenset()) -> list[Any]:
+    new_input = [block for request in requests for block in request_blocks(request, answered_calls=answered_calls)]
+    if not new_input:
+        raise MessageConversionError("The message history ends without a new user prompt or tool result to send.")
+    return new_input
 
 
 def _last_response_index(messages: Sequence[ModelMessage]) -> int:
@@ -196,8 +204,13 @@ def _canonical_response_part(part: Any) -> list[Any]:
 # --- pydantic-ai parts -> Anthropic content blocks -------------------------------------------------------------
 
 
-def request_blocks(request: ModelRequest) -> list[ContentBlock]:
-    """Content blocks for the user side of a request (system prompt parts are sent separately)."""
+def request_blocks(
+    request: ModelRequest, *, answered_calls: frozenset[str] | set[str] = frozenset()
+) -> list[ContentBlock]:
+    """Content blocks for the user side of a request (system prompt parts are sent separately).
+
+    Tool returns for ``answered_calls`` (calls the CLI has already answered) become text blocks.
+    """
     blocks: list[ContentBlock] = []
     for part in request.parts:
         match part:
@@ -205,6 +218,8 @@ def request_blocks(request: ModelRequest) -> list[ContentBlock]:
                 continue
             case UserPromptPart():
                 blocks.extend(user_content_blocks(part.content))
+            case ToolReturnPart() if part.tool_call_id in answered_calls:
+                blocks.append({"type": "text", "text": _answered_call_text(part)})
             case ToolReturnPart():
                 blocks.append(
                     {
@@ -222,6 +237,15 @@ def request_blocks(request: ModelRequest) -> list[ContentBlock]:
                     "run the model through an Agent (which prepares messages) or remove it."
                 )
     return blocks
+
+
+def _answered_call_text(part: ToolReturnPart) -> str:
+    if part.outcome == "retried":
+        return (
+            f"Your call to {part.tool_name} was not accepted: {part.model_response_str(wrap_if_error=False)}\n"
+            f"Fix the errors and call {part.tool_name} again."
+        )
+    return f"{part.tool_name}: {part.model_response_str()}"
 
 
 def user_content_blocks(content: str | Sequence[UserContent]) -> list[ContentBlock]:

@@ -8,11 +8,13 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
+from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._restrictions import restriction_hooks
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,8 @@ class RequestNeeds:
     output_schema: dict[str, Any] | None = None
     resume: str | None = None
     can_use_tool: CanUseTool | None = None
+    thinking: ThinkingLevel | None = None
+    """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
 
 
 def build_options(
@@ -74,7 +78,7 @@ def build_options(
     if needs.mcp_servers or needs.mcp_tools_signature is not None:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
-    thinking = _thinking(settings)
+    thinking = _thinking(settings, needs.thinking)
     if thinking is not None and thinking["type"] == "disabled":
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
@@ -84,6 +88,7 @@ def build_options(
         system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
 
     cwd = settings.get("claude_code_cwd")
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
     options = ClaudeAgentOptions(
         tools=cast("Any", tools),
         allowed_tools=allowed,
@@ -102,10 +107,11 @@ def build_options(
         setting_sources=list(settings.get("claude_code_setting_sources", [])),
         include_partial_messages=True,
         thinking=thinking,
-        effort=settings.get("claude_code_effort"),
+        effort=_effort(settings, needs.thinking),
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
         can_use_tool=needs.can_use_tool,
+        hooks=cast(Any, restriction_hooks(restrictions)) if restrictions else None,
         stderr=stderr,
     )
     signature_source = {
@@ -126,13 +132,29 @@ def build_options(
         "thinking": thinking,
         "effort": options.effort,
         "output_format": options.output_format,
-        "restrictions": settings.get("claude_code_tool_parameter_restrictions"),
+        "restrictions": restrictions,
     }
     encoded = json.dumps(signature_source, sort_keys=True, default=str).encode()
     return options, hashlib.sha256(encoded).hexdigest()
 
 
-def _thinking(settings: ClaudeCodeModelSettings) -> ThinkingConfig | None:
+_THINKING_BUDGETS = {"minimal": 1024, "low": 4096, "medium": 10000, "high": 31999, "xhigh": 48000, "max": 63999}
+_THINKING_EFFORTS: dict[str, Literal["low", "medium", "high", "xhigh", "max"]] = {
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+    "max": "max",
+}
+
+
+def _unified_thinking(settings: ClaudeCodeModelSettings, unified: ThinkingLevel | None) -> ThinkingLevel | None:
+    """The unified level: from the request parameters (after ``prepare_request``), else from the settings."""
+    return unified if unified is not None else settings.get("thinking")
+
+
+def _thinking(settings: ClaudeCodeModelSettings, unified: ThinkingLevel | None = None) -> ThinkingConfig | None:
     explicit = settings.get("claude_code_thinking")
     if explicit is not None:
         if explicit == "adaptive":
@@ -140,14 +162,25 @@ def _thinking(settings: ClaudeCodeModelSettings) -> ThinkingConfig | None:
         if explicit == "disabled":
             return {"type": "disabled"}
         return {"type": "enabled", "budget_tokens": int(explicit)}
-    unified = settings.get("thinking")
-    if unified is None:
+    level = _unified_thinking(settings, unified)
+    if level is None:
         return None
-    if unified is False:
+    if level is False:
         return {"type": "disabled"}
-    if unified is True:
+    if level is True:
         return {"type": "adaptive"}
-    budgets = {"minimal": 1024, "low": 4096, "medium": 10000, "high": 31999, "xhigh": 48000, "max": 63999}
-    if isinstance(unified, str) and unified in budgets:
-        return {"type": "enabled", "budget_tokens": budgets[unified]}
+    if level in _THINKING_BUDGETS:
+        # Models with a thinking budget get it; the CLI turns it into adaptive thinking for newer models.
+        return {"type": "enabled", "budget_tokens": _THINKING_BUDGETS[level]}
     return {"type": "adaptive"}
+
+
+def _effort(
+    settings: ClaudeCodeModelSettings, unified: ThinkingLevel | None = None
+) -> Literal["low", "medium", "high", "xhigh", "max"] | None:
+    """The explicit effort, else the effort a unified thinking level names (models with adaptive thinking use it)."""
+    explicit = settings.get("claude_code_effort")
+    if explicit is not None or settings.get("claude_code_thinking") is not None:
+        return explicit
+    level = _unified_thinking(settings, unified)
+    return _THINKING_EFFORTS.get(level) if isinstance(level, str) else None

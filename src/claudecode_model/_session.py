@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
+from claudecode_model.exceptions import CLIInterruptedError
+
 if TYPE_CHECKING:
     from claudecode_model._tool_servers import ServedTools
 
@@ -53,10 +55,11 @@ class CLISession:
         self._pid: int | None = None
         self._client: ClaudeSDKClient | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._serving = False
         self.tool_router: Any = None
         """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
-        self.tool_server: ServedTools | None = None
-        """The tool server this CLI process uses, stopped with it (an IPC session for the stdio transport)."""
+        self.tool_servers: list[ServedTools] = []
+        """The tool servers this CLI process uses, stopped with it (IPC sessions for the stdio transport)."""
 
     @property
     def closed(self) -> bool:
@@ -96,6 +99,7 @@ class CLISession:
         async def one_message() -> AsyncIterator[dict[str, Any]]:
             yield turn.message
 
+        self._serving = True
         try:
             await client.query(one_message())
             async for message in client.receive_response():
@@ -103,13 +107,15 @@ class CLISession:
                     self.session_id = message.session_id
                 turn.output.put_nowait(message)
         except asyncio.CancelledError:
-            turn.output.put_nowait(asyncio.CancelledError())
+            # Only close() cancels the owner: the consumer of the turn was not cancelled, its turn was stopped.
+            turn.output.put_nowait(CLIInterruptedError("The Claude Code session was closed during the turn"))
             raise
         except Exception as error:
             turn.output.put_nowait(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
         finally:
+            self._serving = False
             turn.output.put_nowait(None)
 
     async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
@@ -145,32 +151,54 @@ class CLISession:
         task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
-        """Stop the CLI process (SIGTERM, then SIGKILL after a grace period), wait for the owner task, and stop
-        the tool server."""
+        """Stop the CLI process and wait for the owner task, then stop the tool servers.
+
+        A turn in flight is stopped at once (its consumer gets :class:`CLIInterruptedError`); an idle session
+        ends gracefully (end of input, then SIGTERM and SIGKILL after grace periods).
+        """
         owner = self._owner
         if owner is None:
-            await self._stop_tool_server()
+            await self._stop_tool_servers()
             return
         if not owner.done():
             self._commands.put_nowait(None)
+            if self._serving:
+                # Mid-turn the CLI does not exit on end of input: stop it, and the turn with it.
+                _terminate(self._pid)
+                owner.cancel()
             done, _ = await asyncio.wait({owner}, timeout=_STOP_GRACE_SECONDS)
             if not done:
                 owner.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
         _kill_if_alive(self._pid)
-        await self._stop_tool_server()
+        await self._stop_tool_servers()
 
-    async def _stop_tool_server(self) -> None:
-        server, self.tool_server = self.tool_server, None
-        if server is not None:
+    async def _stop_tool_servers(self) -> None:
+        servers, self.tool_servers = self.tool_servers, []
+        for server in servers:
             await server.stop()
+
+    async def abort(self) -> None:
+        """Stop a session whose turn did not end cleanly (failed, timed out, cancelled).
+
+        The CLI process is sent SIGTERM and the tool servers' files are removed synchronously first, so that
+        nothing is left even if this coroutine is cancelled at its first ``await`` (as a cancelled agent run does
+        with its cleanup); the rest of the shutdown is shielded and completes in the background if so.
+        """
+        _terminate(self._pid)
+        for server in self.tool_servers:
+            server.discard()
+        cleanup = self.loop.create_task(self.close())
+        self._background.add(cleanup)
+        cleanup.add_done_callback(self._background.discard)
+        await asyncio.shield(cleanup)
 
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone."""
         _kill_if_alive(self._pid)
-        if self.tool_server is not None:
-            self.tool_server.discard()
+        for server in self.tool_servers:
+            server.discard()
 
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
@@ -183,6 +211,14 @@ def _client_pid(client: ClaudeSDKClient) -> int | None:
     process = getattr(transport, "_process", None)
     pid = getattr(process, "pid", None)
     return pid if isinstance(pid, int) else None
+
+
+def _terminate(pid: int | None) -> None:
+    """Send SIGTERM, leaving the reaping to the SDK's transport (which waits for the process)."""
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
 
 
 def _kill_if_alive(pid: int | None) -> None:

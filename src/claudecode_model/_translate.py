@@ -28,6 +28,7 @@ from pydantic_ai.messages import (
     NativeToolReturnPart,
     TextPart,
     ThinkingPart,
+    ToolCallPart,
 )
 from pydantic_ai.usage import RequestUsage
 
@@ -66,12 +67,21 @@ class TurnTranslator:
 
     Text and thinking arrive as deltas from the CLI's partial-message stream events; tool calls Claude Code
     executes (the agent's own MCP tools and built-in tools) become ``NativeToolCallPart`` / ``NativeToolReturnPart``
-    so that text written before a tool call is never mistaken for the final answer.
+    so that text written before a tool call is never mistaken for the final answer. A call of one of pydantic-ai's
+    output tools (``output_tool_names``, as the CLI names them) becomes a plain ``ToolCallPart`` instead, for the
+    agent to validate; its result inside the CLI is not reported.
     """
 
-    def __init__(self, parts: ModelResponsePartsManager, *, tool_prefixes: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        parts: ModelResponsePartsManager,
+        *,
+        tool_prefixes: tuple[str, ...],
+        output_tool_names: frozenset[str] = frozenset(),
+    ) -> None:
         self._parts = parts
         self._tool_prefixes = tool_prefixes
+        self._output_tool_names = output_tool_names
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
         self._block_counts: dict[str, int] = {}
@@ -133,13 +143,7 @@ class TurnTranslator:
                 self._streamed.add(key)
                 cli_name = str(block.get("name", ""))
                 self._tool_names[str(block.get("id"))] = cli_name
-                part = NativeToolCallPart(
-                    tool_name=self.display_tool_name(cli_name),
-                    args="",
-                    tool_call_id=str(block.get("id")),
-                    provider_name=PROVIDER_NAME,
-                    provider_details={CLI_TOOL_NAME_KEY: cli_name},
-                )
+                part = self._call_part(cli_name, "", str(block.get("id")))
                 yield self._parts.handle_part(vendor_part_id=key, part=part)
             return
         if kind != "content_block_delta":
@@ -206,17 +210,23 @@ class TurnTranslator:
             return
         managed = self._parts.get_part_by_vendor_id(key)
         final = self._tool_call_part(block)
-        if isinstance(managed, NativeToolCallPart) and managed.args_as_dict() == final.args_as_dict():
+        if isinstance(managed, ToolCallPart | NativeToolCallPart) and managed.args_as_dict() == final.args_as_dict():
             return
         yield self._parts.handle_part(vendor_part_id=key, part=final)
 
-    def _tool_call_part(self, block: ToolUseBlock) -> NativeToolCallPart:
+    def _tool_call_part(self, block: ToolUseBlock) -> ToolCallPart | NativeToolCallPart:
+        return self._call_part(block.name, block.input, block.id)
+
+    def _call_part(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> ToolCallPart | NativeToolCallPart:
+        name = self.display_tool_name(cli_name)
+        if cli_name in self._output_tool_names:
+            return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)
         return NativeToolCallPart(
-            tool_name=self.display_tool_name(block.name),
-            args=block.input,
-            tool_call_id=block.id,
+            tool_name=name,
+            args=args,
+            tool_call_id=call_id,
             provider_name=PROVIDER_NAME,
-            provider_details={CLI_TOOL_NAME_KEY: block.name},
+            provider_details={CLI_TOOL_NAME_KEY: cli_name},
         )
 
     def _tool_results(self, message: UserMessage) -> Iterator[ModelResponseStreamEvent]:
@@ -226,6 +236,8 @@ class TurnTranslator:
             if not isinstance(block, ToolResultBlock):
                 continue
             cli_name = self._tool_names.get(block.tool_use_id, "")
+            if cli_name in self._output_tool_names:
+                continue
             part = NativeToolReturnPart(
                 tool_name=self.display_tool_name(cli_name),
                 content=_tool_result_text(block.content),
@@ -260,6 +272,10 @@ class TurnTranslator:
         stop = (result.stop_reason if result is not None else None) or self.outcome.last_stop_reason
         if result is not None and result.is_error:
             return "error"
+        if stop == "tool_use" and result is not None and result.subtype == "success":
+            # Claude Code ran every tool itself; a loop that ends on a tool call ended on the one that finishes
+            # it (the structured output): nothing is left for the caller to run.
+            return "stop"
         return _FINISH_REASONS.get(stop or "", "stop" if stop is None else None)
 
     def provider_details(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pydantic_ai.exceptions import (
     ModelRequestRejectedError,
     ModelServerError,
     ModelUnavailableError,
+    UserError,
 )
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "ClaudeCodeRequestRejectedError",
     "ClaudeCodeServerError",
     "ClaudeCodeUnavailableError",
+    "DependencyResolutionError",
     "IPCConnectionError",
     "IPCError",
     "IPCMessageSizeError",
@@ -211,6 +213,16 @@ class ToolNotFoundError(ClaudeCodeError):
 
 class TypeHintResolutionError(ClaudeCodeError):
     """The type hints of a dependencies dataclass could not be resolved (unresolved forward reference)."""
+
+
+# --- the tool runtime (seed 003) -------------------------------------------------------------------------------
+
+
+class DependencyResolutionError(ClaudeCodeError, UserError):
+    """A dependency key cannot be resolved: a run-scoped key outside a run with ``Dependencies``, or a cycle.
+
+    Also a pydantic-ai ``UserError``: it is a setup mistake, so tool wrappers let it end the run.
+    """
 
 
 # --- IPC bridge (seed 002) -------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import os
 import uuid
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +30,14 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from claudecode_model import _history
-from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, RunToolRouter, agent_tool_specs, tools_signature
+from claudecode_model._agent_tools import (
+    AGENT_TOOLS_SERVER,
+    OUTPUT_TOOLS_SERVER,
+    RunToolRouter,
+    agent_tool_specs,
+    output_tool_specs,
+    tools_signature,
+)
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
@@ -175,7 +182,7 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params)
+        turn = await self._start_turn(messages, cast("ClaudeCodeModelSettings", settings or {}), params, run_context)
         stream = ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         try:
             yield stream
@@ -269,18 +276,22 @@ class ClaudeCodeModel(Model):
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
-        needs = RequestNeeds(system_prompt=plan.system_prompt, output_schema=_native_output_schema(params))
-        tools = self._plan_tools(list(params.function_tools), cli_path)
-        if tools is not None:
-            needs.allowed_tools.append(f"mcp__{tools.server_name}")
-            needs.mcp_tools_signature = tools.signature
-            if tools.auto:
-                run_context = run_context or current_run_context()
-                if run_context is None:
-                    raise ClaudeCodeError(
-                        "This request carries function tools but no agent run context: run the model through an "
-                        "Agent, or register the tools with set_agent_toolsets()."
-                    )
+        needs = RequestNeeds(
+            system_prompt=plan.system_prompt, output_schema=_native_output_schema(params), thinking=params.thinking
+        )
+        servers = self._plan_tool_servers(params, cli_path)
+        runs_agent_tools = any(server.registered is None and server.function_defs for server in servers)
+        for server in servers:
+            needs.allowed_tools.append(f"mcp__{server.name}")
+        if servers:
+            needs.mcp_tools_signature = [server.signature for server in servers]
+        if runs_agent_tools:
+            run_context = run_context or current_run_context()
+            if run_context is None:
+                raise ClaudeCodeError(
+                    "This request carries function tools but no agent run context: run the model through an "
+                    "Agent, or register the tools with set_agent_toolsets()."
+                )
         stderr_lines: deque[str] = deque(maxlen=_STDERR_LINES)
         base_env = {**self._env}
 
@@ -304,10 +315,9 @@ class ClaudeCodeModel(Model):
                 cwd=settings.get("claude_code_cwd"),
             )
         router = session.tool_router if session is not None else RunToolRouter()
-        if tools is not None and tools.auto:
-            router.bind(run_context)
+        router.bind(run_context if runs_agent_tools else None)
         if session is None:
-            session = await self._start_session(settings, needs, signature, tools, router, stderr_lines)
+            session = await self._start_session(settings, needs, signature, servers, router, stderr_lines)
         return _Turn(
             model=self,
             session=session,
@@ -316,51 +326,55 @@ class ClaudeCodeModel(Model):
             params=params,
             timeout=_turn_timeout(settings),
             stderr=stderr_lines,
-            tool_prefixes=(f"mcp__{AGENT_TOOLS_SERVER}__", f"mcp__{self._server_name}__"),
+            tool_prefixes=tuple(f"mcp__{server.name}__" for server in servers),
+            output_tool_names=frozenset(
+                f"mcp__{server.name}__{tool.name}" for server in servers for tool in server.output_defs
+            ),
             wants_structured_output=needs.output_schema is not None,
             router=router,
         )
 
-    def _plan_tools(self, tool_defs: list[ToolDefinition], cli_path: Path) -> _ToolPlan | None:
-        """Which tools this request serves, under which server name and over which transport."""
-        if not tool_defs:
-            return None
+    def _plan_tool_servers(self, params: ModelRequestParameters, cli_path: Path) -> list[_ToolServerPlan]:
+        """The MCP servers this request needs: which tools each serves, and over which transport."""
+        function_defs = list(params.function_tools)
+        output_defs = list(params.output_tools)
         if self._registered_toolsets is None:
+            if not function_defs and not output_defs:
+                return []
             transport = resolve_transport(self._tool_transport, cli_path)
-            return _ToolPlan(
-                server_name=AGENT_TOOLS_SERVER,
-                transport=transport,
-                tool_defs=tool_defs,
-                signature=["auto", transport, tools_signature(tool_defs)],
-            )
-        # Validates the names now (ToolNotFoundError, ToolsetNotRegisteredError), before any process starts.
-        registered = filter_tools_for_request(self._registered_toolsets, [tool.name for tool in tool_defs])
-        if not registered:
-            return None
+            return [_ToolServerPlan(AGENT_TOOLS_SERVER, transport, function_defs, output_defs)]
         transport = resolve_transport(self._registered_transport, cli_path)
-        return _ToolPlan(
-            server_name=self._server_name,
-            transport=transport,
-            tool_defs=tool_defs,
-            registered=registered,
-            signature=["registered", transport, id(self._registered_toolsets), tools_signature(tool_defs)],
-        )
+        servers = []
+        # Validates the names now (ToolNotFoundError, ToolsetNotRegisteredError), before any process starts.
+        registered = filter_tools_for_request(self._registered_toolsets, [tool.name for tool in function_defs])
+        if registered:
+            servers.append(_ToolServerPlan(self._server_name, transport, function_defs, [], registered=registered))
+            servers[-1].signature.append(id(self._registered_toolsets))
+        if output_defs:
+            servers.append(_ToolServerPlan(OUTPUT_TOOLS_SERVER, transport, [], output_defs))
+        return servers
 
     async def _start_session(
         self,
         settings: ClaudeCodeModelSettings,
         needs: RequestNeeds,
         signature: str,
-        tools: _ToolPlan | None,
+        servers: list[_ToolServerPlan],
         router: RunToolRouter,
         stderr_lines: deque[str],
     ) -> CLISession:
         """Serve the request's tools and start a CLI process for it."""
-        served = await self._serve_tools(tools, router) if tools is not None else None
+        served: list[ServedTools] = []
         env = {**self._env}
-        if served is not None:
-            needs.mcp_servers[tools.server_name] = served.config  # type: ignore[union-attr]
-            env.update(served.cli_env)
+        try:
+            for server in servers:
+                served.append(await self._serve_tools(server, router))
+                needs.mcp_servers[server.name] = served[-1].config
+                env.update(served[-1].cli_env)
+        except BaseException:
+            for started in served:
+                await started.stop()
+            raise
         options, _ = build_options(
             model_name=self._model_name,
             cli_path=self.cli_path,
@@ -372,27 +386,36 @@ class ClaudeCodeModel(Model):
         # The session keeps the signature computed without per-process values (such as the IPC secret).
         session = CLISession(options, signature=signature)
         session.tool_router = router
-        router.on_fatal = session.interrupt_soon
-        session.tool_server = served
+        session.tool_servers = served
+        router.stop_turn = session.interrupt_soon
         try:
             await session.start()
         except BaseException as error:
             raise self._map_error(error, None, stderr_lines) from error
         return session
 
-    async def _serve_tools(self, tools: _ToolPlan, router: RunToolRouter) -> ServedTools:
-        if tools.auto:
-            return await serve_tools(tools.server_name, agent_tool_specs(tools.tool_defs, router), tools.transport)
-        if tools.transport == "sdk":
-            server = self._process_function_tools([tool.name for tool in tools.tool_defs])
-            assert server is not None
-            return ServedTools(config=server)
-        return await serve_tools(tools.server_name, registered_tool_specs(tools.registered), tools.transport)
+    async def _serve_tools(self, server: _ToolServerPlan, router: RunToolRouter) -> ServedTools:
+        if server.registered is None:
+            specs = agent_tool_specs(server.function_defs, router) + output_tool_specs(server.output_defs, router)
+            return await serve_tools(server.name, specs, server.transport)
+        if server.transport == "sdk":
+            config = self._process_function_tools([tool.name for tool in server.function_defs])
+            assert config is not None
+            return ServedTools(config=config)
+        return await serve_tools(server.name, registered_tool_specs(server.registered), server.transport)
+
+    def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
+        """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""
+        return ("claude_code_thinking",) if "claude_code_thinking" in model_settings else ()
+
+    def _overrides_unified_effort(self, model_settings: Mapping[str, object]) -> bool:
+        """``claude_code_effort`` replaces the effort a unified ``thinking`` level maps to."""
+        return "claude_code_effort" in model_settings
 
     def _map_error(self, error: BaseException, translator: TurnTranslator | None, stderr: deque[str]) -> BaseException:
         """Turn SDK exceptions and error results into this library's typed errors."""
-        if isinstance(error, ClaudeCodeError | asyncio.CancelledError | KeyboardInterrupt):
-            return error
+        if isinstance(error, ClaudeCodeError) or not isinstance(error, Exception):
+            return error  # ours already, or cancellation, GeneratorExit, KeyboardInterrupt
         if isinstance(error, SDKCLINotFoundError):
             return CLINotFoundError(str(error))
         if translator is not None:
@@ -436,18 +459,20 @@ class ClaudeCodeModel(Model):
 
 
 @dataclass
-class _ToolPlan:
-    """The function tools of a request: served automatically through the run, or from registered toolsets."""
+class _ToolServerPlan:
+    """One MCP server of a request: the run's own tools (``registered is None``) or registered toolsets."""
 
-    server_name: str
+    name: str
     transport: ResolvedTransport
-    tool_defs: list[ToolDefinition]
-    signature: list[Any]
-    registered: list[Any] = field(default_factory=list)
+    function_defs: list[ToolDefinition]
+    output_defs: list[ToolDefinition]
+    registered: list[Any] | None = None
+    signature: list[Any] = field(init=False)
 
-    @property
-    def auto(self) -> bool:
-        return not self.registered
+    def __post_init__(self) -> None:
+        kind = "run" if self.registered is None else "registered"
+        tools = tools_signature(self.function_defs + self.output_defs)
+        self.signature = [kind, self.name, self.transport, tools]
 
 
 def _checked_transport(transport: TransportType) -> TransportType:
@@ -501,13 +526,16 @@ class _Turn:
     tool_prefixes: tuple[str, ...]
     router: RunToolRouter
     wants_structured_output: bool
+    output_tool_names: frozenset[str] = frozenset()
     translator: TurnTranslator = field(init=False)
     raw_messages: list[Message] = field(default_factory=list)
     completed: bool = False
     failed: bool = False
 
     def bind(self, parts_manager: Any) -> TurnTranslator:
-        self.translator = TurnTranslator(parts_manager, tool_prefixes=self.tool_prefixes)
+        self.translator = TurnTranslator(
+            parts_manager, tool_prefixes=self.tool_prefixes, output_tool_names=self.output_tool_names
+        )
         return self.translator
 
     def user_message(self) -> dict[str, Any]:
@@ -546,6 +574,10 @@ class _Turn:
         if self.router.fatal_error is not None:
             self.failed = True
             raise self.router.fatal_error
+        if self.router.output_call is not None:
+            # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
+            self.completed = True
+            return
         result_error = self.model._result_error(self.translator)
         if result_error is not None:
             self.failed = True
@@ -555,7 +587,7 @@ class _Turn:
     async def finish(self) -> None:
         """Keep the session for the next turn if it ended cleanly, otherwise stop the CLI."""
         if not self.completed or self.failed:
-            await self.session.close()
+            await self.session.abort()
             return
         await self.model._pool.put(self.session)
 
@@ -575,6 +607,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     _turn: _Turn
     _timestamp: datetime = field(default_factory=_utils.now_utc)
+    _closed: bool = field(default=False, init=False)
 
     @property
     def turn(self) -> _Turn:
@@ -584,8 +617,12 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         turn = self._turn
         translator = turn.bind(self._parts_manager)
         async for message in turn.messages():
+            if self._closed:
+                return
             for event in translator.feed(message):
                 yield event
+                if self._closed:  # nothing after cancel(): the response was recorded as it stood
+                    return
         if turn.wants_structured_output:
             structured = translator.outcome.result.structured_output if translator.outcome.result else None
             if structured is None:
@@ -601,7 +638,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         turn = self._turn
         self._usage = translator.usage(turn.previous_cost())
         turn.record_cost()
-        self.finish_reason = translator.finish_reason()
+        self.finish_reason = "tool_call" if turn.router.output_call is not None else translator.finish_reason()
         details = translator.provider_details()
         session_id = translator.outcome.session_id
         self.provider_response_id = translator.outcome.result.uuid if translator.outcome.result else None
@@ -614,12 +651,20 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
+        # Set here, not read from ``cancelled``: wrappers (pydantic-ai's continuation stream) call this directly.
+        self._closed = True
         self._turn.failed = True
-        await self._turn.session.close()
+        await self._turn.session.abort()
+
+    def get_stream_cancel_errors(self) -> tuple[type[BaseException], ...]:
+        """The error a turn stopped by :meth:`close_stream` ends with (suppressed after ``cancel()``)."""
+        return (CLIInterruptedError,)
 
     @property
     def model_name(self) -> str:
-        return self._turn.model.model_name
+        """The model the CLI used (from its init message), else the name the model was created with."""
+        used = self._turn.translator.outcome.init_data.get("model") if hasattr(self._turn, "translator") else None
+        return used if isinstance(used, str) and used else self._turn.model.model_name
 
     @property
     def provider_name(self) -> str:

@@ -50,7 +50,12 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     """Claude Code built-in tools to enable. None are enabled unless this is set."""
 
     claude_code_tool_parameter_restrictions: dict[str, dict[str, Any]]
-    """Per-tool forbidden argument values, e.g. ``{"Bash": {"run_in_background": True}}``: such calls are denied."""
+    """Forbidden argument values per tool, e.g. ``{"Bash": {"run_in_background": True}}``.
+
+    A value may also be a predicate (``lambda command: "rm " in command``) that returns ``True`` when forbidden.
+    Keys are built-in tool names, or the agent's tool names. Every call is checked (by a ``PreToolUse`` hook, so
+    even calls allowed without asking); a forbidden call is denied and Claude is told which argument was refused.
+    """
 
     claude_code_system_prompt_append: str
     """Text appended to the system prompt built from the agent's system prompts and instructions."""

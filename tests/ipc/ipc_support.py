@@ -28,11 +28,12 @@ BRIDGE_MODULE = "claudecode_model.ipc.bridge"
 
 
 def ipc_temp_entries() -> set[str]:
-    """Every ``claudecode_ipc_*`` entry in the temp dirs the session may use."""
-    found: set[str] = set()
-    for base in {tempfile.gettempdir(), "/tmp"}:
-        found.update(glob.glob(os.path.join(base, f"{SOCKET_FILE_PREFIX}*")))
-    return found
+    """Every ``claudecode_ipc_*`` entry in this test session's temp dir.
+
+    A session falls back to ``/tmp`` when the temp dir path is too long for a socket; the fixtures record the
+    directories of every session started, which covers that case without seeing other processes' files there.
+    """
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), f"{SOCKET_FILE_PREFIX}*")))
 
 
 def process_table() -> Iterator[tuple[int, int, str, list[str]]]:
@@ -49,6 +50,22 @@ def process_table() -> Iterator[tuple[int, int, str, list[str]]]:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         yield int(entry), int(fields[1]), fields[0], argv
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live descendant of ``pid``."""
+    children: dict[int, list[int]] = {}
+    for child, parent, state, _ in process_table():
+        if state != "Z":
+            children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    frontier = [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    return found
 
 
 def bridge_processes(directories: set[str]) -> list[tuple[int, list[str]]]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ipc_support import process_table
+from ipc_support import descendants, process_table, wait_until
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     ModelMessage,
@@ -53,6 +55,8 @@ class ProcessSnapshot:
 
 
 def snapshot_processes() -> ProcessSnapshot:
+    """Bridges among this test's descendants (other test runs may share the machine); every command line."""
+    ours = descendants(os.getpid())
     bridges: list[list[str]] = []
     environ: dict[str, str] = {}
     command_lines: list[str] = []
@@ -60,11 +64,15 @@ def snapshot_processes() -> ProcessSnapshot:
         if state == "Z":
             continue
         command_lines.append("\0".join(argv))
-        if BRIDGE_MODULE in argv:
+        if BRIDGE_MODULE in argv and pid in ours:
             bridges.append(argv)
             raw = Path(f"/proc/{pid}/environ").read_bytes()
             environ = dict(item.decode().split("=", 1) for item in raw.split(b"\0") if b"=" in item)
     return ProcessSnapshot(bridges, environ, command_lines)
+
+
+def _bridge_pids() -> set[int]:
+    return {pid for pid, _, state, argv in process_table() if BRIDGE_MODULE in argv and state != "Z"}
 
 
 @pytest.fixture
@@ -132,7 +140,7 @@ async def test_follow_up_turn_reuses_the_cli_and_its_bridge(stdio_model: ClaudeC
 
     @agent.tool_plain
     def ping() -> str:
-        bridge_pids.append({pid for pid, _, state, argv in process_table() if BRIDGE_MODULE in argv and state != "Z"})
+        bridge_pids.append({pid for pid in descendants(os.getpid()) if pid in _bridge_pids()})
         return "pong"
 
     first = await agent.run("one")
@@ -184,3 +192,31 @@ def test_auto_picks_in_process_for_a_current_cli_and_the_bridge_for_an_old_one(t
     assert resolve_transport("auto", old_cli) == "stdio"
     unknown_cli = tmp_path / "missing"
     assert resolve_transport("auto", unknown_cli) == "sdk"
+
+
+async def test_cancelling_a_run_mid_call_stops_the_cli_and_the_bridge(stdio_model: ClaudeCodeModel):
+    import asyncio
+
+    agent = Agent(stdio_model)
+    started = asyncio.Event()
+
+    @agent.tool_plain
+    async def wait_forever() -> str:
+        if started.is_set():
+            return "not this time"
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    run = asyncio.create_task(agent.run("go"))
+    await asyncio.wait_for(started.wait(), timeout=60)
+    assert len(_bridge_pids() & descendants(os.getpid())) == 1
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
+    # The IPC files are gone at once and the CLI is stopped, so its bridge exits: not only at aclose().
+    assert not [name for name in os.listdir(tempfile.gettempdir()) if name.startswith(SOCKET_FILE_PREFIX)]
+    assert wait_until(lambda: not _bridge_pids() & descendants(os.getpid()))
+    # The model still serves the next run.
+    assert (await agent.run("again")).output == "Answer: not this time"

@@ -171,3 +171,26 @@ def test_digest_ignores_timestamps_and_provider_details():
 
     assert history_digest([request, a]) == history_digest([request, b])
     assert history_digest([request, a]) != history_digest([request, ModelResponse(parts=[TextPart("y")])])
+
+
+def test_output_call_answered_by_the_cli_gets_pydantic_ais_verdict_as_text_when_continuing():
+    first = ModelRequest(parts=[UserPromptPart("city?")])
+    response = ModelResponse(
+        parts=[ToolCallPart("final_result", {"name": "Paris"}, "toolu_1")], provider_name="claude-code"
+    )
+    response.provider_details = {"session_id": "s-1", HISTORY_DIGEST_KEY: history_digest([first, response])}
+    retry = ToolReturnPart("final_result", "country: Field required", "toolu_1", outcome="retried")
+
+    continued = plan_turn([first, response, ModelRequest(parts=[retry])], None)
+    response.provider_details = {"session_id": "s-1", HISTORY_DIGEST_KEY: "another conversation"}
+    replayed = plan_turn([first, response, ModelRequest(parts=[retry])], None)
+
+    [block] = continued.new_input
+    assert block["type"] == "text"
+    assert "not accepted" in block["text"]
+    assert "country: Field required" in block["text"]
+    assert "call final_result again" in block["text"]
+    # Replayed, the call has no answer in the transcript yet: the verdict is its tool result.
+    [replayed_block] = replayed.new_input
+    assert replayed_block["type"] == "tool_result"
+    assert replayed_block["tool_use_id"] == "toolu_1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from typing import TYPE_CHECKING
 
@@ -27,12 +28,22 @@ def _readable(fd: str) -> bool:
     return True
 
 
+def _temp_entries() -> set[str]:
+    return set(os.listdir(tempfile.gettempdir()))
+
+
 @pytest.fixture(autouse=True)
 def no_leaks() -> Iterator[None]:
-    """Every test ends without extra threads or sockets."""
+    """Every test ends without extra threads, sockets or files in the temp dir.
+
+    (The project-wide guard in tests/conftest.py checks child processes and IPC files.)
+    """
     threads_before = set(threading.enumerate())
     sockets_before = {fd for fd in _open_fds() if fd.startswith("socket:")}
+    temp_before = _temp_entries()
     yield
+    leaked_temp = _temp_entries() - temp_before
+    assert not leaked_temp, f"temp files left behind: {sorted(leaked_temp)}"
     leaked_threads = [thread for thread in threading.enumerate() if thread not in threads_before]
     assert not leaked_threads, f"threads left running: {leaked_threads}"
     leaked_sockets = {fd for fd in _open_fds() if fd.startswith("socket:")} - sockets_before

@@ -13,6 +13,7 @@ import threading
 import uuid
 import weakref
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,6 +43,15 @@ logger = logging.getLogger(__name__)
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
+_HOLD_POLL_SECONDS = 0.005
+
+
+@dataclass(frozen=True)
+class _Hold:
+    """A pause of one streamed answer: after this many content deltas, until the gate is set."""
+
+    after_deltas: int
+    gate: threading.Event
 
 
 class _NoDelayH11Protocol(H11Protocol):
@@ -131,6 +141,7 @@ class OfflineBackend:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._failures: deque[Failure] = deque()
+        self._holds: deque[_Hold] = deque()
         self._errors: list[str] = []
         self._nodelay_flags: list[bool] = []
         self._thread: threading.Thread | None = None
@@ -302,12 +313,26 @@ class OfflineBackend:
         with self._lock:
             self._failures.extend([failure] * count)
 
+    def hold_next_stream(self, after_deltas: int = 1) -> threading.Event:
+        """Pause the next streamed answer after ``after_deltas`` content deltas until the returned event is set.
+
+        A test can then check what the client saw while the response was provably still unfinished. Stopping
+        the backend, or the client going away, also ends the pause.
+        """
+        if after_deltas < 0:
+            raise ValueError("after_deltas must not be negative")
+        gate = threading.Event()
+        with self._lock:
+            self._holds.append(_Hold(after_deltas, gate))
+        return gate
+
     def reset(self) -> None:
-        """Forget recorded requests, brain errors and pending failures."""
+        """Forget recorded requests, brain errors, pending failures and pending holds."""
         with self._lock:
             self._requests.clear()
             self._failures.clear()
             self._errors.clear()
+            self._holds.clear()
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -436,13 +461,30 @@ class OfflineBackend:
             request_body=body,
             text_chunk_size=self.text_chunk_size,
         )
-        return self._sse_response(self._paced(events))
+        with self._lock:
+            hold = self._holds.popleft() if self._holds else None
+        return self._sse_response(self._paced(events, hold))
 
-    async def _paced(self, events: list[SSEEvent]) -> AsyncIterator[bytes]:
+    async def _paced(self, events: list[SSEEvent], hold: _Hold | None = None) -> AsyncIterator[bytes]:
+        deltas = 0
+        if hold is not None and hold.after_deltas == 0:
+            await self._until(hold.gate)
         for event in events:
             yield event.encode()
-            if self.delta_delay > 0 and event.event == "content_block_delta":
+            if event.event != "content_block_delta":
+                continue
+            deltas += 1
+            if hold is not None and deltas == hold.after_deltas:
+                await self._until(hold.gate)
+            if self.delta_delay > 0:
                 await asyncio.sleep(self.delta_delay)
+
+    async def _until(self, gate: threading.Event) -> None:
+        """Wait until ``gate`` is set (set from any thread) or the backend stops."""
+        server = self._server
+        # Polled: the gate is a threading.Event set from the test's thread, which an asyncio.Event cannot be.
+        while not gate.is_set() and server is not None and not server.exit_requested.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(_HOLD_POLL_SECONDS)
 
     def _sse_response(self, chunks: AsyncIterator[bytes]) -> StreamingResponse:
         headers = {"request-id": _request_id(), "cache-control": "no-cache"}

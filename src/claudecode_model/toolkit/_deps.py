@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, cas
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import AgentDepsT
 
-from claudecode_model.exceptions import ClaudeCodeError
+from claudecode_model.exceptions import DependencyResolutionError
 
 if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import WrapRunHandler
@@ -40,13 +39,6 @@ DependencyScope: TypeAlias = Literal["call", "run"]
 """How long a resolved value is reused: one tool call (``"call"``) or the whole agent run (``"run"``)."""
 
 _Factory: TypeAlias = Callable[[], Any] | Callable[[RunContext[Any]], Any]
-
-
-class DependencyResolutionError(ClaudeCodeError, UserError):
-    """A dependency key cannot be resolved: a run-scoped key outside a run with ``Dependencies``, or a cycle.
-
-    Also a pydantic-ai ``UserError``: it is a setup mistake, so tool wrappers let it end the run.
-    """
 
 
 def _takes_ctx(factory: _Factory) -> bool:

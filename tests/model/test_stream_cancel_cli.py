@@ -1,0 +1,190 @@
+"""Cancelling a stream stops the Claude Code CLI at once, leaks nothing, and leaves the model usable.
+
+The backend holds each stream after a few deltas (``hold_next_stream``), so every cancellation here provably
+happens while Claude is still answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models import ModelRequestParameters
+
+from claudecode_model import ClaudeCodeModel
+from claudecode_model.testing import OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+LONG_TEXT = "This answer is long enough to be cancelled well before its last word reaches the caller."
+
+
+def cli_processes() -> set[int]:
+    """Live child processes of this test process that run the Claude Code CLI."""
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        child = int(fields.get("PPid", "0")) == os.getpid()
+        if child and not fields.get("State", "").startswith("Z") and b"claude" in cmdline:
+            found.add(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.fixture
+async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+    claude_backend.set_brain(LONG_TEXT)
+    claude_backend.text_chunk_size = 4
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), settings={"claude_code_timeout": 60})
+    yield model
+    await model.aclose()
+
+
+async def assert_still_works(model: ClaudeCodeModel, backend: OfflineBackend) -> None:
+    requests_before = len(backend.requests)
+    result = await Agent(model).run("once more, in full")
+    assert result.output == LONG_TEXT
+    assert len(backend.requests) == requests_before + 1
+
+
+async def test_cancel_stops_the_cli_and_records_the_interrupted_response(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    gate = claude_backend.hold_next_stream(after_deltas=3)
+    agent = Agent(model)
+    chunks: list[str] = []
+    running: set[int] = set()
+
+    async with agent.run_stream("tell me everything") as stream:
+        async for text in stream.stream_text(delta=True, debounce_by=None):
+            chunks.append(text)
+            if len(chunks) == 2:
+                running = cli_processes()
+                await stream.cancel()
+        assert stream.cancelled
+        assert running
+        assert not any(alive(pid) for pid in running)
+    gate.set()
+
+    response = stream.all_messages()[-1]
+    assert isinstance(response, ModelResponse)
+    assert response.state == "interrupted"
+    assert response.parts == [TextPart("".join(chunks))]
+    assert LONG_TEXT.startswith("".join(chunks))
+    assert "".join(chunks) != LONG_TEXT
+    await assert_still_works(model, claude_backend)
+
+
+async def test_leaving_run_stream_early_stops_the_cli(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    gate = claude_backend.hold_next_stream(after_deltas=3)
+    agent = Agent(model)
+    running: set[int] = set()
+
+    async with agent.run_stream("tell me everything") as stream:
+        async for _ in stream.stream_text(delta=True, debounce_by=None):
+            running = cli_processes()
+            break
+    gate.set()
+
+    assert running
+    assert not any(alive(pid) for pid in running)
+    assert not cli_processes()
+    await assert_still_works(model, claude_backend)
+
+
+async def test_leaving_run_stream_events_early_stops_the_cli(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    gate = claude_backend.hold_next_stream(after_deltas=3)
+    running: set[int] = set()
+
+    async with Agent(model).run_stream_events("tell me everything") as events:
+        async for _ in events:
+            if running := cli_processes():
+                break
+    gate.set()
+
+    assert running
+    assert not any(alive(pid) for pid in running)
+    await assert_still_works(model, claude_backend)
+
+
+async def test_cancelling_the_task_stops_the_cli(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    gate = claude_backend.hold_next_stream(after_deltas=3)
+    agent = Agent(model)
+    streaming = asyncio.Event()
+
+    async def consume() -> None:
+        async with agent.run_stream("tell me everything") as stream:
+            async for _ in stream.stream_text(delta=True, debounce_by=None):
+                streaming.set()
+
+    task = asyncio.create_task(consume())
+    await streaming.wait()
+    running = cli_processes()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gate.set()
+
+    assert running
+    assert not any(alive(pid) for pid in running)
+    await assert_still_works(model, claude_backend)
+
+
+async def test_model_level_stream_cancel(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    gate = claude_backend.hold_next_stream(after_deltas=3)
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("tell me everything")])]
+    events = 0
+    running: set[int] = set()
+
+    async with model.request_stream(messages, None, ModelRequestParameters()) as stream:
+        async for _ in stream:
+            events += 1
+            if events == 2:
+                running = cli_processes()
+                await stream.cancel()
+        response = stream.get()
+    gate.set()
+
+    assert running
+    assert not any(alive(pid) for pid in running)
+    assert response.state == "interrupted"
+    assert isinstance(response.parts[0], TextPart)
+    assert LONG_TEXT.startswith(response.parts[0].content)
+    await stream.cancel()  # a second cancel is a no-op
+    await assert_still_works(model, claude_backend)
+
+
+async def test_history_with_an_interrupted_response_can_continue(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    gate = claude_backend.hold_next_stream(after_deltas=2)
+    agent = Agent(model)
+    async with agent.run_stream("tell me everything") as stream:
+        async for _ in stream.stream_text(delta=True, debounce_by=None):
+            await stream.cancel()
+    gate.set()
+
+    follow_up = await agent.run("go on", message_history=stream.all_messages())
+
+    assert follow_up.output == LONG_TEXT
+    assert claude_backend.requests[-1].user_texts()[-1] == "go on"
+    assert "tell me everything" in claude_backend.requests[-1].user_texts()
