@@ -31,7 +31,7 @@ SUITES: tuple[Suite, ...] = (
 
 
 def _names() -> list[str]:
-    return [name for suite in SUITES for name in (suite.name, *suite.row_names)]
+    return list(dict.fromkeys(name for suite in SUITES for name in (suite.name, *suite.row_names)))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -103,9 +103,6 @@ class SuiteResult:
     error: str | None = None
     seconds: float = 0.0
 
-    def median(self, key: str) -> float:
-        return statistics.median(self.samples[key])
-
 
 class Suite:
     """A group of variants measured together, interleaved, and the rows they give.
