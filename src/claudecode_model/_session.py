@@ -252,12 +252,17 @@ def _kill_if_alive(pid: int | None) -> None:
 
 
 class SessionPool:
-    """Idle CLI sessions kept for continuation, bounded in number and idle time."""
+    """Idle CLI sessions kept for continuation, bounded in number and idle time.
+
+    Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
+    which no turn should wait for. :meth:`close_all` waits for those closes too.
+    """
 
     def __init__(self, *, max_idle: int, idle_timeout: float) -> None:
         self.max_idle = max_idle
         self.idle_timeout = idle_timeout
         self._sessions: dict[str, CLISession] = {}
+        self._closing: dict[CLISession, asyncio.Task[None]] = {}
 
     def take(self, session_id: str, *, signature: str, digest: str) -> CLISession | None:
         """Remove and return a live session that has seen exactly ``digest`` with the same options."""
@@ -278,7 +283,7 @@ class SessionPool:
             return
         previous = self._sessions.pop(session.session_id, None)
         if previous is not None and previous is not session:
-            await previous.close()
+            self._retire(previous)
         self._sessions[session.session_id] = session
         await self.prune()
 
@@ -294,31 +299,54 @@ class SessionPool:
                 continue
             if session.closed or session.process_exited or now - session.last_used > self.idle_timeout:
                 del self._sessions[key]
-                await session.close()
+                self._retire(session)
         same_loop = [s for s in self._sessions.values() if s.loop is loop]
         for session in sorted(same_loop, key=lambda s: s.last_used)[: max(0, len(same_loop) - self.max_idle)]:
             if session.session_id is not None:
                 self._sessions.pop(session.session_id, None)
-            await session.close()
+            self._retire(session)
+
+    def _retire(self, session: CLISession) -> None:
+        """Close ``session`` in a background task of its loop (tracked until done)."""
+        if session in self._closing:
+            return
+        task = session.loop.create_task(_close_or_kill(session), name="claude-code-session-close")
+        self._closing[session] = task
+        task.add_done_callback(lambda _: self._closing.pop(session, None))
 
     async def close_all(self) -> None:
-        """Close every session of the running loop; kill the processes of sessions of other loops."""
+        """Close every session of the running loop (and wait for those closing in the background); kill the
+        processes of sessions of other loops."""
         loop = _running_loop()
         sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            if session.loop is loop:
-                await session.close()
-            else:
+        for session in [*sessions, *self._closing]:
+            if session.loop is not loop:
                 session.kill()
+        closing = [task for session, task in self._closing.items() if session.loop is loop]
+        await asyncio.gather(*(session.close() for session in sessions if session.loop is loop))
+        if closing:
+            await asyncio.wait(closing)
 
     def kill_all(self) -> None:
         """Synchronous cleanup (interpreter exit)."""
-        for session in self._sessions.values():
+        for session in [*self._sessions.values(), *self._closing]:
             session.kill()
         self._sessions.clear()
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+
+async def _close_or_kill(session: CLISession) -> None:
+    """Close a retired session; if that fails or is cancelled (the loop shutting down), kill its process."""
+    try:
+        await session.close()
+    except asyncio.CancelledError:
+        session.kill()
+        raise
+    except Exception as error:
+        logger.debug("closing an idle CLI session failed (%s); killing its process", error)
+        session.kill()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -5,8 +5,9 @@
 (``python -m claudecode_model.ipc.bridge``), which forwards calls over a private Unix socket.
 
 ``"auto"`` picks ``"sdk"`` whenever the installed CLI supports in-process servers (version 2.0.0 and later,
-the SDK's own minimum): measured against the offline backend, in-process calls are faster (no extra process to
-spawn, no socket hop; see ``docs/benchmarks.md``) and behave the same. Older CLIs get the bridge.
+the SDK's own minimum). Measured against the offline backend, both transports cost the same per call and per cold
+run within the noise; the bridge adds a process per CLI session and costs more for large payloads (see
+``docs/ipc.md`` and ``docs/benchmarks.md``). Older CLIs get the bridge.
 """
 
 from __future__ import annotations

@@ -1,0 +1,5 @@
+"""``python -m bench``."""
+
+from bench._cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,413 @@
+"""Suites that run the real Claude Code CLI: agent runs, tool calls, follow-up turns, streaming, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from claude_agent_sdk import ClaudeSDKClient, ResultMessage, query
+from pydantic_ai import Agent, AgentRunResultEvent, RunContext
+from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+
+from bench import _raw
+from bench._brain import expected_answer, prompt
+from bench._core import (
+    BenchContext,
+    Lap,
+    Metrics,
+    Row,
+    Stopwatch,
+    Suite,
+    Target,
+    Variant,
+    aclose,
+    check,
+    turn_metrics,
+)
+from claudecode_model.model import ClaudeCodeModel
+
+EXTRA_CALLS = 10
+"""The follow-up turn that measures the per-call slope makes ``1 + EXTRA_CALLS`` tool calls."""
+
+FOLLOW_UPS = (1, 1 + EXTRA_CALLS, 1, 1 + EXTRA_CALLS)
+"""Tool calls of the follow-up turns after the cold one (two pairs, so the slope is an average of two)."""
+
+CONCURRENT_RUNS = 8
+
+Transport = Literal["auto", "auto-stdio", "registered-stdio"]
+"""How the agent's tool reaches the CLI: the automatic path (in-process MCP, or the stdio bridge with
+``tool_transport="stdio"``), or registered with ``set_agent_toolsets(..., transport="stdio")``."""
+
+
+def _probe_agent(model: ClaudeCodeModel) -> Agent[None, str]:
+    """An agent with one tool; async like the raw side's (pydantic-ai runs a sync tool in a worker thread)."""
+    agent = Agent(model)
+
+    @agent.tool_plain
+    async def probe(n: int) -> str:
+        """Returns a probe value for n."""
+        return f"p{n}"
+
+    return agent
+
+
+def _model(bench: BenchContext, transport: Transport) -> tuple[ClaudeCodeModel, Agent[None, str]]:
+    """A fresh model and agent with the ``probe`` tool, served as ``transport`` says."""
+    model = ClaudeCodeModel(env=bench.env, tool_transport="stdio" if transport == "auto-stdio" else "auto")
+    agent = _probe_agent(model)
+    if transport == "registered-stdio":
+        model.set_agent_toolsets([agent._function_toolset], transport="stdio")
+    return model, agent
+
+
+def _session_id(result: Any) -> str:
+    details = result.all_messages()[-1].provider_details or {}
+    return str(details.get("session_id"))
+
+
+async def _conversation(turn: Callable[[int], Awaitable[str]]) -> Metrics:
+    """Time a cold turn with one tool call, then the follow-up turns of ``FOLLOW_UPS``; check every answer."""
+    clock = Stopwatch()
+    answer = await turn(1)
+    cold = clock.lap()
+    check(answer == expected_answer(calls=1), f"cold run answered {answer!r}")
+    laps: dict[int, list[Lap]] = {}
+    for calls in FOLLOW_UPS:
+        clock.restart()
+        answer = await turn(calls)
+        laps.setdefault(calls, []).append(clock.lap())
+        check(answer == expected_answer(calls=calls), f"follow-up with {calls} calls answered {answer!r}")
+    return turn_metrics(cold, laps[1], laps[1 + EXTRA_CALLS], EXTRA_CALLS)
+
+
+async def ours_conversation(bench: BenchContext, transport: Transport) -> Metrics:
+    """A conversation on a fresh model; every follow-up passes the previous run's messages as history."""
+    model, agent = _model(bench, transport)
+    results: list[Any] = []
+
+    async def turn(calls: int) -> str:
+        history = results[-1].all_messages() if results else None
+        result = await agent.run(prompt(calls=calls), message_history=history)
+        results.append(result)
+        return result.output
+
+    try:
+        metrics = await _conversation(turn)
+    finally:
+        await model.aclose()
+    check(len({_session_id(result) for result in results}) == 1, "a follow-up turn did not continue the session")
+    return metrics
+
+
+async def raw_conversation(bench: BenchContext, *, partial_messages: bool = False) -> Metrics:
+    """The same conversation on one ``ClaudeSDKClient`` with an in-process ``create_sdk_mcp_server`` tool."""
+    client = ClaudeSDKClient(_raw.options(bench.env, _raw.probe_server(), partial_messages=partial_messages))
+    connected = False
+
+    async def turn(calls: int) -> str:
+        nonlocal connected
+        if not connected:
+            await client.connect()
+            connected = True
+        await client.query(prompt(calls=calls))
+        result = await _raw.result_of(client.receive_response())
+        check(not result.is_error, f"the raw SDK run failed: {result.subtype} {result.result!r}")
+        return str(result.result)
+
+    try:
+        return await _conversation(turn)
+    finally:
+        await client.disconnect()
+
+
+class AgentSuite(Suite):
+    """Cold run, per-call cost on both transports and the warm follow-up turn, from one conversation per variant."""
+
+    name = "agent"
+    description = (
+        "per variant one conversation: a cold run with one tool call, then follow-up turns with "
+        f"{', '.join(map(str, FOLLOW_UPS))} calls (slope = mean difference / {EXTRA_CALLS})"
+    )
+    row_names = (
+        "cold-run",
+        "tool-call-inprocess",
+        "tool-call-stdio",
+        "tool-call-auto-stdio",
+        "tool-call-partial-ref",
+        "cold-run-stdio",
+        "follow-up",
+        "cpu-cold",
+        "cpu-warm",
+        "cpu-slope",
+    )
+
+    @asynccontextmanager
+    async def variants(self, bench: BenchContext) -> AsyncIterator[dict[str, Variant]]:
+        yield {
+            "ours": lambda: ours_conversation(bench, "auto"),
+            "raw": lambda: raw_conversation(bench),
+            "raw_partial": lambda: raw_conversation(bench, partial_messages=True),
+            "ours_stdio": lambda: ours_conversation(bench, "registered-stdio"),
+            "ours_auto_stdio": lambda: ours_conversation(bench, "auto-stdio"),
+        }
+
+    def rows(self, medians: dict[str, float]) -> list[Row]:
+        cold_ratio = medians["ours.warm"] / medians["ours.cold"]
+        return [
+            Row(
+                key="cold-run",
+                name="cold agent run, one tool call",
+                ours=medians["ours.cold"],
+                raw=medians["raw.cold"],
+                pair=("ours.cold", "raw.cold"),
+                target=Target("<= 1.10 x raw", 1.10),
+                note="new CLI process; raw = ClaudeSDKClient connect + query with a create_sdk_mcp_server tool",
+            ),
+            Row(
+                key="tool-call-inprocess",
+                name="per extra tool call, in-process",
+                ours=medians["ours.slope"],
+                raw=medians["raw.slope"],
+                pair=("ours.slope", "raw.slope"),
+                target=Target("<= 1.2 x raw", 1.2),
+                note=f"(follow-up with {1 + EXTRA_CALLS} calls - follow-up with 1 call) / {EXTRA_CALLS}, 2 pairs",
+            ),
+            Row(
+                key="tool-call-stdio",
+                name="per extra tool call, stdio bridge (set_agent_toolsets)",
+                ours=medians["ours_stdio.slope"],
+                raw=medians["raw.slope"],
+                pair=("ours_stdio.slope", "raw.slope"),
+                target=Target("<= 1.5 x raw in-process", 1.5),
+            ),
+            Row(
+                key="tool-call-auto-stdio",
+                name="per extra tool call, stdio bridge (tool_transport)",
+                ours=medians["ours_auto_stdio.slope"],
+                raw=medians["raw.slope"],
+                pair=("ours_auto_stdio.slope", "raw.slope"),
+                target=Target("<= 1.5 x raw in-process", 1.5),
+            ),
+            Row(
+                key="tool-call-partial-ref",
+                name="reference: raw SDK with partial messages, per extra call",
+                ours=medians["raw_partial.slope"],
+                raw=medians["raw.slope"],
+                pair=("raw_partial.slope", "raw.slope"),
+                target=Target("reported"),
+                note="what include_partial_messages (always on in ClaudeCodeModel) costs the raw SDK per tool call",
+            ),
+            Row(
+                key="cold-run-stdio",
+                name="cold agent run, one tool call, stdio bridge",
+                ours=medians["ours_stdio.cold"],
+                raw=medians["raw.cold"],
+                pair=("ours_stdio.cold", "raw.cold"),
+                target=Target("reported"),
+            ),
+            Row(
+                key="follow-up",
+                name="follow-up turn (message_history), one tool call",
+                ours=medians["ours.warm"],
+                raw=medians["raw.warm"],
+                pair=("ours.warm", "raw.warm"),
+                note="the live CLI process continues; raw = the next query() on the same ClaudeSDKClient",
+                target=Target("<= 0.2 x a cold turn", 0.2),
+                figure=cold_ratio,
+                figure_text=f"{cold_ratio:.2f} x cold",
+            ),
+            *(
+                Row(
+                    key=f"cpu-{metric.replace('_', '-')}",
+                    name=f"CPU of this process: {label}",
+                    ours=medians[f"ours.cpu_{metric}"],
+                    raw=medians[f"raw.cpu_{metric}"],
+                    pair=(f"ours.cpu_{metric}", f"raw.cpu_{metric}"),
+                    target=Target("reported"),
+                    note="process CPU time (our code, the SDK and the backend thread; not the CLI): steady under load"
+                    if metric == "cold"
+                    else "",
+                )
+                for metric, label in (("cold", "cold run"), ("warm", "follow-up turn"), ("slope", "per extra call"))
+            ),
+        ]
+
+
+# --- streaming ------------------------------------------------------------------------------------------------
+
+
+def _is_text_event(event: object) -> bool:
+    if isinstance(event, PartStartEvent):
+        return isinstance(event.part, TextPart) and bool(event.part.content)
+    return isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta)
+
+
+async def ours_first_delta(bench: BenchContext) -> Metrics:
+    """Seconds until ``agent.run_stream_events`` yields the first text, and until the run's result."""
+    model = ClaudeCodeModel(env=bench.env)
+    agent = Agent(model)
+    first: float | None = None
+    deltas = 0
+    output: object = None
+    try:
+        start = time.perf_counter()
+        async with agent.run_stream_events(prompt(long=True)) as events:
+            async for event in events:
+                if _is_text_event(event):
+                    deltas += 1
+                    if first is None:
+                        first = time.perf_counter() - start
+                elif isinstance(event, AgentRunResultEvent):
+                    output = event.result.output
+        total = time.perf_counter() - start
+    finally:
+        await model.aclose()
+    check(output == expected_answer(calls=0, long=True), f"streamed run answered {output!r}")
+    check(first is not None and deltas > 5, f"the text came in {deltas} events, not as a stream")
+    assert first is not None
+    return {"first_delta": first, "total": total}
+
+
+async def raw_first_delta(bench: BenchContext) -> Metrics:
+    """Seconds until ``query(include_partial_messages=True)`` yields the first ``text_delta``, and its result."""
+    first: float | None = None
+    deltas = 0
+    start = time.perf_counter()
+    messages = query(prompt=prompt(long=True), options=_raw.options(bench.env, partial_messages=True))
+    try:
+        async for message in messages:
+            if _raw.text_delta(message) is not None:
+                deltas += 1
+                if first is None:
+                    first = time.perf_counter() - start
+            elif isinstance(message, ResultMessage):
+                total = time.perf_counter() - start
+                _raw.answer_of(message, expected_answer(calls=0, long=True))
+                break
+    finally:
+        await aclose(messages)
+    check(first is not None and deltas > 5, f"the raw text came in {deltas} deltas")
+    assert first is not None
+    return {"first_delta": first, "total": total}
+
+
+class StreamSuite(Suite):
+    """Latency of the first streamed text delta, a cold run answering a long text in many chunks."""
+
+    name = "stream"
+    description = "a cold run whose answer the backend streams in over 30 chunks; time to the first text delta"
+    row_names = ("first-delta", "stream-total")
+
+    @asynccontextmanager
+    async def variants(self, bench: BenchContext) -> AsyncIterator[dict[str, Variant]]:
+        yield {"ours": lambda: ours_first_delta(bench), "raw": lambda: raw_first_delta(bench)}
+
+    def rows(self, medians: dict[str, float]) -> list[Row]:
+        return [
+            Row(
+                key="first-delta",
+                name="first streamed text delta",
+                ours=medians["ours.first_delta"],
+                raw=medians["raw.first_delta"],
+                pair=("ours.first_delta", "raw.first_delta"),
+                target=Target("<= 1.1 x raw (partial messages)", 1.1),
+            ),
+            Row(
+                key="stream-total",
+                name="streamed run, whole answer",
+                ours=medians["ours.total"],
+                raw=medians["raw.total"],
+                pair=("ours.total", "raw.total"),
+                target=Target("reported"),
+            ),
+        ]
+
+
+# --- concurrency ----------------------------------------------------------------------------------------------
+
+
+def _deps_agent(model: ClaudeCodeModel) -> Agent[str, str]:
+    agent = Agent(model, deps_type=str)
+
+    @agent.tool
+    async def probe(ctx: RunContext[str], n: int) -> str:
+        """Returns a probe value for n."""
+        return f"{ctx.deps}-{n}"
+
+    return agent
+
+
+async def _ours_run(agent: Agent[str, str], run_id: str) -> None:
+    result = await agent.run(prompt(calls=1, run_id=run_id), deps=run_id)
+    expected = expected_answer(calls=1, run_id=run_id, results=[f"{run_id}-0"])
+    check(result.output == expected, f"run {run_id} answered {result.output!r}, expected {expected!r}")
+
+
+async def ours_runs(bench: BenchContext, *, concurrent: bool) -> Metrics:
+    """Wall time of ``CONCURRENT_RUNS`` runs on one model (each with its own deps), together or one by one."""
+    model = ClaudeCodeModel(env=bench.env)
+    agent = _deps_agent(model)
+    run_ids = [f"run{index}" for index in range(CONCURRENT_RUNS)]
+    try:
+        start = time.perf_counter()
+        if concurrent:
+            await asyncio.gather(*(_ours_run(agent, run_id) for run_id in run_ids))
+        else:
+            for run_id in run_ids:
+                await _ours_run(agent, run_id)
+        wall = time.perf_counter() - start
+    finally:
+        await model.aclose()
+    return {"wall": wall}
+
+
+async def _raw_run(bench: BenchContext, run_id: str) -> None:
+    opts = _raw.options(bench.env, _raw.probe_server(prefix=f"{run_id}-"))
+    await _raw.timed_query(
+        prompt(calls=1, run_id=run_id), opts, expected_answer(calls=1, run_id=run_id, results=[f"{run_id}-0"])
+    )
+
+
+async def raw_concurrent_runs(bench: BenchContext) -> Metrics:
+    """The same runs at once with ``query()``, each with its own in-process server."""
+    run_ids = [f"run{index}" for index in range(CONCURRENT_RUNS)]
+    start = time.perf_counter()
+    await asyncio.gather(*(_raw_run(bench, run_id) for run_id in run_ids))
+    return {"wall": time.perf_counter() - start}
+
+
+class ConcurrencySuite(Suite):
+    """Eight runs with one tool call each on one model: all at once (against the raw SDK doing the same), and
+    one after the other."""
+
+    name = "concurrency"
+    description = f"{CONCURRENT_RUNS} runs with one tool call and their own deps, on one model; answers checked"
+    row_names = ("concurrent",)
+    default_repeat = 3  # by far the most expensive suite: 3 x 8 cold runs per repetition
+
+    @asynccontextmanager
+    async def variants(self, bench: BenchContext) -> AsyncIterator[dict[str, Variant]]:
+        yield {
+            "ours_concurrent": lambda: ours_runs(bench, concurrent=True),
+            "raw_concurrent": lambda: raw_concurrent_runs(bench),
+            "ours_sequential": lambda: ours_runs(bench, concurrent=False),
+        }
+
+    def rows(self, medians: dict[str, float]) -> list[Row]:
+        sequential = medians["ours_sequential.wall"]
+        speedup = sequential / medians["ours_concurrent.wall"]
+        return [
+            Row(
+                key="concurrent",
+                name=f"{CONCURRENT_RUNS} concurrent runs on one model (wall)",
+                ours=medians["ours_concurrent.wall"],
+                raw=medians["raw_concurrent.wall"],
+                pair=("ours_concurrent.wall", "raw_concurrent.wall"),
+                target=Target("all correct; vs sequential", correctness=True),
+                figure_text=f"{speedup:.2f} x faster than sequential ({sequential:.1f} s)",
+                note=f"each run has its own deps, checked in its answer; raw = {CONCURRENT_RUNS} query() at once",
+            ),
+        ]

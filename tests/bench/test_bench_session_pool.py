@@ -1,0 +1,109 @@
+"""The session pool closes evicted CLI sessions in the background (a benchmark finding): no turn waits for it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, cast
+
+from claudecode_model._session import CLISession, SessionPool
+
+
+class FakeSession:
+    """Stands in for a CLISession: its close() blocks until released, and it records what happened."""
+
+    def __init__(self, session_id: str, release: asyncio.Event) -> None:
+        self.session_id = session_id
+        self.signature = "sig"
+        self.seen_digest = "digest"
+        self.loop = asyncio.get_running_loop()
+        self.busy = False
+        self.closed = False
+        self.last_used = time.monotonic()
+        self.close_started = False
+        self.killed = False
+        self._release = release
+
+    async def close(self) -> None:
+        self.close_started = True
+        await self._release.wait()
+        self.closed = True
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+def fake(session_id: str, release: asyncio.Event) -> Any:
+    return cast("CLISession", FakeSession(session_id, release))
+
+
+async def test_eviction_does_not_wait_for_the_close_and_close_all_does() -> None:
+    release = asyncio.Event()
+    pool = SessionPool(max_idle=1, idle_timeout=300)
+    first, second = fake("a", release), fake("b", release)
+
+    await pool.put(first)
+    await pool.put(second)  # evicts the older session; returns although its close() cannot finish yet
+    await asyncio.sleep(0)
+
+    assert first.close_started
+    assert not first.closed
+    assert len(pool) == 1
+    assert pool.take("b", signature="sig", digest="digest") is second
+    await pool.put(second)
+
+    release.set()
+    await pool.close_all()
+    assert first.closed
+    assert second.closed
+    assert not first.killed
+
+
+async def test_a_replaced_session_closes_in_the_background() -> None:
+    release = asyncio.Event()
+    pool = SessionPool(max_idle=4, idle_timeout=300)
+    old, new = fake("same", release), fake("same", release)
+
+    await pool.put(old)
+    await pool.put(new)
+    await asyncio.sleep(0)
+
+    assert old.close_started
+    assert not old.closed
+    release.set()
+    await pool.close_all()
+    assert old.closed
+    assert new.closed
+
+
+async def test_kill_all_also_kills_sessions_still_closing() -> None:
+    release = asyncio.Event()
+    pool = SessionPool(max_idle=1, idle_timeout=300)
+    first, second = fake("a", release), fake("b", release)
+    await pool.put(first)
+    await pool.put(second)
+    await asyncio.sleep(0)
+
+    pool.kill_all()
+
+    assert first.killed
+    assert second.killed
+    release.set()
+    await pool.close_all()
+
+
+async def test_a_cancelled_background_close_kills_the_process() -> None:
+    release = asyncio.Event()
+    pool = SessionPool(max_idle=1, idle_timeout=300)
+    first, second = fake("a", release), fake("b", release)
+    await pool.put(first)
+    await pool.put(second)
+    await asyncio.sleep(0)
+    [task] = [task for task in asyncio.all_tasks() if task.get_name() == "claude-code-session-close"]
+
+    task.cancel()  # what the event loop does to leftover tasks when it shuts down
+    await asyncio.gather(task, return_exceptions=True)
+
+    assert first.killed
+    release.set()
+    await pool.close_all()

@@ -1,0 +1,51 @@
+"""Smoke test of the benchmark command: one quick row, end to end, in a subprocess (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(60)  # a few seconds normally: one quick row, no Claude Code CLI
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_prints_a_row_with_a_ratio_and_writes_json(tmp_path: Path) -> None:
+    report = tmp_path / "bench.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench", "--repeat", "1", "--only", "bridge-spawn", "--json", str(report)],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("benchmark"))
+    assert "ours / raw" in header
+    assert "target" in header
+    [row] = [line for line in lines if line.startswith("bridge spawn -> ready")]
+    # ours, raw, their ratio and its per-repetition range, then the target and its verdict
+    number = r"\d+(\.\d+)? (us|ms|s)"
+    assert re.search(rf"{number} +{number} +\d+\.\d\d x +\d+\.\d\d-\d+\.\d\d +<= 0\.3 s", row), row
+    assert row.rstrip().endswith(("yes", "NO"))
+
+    document = json.loads(report.read_text())
+    [data] = document["rows"]
+    assert data["key"] == "bridge-spawn"
+    assert data["ours"] > 0
+    assert data["raw"] > 0
+    assert data["ratio"] == data["ours"] / data["raw"]
+    assert len(document["suites"][0]["samples"]["ours.ready"]) == 1
