@@ -64,12 +64,10 @@ class CLISession:
 
     @property
     def closed(self) -> bool:
-        return self._owner is not None and self._owner.done()
-
-    @property
-    def process_exited(self) -> bool:
-        """Whether the CLI process is known to have ended (killed, crashed) while the session looks open."""
-        return getattr(self._process, "returncode", None) is not None
+        """Whether the session can serve no more turns: its owner task ended, or its CLI process is known to have
+        exited (killed or crashed while idle, before the owner task noticed)."""
+        exited = getattr(self._process, "returncode", None) is not None
+        return self._owner is not None and (self._owner.done() or exited)
 
     async def start(self) -> None:
         """Start the CLI process and wait until it is connected."""
@@ -127,7 +125,7 @@ class CLISession:
 
     async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
         """Send one user message and yield the SDK messages up to and including the ``ResultMessage``."""
-        if self.closed:
+        if self._owner is not None and self._owner.done():
             raise RuntimeError("CLI session is closed")
         self.busy = True
         turn = _Turn(message)
@@ -269,7 +267,7 @@ class SessionPool:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        if session.closed or session.process_exited or session.loop is not _running_loop() or session.busy:
+        if session.closed or session.loop is not _running_loop() or session.busy:
             return None
         if session.signature != signature or session.seen_digest != digest:
             return None
@@ -297,7 +295,7 @@ class SessionPool:
                     session.kill()
                     del self._sessions[key]
                 continue
-            if session.closed or session.process_exited or now - session.last_used > self.idle_timeout:
+            if session.closed or now - session.last_used > self.idle_timeout:
                 del self._sessions[key]
                 self._retire(session)
         same_loop = [s for s in self._sessions.values() if s.loop is loop]
