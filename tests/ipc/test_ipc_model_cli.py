@@ -33,10 +33,21 @@ pytestmark = pytest.mark.cli
 
 
 def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    returns = _in_call_order(messages)
     if not returns:
         return ModelResponse(parts=[ToolCallPart(tool.name, {}) for tool in info.function_tools])
     return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
+
+
+def _in_call_order(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    """The tool results of the last request, in the order of the calls (parallel calls may finish in any order)."""
+    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    if len(messages) < 2 or not returns:
+        return returns
+    order = [part.tool_call_id for part in messages[-2].parts if isinstance(part, ToolCallPart)]
+    return sorted(
+        returns, key=lambda part: order.index(part.tool_call_id) if part.tool_call_id in order else len(order)
+    )
 
 
 @dataclass

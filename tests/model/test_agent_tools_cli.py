@@ -29,11 +29,22 @@ pytestmark = pytest.mark.cli
 
 def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Brain: first call every offered tool (after a preamble), then answer with the tool results."""
-    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    returns = _in_call_order(messages)
     if not returns:
         calls = [ToolCallPart(tool.name, _args_for(tool)) for tool in info.function_tools]
         return ModelResponse(parts=[TextPart("Let me check."), *calls])
     return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
+
+
+def _in_call_order(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    """The tool results of the last request, in the order of the calls (parallel calls may finish in any order)."""
+    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    if len(messages) < 2 or not returns:
+        return returns
+    order = [part.tool_call_id for part in messages[-2].parts if isinstance(part, ToolCallPart)]
+    return sorted(
+        returns, key=lambda part: order.index(part.tool_call_id) if part.tool_call_id in order else len(order)
+    )
 
 
 def _args_for(tool: ToolDefinition) -> dict[str, object]:
@@ -77,9 +88,9 @@ async def test_plain_and_context_tools_run_with_real_deps(model: ClaudeCodeModel
     calls = [part for part in response.parts if isinstance(part, NativeToolCallPart)]
     returns = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
     assert [(call.tool_name, call.args_as_dict()) for call in calls] == [("add", {"a": 2, "b": 2}), ("where", {})]
-    assert [ret.content for ret in returns] == ["4", "Oslo (lock held: False)"]
+    assert sorted(ret.content for ret in returns) == ["4", "Oslo (lock held: False)"]
     # The exact text reached Claude, not wrapped JSON.
-    assert [r.text for r in claude_backend.requests[-1].tool_results()] == ["4", "Oslo (lock held: False)"]
+    assert sorted(r.text for r in claude_backend.requests[-1].tool_results()) == ["4", "Oslo (lock held: False)"]
 
 
 async def test_run_stream_returns_the_answer_not_the_preamble(model: ClaudeCodeModel):
