@@ -44,7 +44,6 @@ class RunToolRouter:
     run_context: RunContext[Any] | None = None
     fatal_error: BaseException | None = None
     """An error that must end the run (e.g. the tool retry budget is exhausted), raised after the turn."""
-    calls: list[str] = field(default_factory=list)
     output_call: ToolCallPart | None = None
     """The output tool call Claude made in this turn: it ends the turn and goes to pydantic-ai to validate."""
     stop_turn: Callable[[], None] | None = None
@@ -103,7 +102,6 @@ class RunToolRouter:
             return _text_response(f"Tool {name!r} was not run: the agent run is ending.", is_error=True)
         if (limit_error := self._check_tool_calls_limit(ctx)) is not None:
             return self._fail(limit_error)
-        self.calls.append(name)
         manager = ctx.tool_manager
         if manager.ctx is None:
             # The streamed path hands the model a context whose manager is not bound to the step yet.

@@ -29,7 +29,14 @@ from claudecode_model.ipc._constants import SECRET_ENV_VAR
 from claudecode_model.ipc._types import ToolSchema, TransportType
 from claudecode_model.tool_converter import McpResponse, convert_tool
 
-__all__ = ["ResolvedTransport", "ServedTools", "registered_tool_specs", "resolve_transport", "serve_tools"]
+__all__ = [
+    "ResolvedTransport",
+    "ServedTools",
+    "checked_transport",
+    "registered_tool_specs",
+    "resolve_transport",
+    "serve_tools",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +48,20 @@ SDK_SERVER_MINIMUM_CLI = (2, 0, 0)
 _TRANSPORTS = ("auto", "stdio", "sdk")
 
 
-def resolve_transport(transport: TransportType, cli_path: Path) -> ResolvedTransport:
-    """The concrete transport for ``transport`` with the CLI at ``cli_path``."""
+def checked_transport(transport: TransportType) -> TransportType:
+    """``transport`` itself, or a :class:`ToolValidationError` if it is not a transport."""
     if transport not in _TRANSPORTS:
         raise ToolValidationError(f"Unknown tool transport {transport!r}; use one of {', '.join(_TRANSPORTS)}.")
-    if transport != "auto":
-        return transport
+    return transport
+
+
+def resolve_transport(transport: TransportType, cli_path: Path) -> ResolvedTransport:
+    """The concrete transport for ``transport`` with the CLI at ``cli_path``."""
+    match checked_transport(transport):
+        case "sdk" | "stdio" as concrete:
+            return concrete
+        case "auto":
+            pass
     version = cli_version(cli_path)
     if version is None or version >= SDK_SERVER_MINIMUM_CLI:
         return "sdk"

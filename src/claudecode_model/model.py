@@ -47,6 +47,7 @@ from claudecode_model._session import CLISession, SessionPool
 from claudecode_model._tool_servers import (
     ResolvedTransport,
     ServedTools,
+    checked_transport,
     registered_tool_specs,
     resolve_transport,
     serve_tools,
@@ -60,7 +61,6 @@ from claudecode_model.exceptions import (
     CLIProcessError,
     CLITimeoutError,
     StructuredOutputError,
-    ToolValidationError,
     api_error_for_status,
 )
 from claudecode_model.ipc._types import TransportType
@@ -136,7 +136,7 @@ class ClaudeCodeModel(Model):
         self._session_costs: dict[str, float] = {}
         self._registered_toolsets: Any = None
         self._server_name = AGENT_TOOLS_SERVER
-        self._tool_transport = _checked_transport(tool_transport)
+        self._tool_transport = checked_transport(tool_transport)
         self._registered_transport: TransportType = "auto"
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
         _LIVE_MODELS.add(self)
@@ -241,7 +241,7 @@ class ClaudeCodeModel(Model):
         (the IPC bridge) or ``"auto"`` (see ``tool_transport`` of the constructor). Calling it again replaces
         the previous registration (with a warning).
         """
-        checked = _checked_transport(transport)
+        checked = checked_transport(transport)
         if self._registered_toolsets is not None:
             logger.warning("set_agent_toolsets() replaces the toolsets registered before")
         self._registered_toolsets = toolsets
@@ -473,12 +473,6 @@ class _ToolServerPlan:
         kind = "run" if self.registered is None else "registered"
         tools = tools_signature(self.function_defs + self.output_defs)
         self.signature = [kind, self.name, self.transport, tools]
-
-
-def _checked_transport(transport: TransportType) -> TransportType:
-    if transport not in ("auto", "stdio", "sdk"):
-        raise ToolValidationError(f"Unknown tool transport {transport!r}; use 'auto', 'stdio' or 'sdk'.")
-    return transport
 
 
 def _default_profile(model_name: str | None) -> ModelProfile:
