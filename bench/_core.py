@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 Metrics = dict[str, float]
 """What one call of a variant measured: metric name -> seconds (or another unit a row says)."""
@@ -90,6 +90,19 @@ class Row:
         data = asdict(self)
         data.update(ratio=self.ratio, figure=self.checked_figure, met=self.met)
         return data
+
+
+class Measured(TypedDict):
+    """The ``ours``, ``raw`` and ``pair`` fields of a :class:`Row` comparing two sampled variants."""
+
+    ours: float
+    raw: float
+    pair: tuple[str, str]
+
+
+def measured(medians: dict[str, float], ours_key: str, raw_key: str) -> Measured:
+    """Row fields for the medians of the samples ``ours_key`` and ``raw_key``, compared pair by pair."""
+    return {"ours": medians[ours_key], "raw": medians[raw_key], "pair": (ours_key, raw_key)}
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 
 from claude_agent_sdk import create_sdk_mcp_server, tool
 
-from bench._core import BenchContext, BenchError, Metrics, Row, Suite, Target, Variant, check
+from bench._core import BenchContext, BenchError, Metrics, Row, Suite, Target, Variant, check, measured
 from claudecode_model.ipc import IPCClient, IPCSession, ToolSchema, bridge_environment
 
 BRIDGE_MODULE = "claudecode_model.ipc.bridge"
@@ -311,9 +311,7 @@ class IPCRoundTripSuite(Suite):
                 Row(
                     key=f"ipc-{size_name}",
                     name=f"IPC round trip {label} (IPCClient)",
-                    ours=medians[f"ours_{size_name}.round_trip"],
-                    raw=medians[f"raw_{size_name}.round_trip"],
-                    pair=(f"ours_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
+                    **measured(medians, f"ours_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
                     target=Target("reported"),
                     note="raw = the SDK's in-process tool path (control_request JSON in, mcp in-memory, JSON out)",
                 )
@@ -322,9 +320,7 @@ class IPCRoundTripSuite(Suite):
                 Row(
                     key=f"ipc-{size_name}-bridge",
                     name=f"IPC round trip {label} (via bridge)",
-                    ours=medians[f"bridge_{size_name}.round_trip"],
-                    raw=medians[f"raw_{size_name}.round_trip"],
-                    pair=(f"bridge_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
+                    **measured(medians, f"bridge_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
                     target=Target("reported"),
                 )
             )

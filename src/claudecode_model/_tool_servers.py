@@ -25,8 +25,10 @@ from claude_agent_sdk.types import McpServerConfig
 
 from claudecode_model._inprocess_server import ToolCallHandler, ToolSpec, build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
+from claudecode_model.ipc._config import stdio_server_config, tool_use_id
 from claudecode_model.ipc._constants import SECRET_ENV_VAR
-from claudecode_model.ipc._types import ToolSchema, TransportType
+from claudecode_model.ipc._session import IPCSession
+from claudecode_model.ipc._types import MetaToolHandler, ToolSchema, TransportType
 from claudecode_model.tool_converter import McpResponse, convert_tool
 
 __all__ = [
@@ -114,8 +116,8 @@ class ServedTools:
     config: McpServerConfig
     cli_env: dict[str, str] = field(default_factory=dict)
     """Environment the CLI process needs (the bridge inherits it): the IPC session secret."""
-    ipc: Any = None
-    """The :class:`~claudecode_model.ipc.IPCSession` behind a stdio server."""
+    ipc: IPCSession | None = None
+    """The IPC session behind a stdio server."""
 
     async def stop(self) -> None:
         """Stop the IPC session, if any (after the CLI, so no call is left waiting)."""
@@ -132,27 +134,23 @@ async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: Re
     """Serve ``specs`` as the MCP server ``server_name`` over ``transport`` (started, for ``"stdio"``)."""
     if transport == "sdk":
         return ServedTools(config=build_inprocess_server(server_name, specs))
-    from claudecode_model.ipc import IPCSession, stdio_server_config, tool_use_id
-
     schemas: list[ToolSchema] = []
-    handlers = {}
+    handlers: dict[str, MetaToolHandler] = {}
     for spec in specs:
         schema: ToolSchema = {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
         if spec.read_only:
             schema["annotations"] = {"readOnlyHint": True}
         schemas.append(schema)
-        handlers[spec.name] = _meta_handler(spec, tool_use_id)
+        handlers[spec.name] = _meta_handler(spec)
     session = IPCSession({}, schemas, meta_tool_handlers=handlers)
     await session.start()
-    config = stdio_server_config(session)
     # The secret reaches the bridge through the CLI's own environment (which the bridge inherits), not through
     # the server config: that travels on the CLI's command line, which any user can read in /proc.
-    bridge_env = {key: value for key, value in config.get("env", {}).items() if key != SECRET_ENV_VAR}
-    config["env"] = bridge_env
+    config = stdio_server_config(session, include_secret=False)
     return ServedTools(config=config, cli_env={SECRET_ENV_VAR: session.secret}, ipc=session)
 
 
-def _meta_handler(spec: ToolSpec, tool_use_id: Any) -> Any:
+def _meta_handler(spec: ToolSpec) -> MetaToolHandler:
     async def handle(arguments: dict[str, object], meta: dict[str, object]) -> dict[str, object]:
         response = await spec.handler(dict(arguments), tool_use_id(meta))
         return dict(response)

@@ -348,8 +348,16 @@ class ClaudeCodeModel(Model):
         # Validates the names now (ToolNotFoundError, ToolsetNotRegisteredError), before any process starts.
         registered = filter_tools_for_request(self._registered_toolsets, [tool.name for tool in function_defs])
         if registered:
-            servers.append(_ToolServerPlan(self._server_name, transport, function_defs, [], registered=registered))
-            servers[-1].signature.append(id(self._registered_toolsets))
+            servers.append(
+                _ToolServerPlan(
+                    self._server_name,
+                    transport,
+                    function_defs,
+                    [],
+                    registered=registered,
+                    registry=self._registered_toolsets,
+                )
+            )
         if output_defs:
             servers.append(_ToolServerPlan(OUTPUT_TOOLS_SERVER, transport, [], output_defs))
         return servers
@@ -467,12 +475,14 @@ class _ToolServerPlan:
     function_defs: list[ToolDefinition]
     output_defs: list[ToolDefinition]
     registered: list[Any] | None = None
-    signature: list[Any] = field(init=False)
+    registry: Any = None
+    """The toolsets given to ``set_agent_toolsets`` (a new registration needs a new CLI session)."""
 
-    def __post_init__(self) -> None:
+    @property
+    def signature(self) -> list[Any]:
         kind = "run" if self.registered is None else "registered"
         tools = tools_signature(self.function_defs + self.output_defs)
-        self.signature = [kind, self.name, self.transport, tools]
+        return [kind, self.name, self.transport, tools, id(self.registry) if self.registry is not None else None]
 
 
 def _default_profile(model_name: str | None) -> ModelProfile:

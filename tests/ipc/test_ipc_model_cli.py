@@ -19,10 +19,10 @@ from pydantic_ai.messages import (
     NativeToolReturnPart,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from brain_support import tool_results_in_call_order
 from claudecode_model import ClaudeCodeModel, ToolValidationError
 from claudecode_model._tool_servers import resolve_transport
 from claudecode_model.ipc import SECRET_ENV_VAR, SOCKET_FILE_PREFIX
@@ -33,21 +33,10 @@ pytestmark = pytest.mark.cli
 
 
 def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    returns = _in_call_order(messages)
+    returns = tool_results_in_call_order(messages)
     if not returns:
         return ModelResponse(parts=[ToolCallPart(tool.name, {}) for tool in info.function_tools])
     return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
-
-
-def _in_call_order(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    """The tool results of the last request, in the order of the calls (parallel calls may finish in any order)."""
-    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-    if len(messages) < 2 or not returns:
-        return returns
-    order = [part.tool_call_id for part in messages[-2].parts if isinstance(part, ToolCallPart)]
-    return sorted(
-        returns, key=lambda part: order.index(part.tool_call_id) if part.tool_call_id in order else len(order)
-    )
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
+from brain_support import tool_results_in_call_order
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 
@@ -29,22 +30,11 @@ pytestmark = pytest.mark.cli
 
 def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Brain: first call every offered tool (after a preamble), then answer with the tool results."""
-    returns = _in_call_order(messages)
+    returns = tool_results_in_call_order(messages)
     if not returns:
         calls = [ToolCallPart(tool.name, _args_for(tool)) for tool in info.function_tools]
         return ModelResponse(parts=[TextPart("Let me check."), *calls])
     return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
-
-
-def _in_call_order(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    """The tool results of the last request, in the order of the calls (parallel calls may finish in any order)."""
-    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-    if len(messages) < 2 or not returns:
-        return returns
-    order = [part.tool_call_id for part in messages[-2].parts if isinstance(part, ToolCallPart)]
-    return sorted(
-        returns, key=lambda part: order.index(part.tool_call_id) if part.tool_call_id in order else len(order)
-    )
 
 
 def _args_for(tool: ToolDefinition) -> dict[str, object]:
