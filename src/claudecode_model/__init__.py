@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         CLIResponseParseError,
         CLITimeoutError,
         DependencyResolutionError,
+        InvalidModelIdError,
         IPCConnectionError,
         IPCError,
         IPCMessageSizeError,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
         mcp_tool_name,
     )
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
+    from claudecode_model.resolve import ClaudeCodeModels
     from claudecode_model.settings import ClaudeCodeModelSettings
     from claudecode_model.tool_converter import (
         AgentToolset,
@@ -108,6 +110,7 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "ClaudeCodeModels": "claudecode_model.resolve",
     "TransportType": "claudecode_model.ipc._types",
     **{
         name: "claudecode_model.exceptions"
@@ -133,6 +136,7 @@ _EXPORTS: dict[str, str] = {
             "IPCError",
             "IPCMessageSizeError",
             "IPCToolExecutionError",
+            "InvalidModelIdError",
             "MessageConversionError",
             "StructuredOutputError",
             "ToolNotFoundError",
@@ -161,6 +165,7 @@ __all__ = [
     "ClaudeCodeError",
     "ClaudeCodeModel",
     "ClaudeCodeModelSettings",
+    "ClaudeCodeModels",
     "ClaudeCodeOverloadedError",
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
@@ -174,6 +179,7 @@ __all__ = [
     "IPCError",
     "IPCMessageSizeError",
     "IPCToolExecutionError",
+    "InvalidModelIdError",
     "McpResponse",
     "McpTextContent",
     "MessageConversionError",

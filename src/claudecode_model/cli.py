@@ -24,6 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model.exceptions import ClaudeCodeError
 from claudecode_model.model import ClaudeCodeModel
+from claudecode_model.resolve import claude_code_model_name, is_claude_code_model_id
 
 DEMO_PROMPT = "In one sentence: what does claudecode-model do?"
 
@@ -59,7 +60,9 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run one prompt with your Claude Code login")
     run.add_argument("prompt")
-    run.add_argument("--model", default=None, help="Claude model (sonnet, opus, or a full id)")
+    run.add_argument(
+        "--model", default=None, help="Claude model: sonnet, opus, a full id, or the same as claude-code:<model>"
+    )
     run.add_argument("--instructions", default=None, help="agent instructions (system prompt)")
     run.add_argument("--offline", action="store_true", help="use the offline backend instead of your login")
     run.add_argument("--no-stream", action="store_true", help="print the answer at the end instead of streaming")
@@ -169,6 +172,8 @@ def _usage_line(response: ModelResponse, elapsed: float) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.model is not None and is_claude_code_model_id(args.model):
+        args.model = claude_code_model_name(args.model)
     if args.research:
         problem = _research_problem(offline=args.offline)
         if problem is not None:

@@ -44,6 +44,7 @@ __all__ = [
     "IPCError",
     "IPCMessageSizeError",
     "IPCToolExecutionError",
+    "InvalidModelIdError",
     "MessageConversionError",
     "StructuredOutputError",
     "ToolNotFoundError",
@@ -162,6 +163,10 @@ class ClaudeCodeRequestRejectedError(ClaudeCodeAPIError, ModelRequestRejectedErr
 
 class ClaudeCodeConnectionError(ClaudeCodeError, ModelConnectionError):
     """The CLI could not reach the API (refused connection, DNS failure, dropped stream); no HTTP status."""
+
+
+class InvalidModelIdError(ClaudeCodeError, UserError):
+    """A ``"claude-code:<model>"`` model id that names no model (or a model id that is not a Claude Code one)."""
 
 
 def api_error_for_status(
