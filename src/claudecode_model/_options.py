@@ -14,6 +14,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._restrictions import restriction_hooks
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -46,6 +47,8 @@ class RequestNeeds:
     can_use_tool: CanUseTool | None = None
     thinking: ThinkingLevel | None = None
     """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
+    native_tools: NativeToolPlan = field(default_factory=NativeToolPlan)
+    """Built-in tools (and their hooks) standing in for the request's native tools."""
 
 
 def build_options(
@@ -69,6 +72,7 @@ def build_options(
         tools = {"type": "preset", "preset": "claude_code"}
     else:
         builtin_names = list(builtin or [])
+        builtin_names += [name for name in needs.native_tools.builtin_tools if name not in builtin_names]
         tools = builtin_names
 
     env = dict(base_env)
@@ -83,6 +87,7 @@ def build_options(
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
+    allowed += [name for name in needs.native_tools.builtin_tools if name not in allowed]
     system_prompt = needs.system_prompt
     if append := settings.get("claude_code_system_prompt_append"):
         system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
@@ -111,7 +116,7 @@ def build_options(
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
         can_use_tool=needs.can_use_tool,
-        hooks=cast(Any, restriction_hooks(restrictions)) if restrictions else None,
+        hooks=cast(Any, _hooks(restrictions, needs.native_tools)),
         stderr=stderr,
     )
     signature_source = {
@@ -133,9 +138,17 @@ def build_options(
         "effort": options.effort,
         "output_format": options.output_format,
         "restrictions": restrictions,
+        "native_tools": needs.native_tools.signature,
     }
     encoded = json.dumps(signature_source, sort_keys=True, default=str).encode()
     return options, hashlib.sha256(encoded).hexdigest()
+
+
+def _hooks(restrictions: Any, native_tools: NativeToolPlan) -> dict[str, list[Any]] | None:
+    hooks: dict[str, list[Any]] = dict(restriction_hooks(restrictions)) if restrictions else {}
+    for event, matchers in native_tools.hooks().items():
+        hooks[event] = [*hooks.get(event, []), *matchers]
+    return hooks or None
 
 
 _THINKING_BUDGETS = {"minimal": 1024, "low": 4096, "medium": 10000, "high": 31999, "xhigh": 48000, "max": 63999}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -78,9 +78,11 @@ class TurnTranslator:
         *,
         tool_prefixes: tuple[str, ...],
         output_tool_names: frozenset[str] = frozenset(),
+        native_tool_names: Mapping[str, str] | None = None,
     ) -> None:
         self._parts = parts
         self._tool_prefixes = tool_prefixes
+        self._native_tool_names = dict(native_tool_names or {})
         self._output_tool_names = output_tool_names
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
@@ -89,7 +91,10 @@ class TurnTranslator:
         self._tool_names: dict[str, str] = {}
 
     def display_tool_name(self, cli_name: str) -> str:
-        """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name."""
+        """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name, except
+        those standing in for a native tool of the request, which take its kind (``web_search``)."""
+        if cli_name in self._native_tool_names:
+            return self._native_tool_names[cli_name]
         for prefix in self._tool_prefixes:
             if cli_name.startswith(prefix):
                 return cli_name[len(prefix) :]

@@ -24,6 +24,7 @@ from claude_agent_sdk.types import Message
 from pydantic_ai import _utils
 from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.native_tools import AbstractNativeTool
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.settings import ModelSettings
@@ -40,6 +41,7 @@ from claudecode_model._agent_tools import (
 )
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
+from claudecode_model._native_tools import SUPPORTED_NATIVE_TOOLS, plan_native_tools, unsupported_native_tool_settings
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._run_context import current_run_context
@@ -152,6 +154,15 @@ class ClaudeCodeModel(Model):
     def system(self) -> str:
         """The provider name used by pydantic-ai's instrumentation."""
         return PROVIDER_NAME
+
+    @classmethod
+    def supported_native_tools(cls) -> frozenset[type[AbstractNativeTool]]:
+        """pydantic-ai's native tools with a Claude Code counterpart: web search and web fetch."""
+        return SUPPORTED_NATIVE_TOOLS
+
+    def unsupported_native_tool_settings(self, native_tool: AbstractNativeTool) -> frozenset[str]:
+        """The restricting settings of a native tool Claude Code cannot apply (``max_uses``)."""
+        return unsupported_native_tool_settings(native_tool)
 
     @property
     def cli_path(self) -> Path:
@@ -277,7 +288,10 @@ class ClaudeCodeModel(Model):
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
         cli_path = self.cli_path
         needs = RequestNeeds(
-            system_prompt=plan.system_prompt, output_schema=_native_output_schema(params), thinking=params.thinking
+            system_prompt=plan.system_prompt,
+            output_schema=_native_output_schema(params),
+            thinking=params.thinking,
+            native_tools=plan_native_tools(params.native_tools),
         )
         servers = self._plan_tool_servers(params, cli_path)
         runs_agent_tools = any(server.registered is None and server.function_defs for server in servers)
@@ -332,6 +346,7 @@ class ClaudeCodeModel(Model):
             ),
             wants_structured_output=needs.output_schema is not None,
             router=router,
+            native_tool_names=needs.native_tools.display_names,
         )
 
     def _plan_tool_servers(self, params: ModelRequestParameters, cli_path: Path) -> list[_ToolServerPlan]:
@@ -531,6 +546,7 @@ class _Turn:
     router: RunToolRouter
     wants_structured_output: bool
     output_tool_names: frozenset[str] = frozenset()
+    native_tool_names: dict[str, str] = field(default_factory=dict)
     translator: TurnTranslator = field(init=False)
     raw_messages: list[Message] = field(default_factory=list)
     completed: bool = False
@@ -538,7 +554,10 @@ class _Turn:
 
     def bind(self, parts_manager: Any) -> TurnTranslator:
         self.translator = TurnTranslator(
-            parts_manager, tool_prefixes=self.tool_prefixes, output_tool_names=self.output_tool_names
+            parts_manager,
+            tool_prefixes=self.tool_prefixes,
+            output_tool_names=self.output_tool_names,
+            native_tool_names=self.native_tool_names,
         )
         return self.translator
 
