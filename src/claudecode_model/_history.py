@@ -45,6 +45,8 @@ PROVIDER_NAME = "claude-code"
 SESSION_ID_KEY = "session_id"
 HISTORY_DIGEST_KEY = "history_digest"
 CLI_TOOL_NAME_KEY = "cli_tool_name"
+PARENT_TOOL_CALL_ID_KEY = "parent_tool_call_id"
+"""``provider_details`` key of a part produced inside a subagent: the id of the ``Agent`` call that started it."""
 
 ContentBlock = dict[str, Any]
 
@@ -330,6 +332,8 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
             continue
         pending: list[ContentBlock] = []
         for part in message.parts:
+            if PARENT_TOOL_CALL_ID_KEY in (getattr(part, "provider_details", None) or {}):
+                continue  # a subagent's call or result: it happened inside the Agent call, which is replayed
             match part:
                 case TextPart():
                     if part.content:

@@ -16,6 +16,7 @@ from pydantic_ai.settings import ThinkingLevel
 
 from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._restrictions import restriction_hooks
+from claudecode_model._subagents import subagent_options
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
@@ -66,16 +67,18 @@ def build_options(
             logger.debug("setting %r is ignored: the Claude Code CLI has no equivalent", key)
 
     builtin = settings.get("claude_code_builtin_tools")
+    subagents = subagent_options(settings, builtin)
     tools: list[str] | dict[str, str]
     builtin_names: list[str] = []
     if builtin == "claude_code":
         tools = {"type": "preset", "preset": "claude_code"}
     else:
         builtin_names = list(builtin or [])
-        builtin_names += [name for name in needs.native_tools.builtin_tools if name not in builtin_names]
+        extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools]
+        builtin_names += [name for name in dict.fromkeys(extra) if name not in builtin_names]
         tools = builtin_names
 
-    env = dict(base_env)
+    env = {**subagents.env, **base_env}
     env.update(settings.get("claude_code_env", {}))
     if (max_tokens := settings.get("max_tokens")) is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
@@ -87,7 +90,8 @@ def build_options(
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
-    allowed += [name for name in needs.native_tools.builtin_tools if name not in allowed]
+    extra_allowed = [*needs.native_tools.builtin_tools, *subagents.allowed_tools]
+    allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     system_prompt = needs.system_prompt
     if append := settings.get("claude_code_system_prompt_append"):
         system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
@@ -117,6 +121,7 @@ def build_options(
         resume=needs.resume,
         can_use_tool=needs.can_use_tool,
         hooks=cast(Any, _hooks(restrictions, needs.native_tools)),
+        agents=subagents.agents,
         stderr=stderr,
     )
     signature_source = {
@@ -139,6 +144,7 @@ def build_options(
         "output_format": options.output_format,
         "restrictions": restrictions,
         "native_tools": needs.native_tools.signature,
+        "agents": subagents.signature,
     }
     encoded = json.dumps(signature_source, sort_keys=True, default=str).encode()
     return options, hashlib.sha256(encoded).hexdigest()
