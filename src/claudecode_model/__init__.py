@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     )
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
     from claudecode_model.resolve import ClaudeCodeModels
-    from claudecode_model.settings import ClaudeCodeModelSettings
+    from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinition
     from claudecode_model.tool_converter import (
         AgentToolset,
         McpResponse,
@@ -110,6 +110,7 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "SubagentDefinition": "claudecode_model.settings",
     "ClaudeCodeModels": "claudecode_model.resolve",
     "TransportType": "claudecode_model.ipc._types",
     **{
@@ -185,6 +186,7 @@ __all__ = [
     "MessageConversionError",
     "PydanticAITool",
     "StructuredOutputError",
+    "SubagentDefinition",
     "ToolDefinition",
     "ToolHandler",
     "ToolNotFoundError",
