@@ -46,6 +46,7 @@ from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._run_context import current_run_context
 from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._telemetry import SESSION_SOURCE_KEY, record_turn
 from claudecode_model._tool_servers import (
     ResolvedTransport,
     ServedTools,
@@ -318,11 +319,15 @@ class ClaudeCodeModel(Model):
             stderr=stderr_lines.append,
         )
         session: CLISession | None = None
+        session_source = "new"
         if plan.continue_session_id is not None and plan.history_digest is not None:
             session = self._pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
+            session_source = "live"
             if session is None:
                 needs.resume = plan.continue_session_id
+                session_source = "resume"
         elif plan.replay:
+            session_source = "replay"
             needs.resume = write_replay_transcript(
                 plan.replay,
                 env={**os.environ, **base_env, **settings.get("claude_code_env", {})},
@@ -347,6 +352,7 @@ class ClaudeCodeModel(Model):
             wants_structured_output=needs.output_schema is not None,
             router=router,
             native_tool_names=needs.native_tools.display_names,
+            session_source=session_source,
         )
 
     def _plan_tool_servers(self, params: ModelRequestParameters, cli_path: Path) -> list[_ToolServerPlan]:
@@ -547,6 +553,7 @@ class _Turn:
     wants_structured_output: bool
     output_tool_names: frozenset[str] = frozenset()
     native_tool_names: dict[str, str] = field(default_factory=dict)
+    session_source: str = "new"
     translator: TurnTranslator = field(init=False)
     raw_messages: list[Message] = field(default_factory=list)
     completed: bool = False
@@ -670,7 +677,9 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
             digest = _history.history_digest([*turn.messages_in, response])
             details[HISTORY_DIGEST_KEY] = digest
             turn.session.seen_digest = digest
+        details[SESSION_SOURCE_KEY] = turn.session_source
         self.provider_details = details
+        record_turn(details, self._parts_manager.get_parts())
 
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
