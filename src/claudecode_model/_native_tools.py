@@ -1,5 +1,5 @@
 """pydantic-ai's native tools as Claude Code's built-in tools: ``WebSearchTool`` → ``WebSearch``, ``WebFetchTool`` →
-``WebFetch``.
+``WebFetch``, and ``MCPServerTool`` → a remote (HTTP) MCP server of the CLI.
 
 A request whose parameters carry one of these native tools (from ``capabilities=[WebSearch()]`` or
 ``native_tools=[WebSearchTool()]``) enables the matching built-in tool of the CLI. Their domain filters are enforced
@@ -8,8 +8,11 @@ them to the API's web search), and a fetch of a URL outside the allowed domains 
 with the reason. ``max_uses`` cannot be enforced by the CLI and is reported as unsupported, so pydantic-ai uses the
 tool's local fallback or refuses the request, as it does for any model that cannot apply a restricting setting.
 
-The calls come back as native tool parts named by pydantic-ai's tool kind (``web_search``, ``web_fetch``), as
-Anthropic's own model reports them; the CLI's name stays in ``provider_details``.
+An ``MCPServerTool`` becomes an HTTP MCP server the CLI connects to itself (``url``, ``authorization_token`` as a
+bearer token, ``headers``); only its ``allowed_tools`` (or all its tools) are allowed.
+
+The calls come back as native tool parts named as Anthropic's own model names them (``web_search``, ``web_fetch``,
+``mcp_server:<id>``); the CLI's name stays in ``provider_details``.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from claude_agent_sdk import HookMatcher
-from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput
-from pydantic_ai.native_tools import AbstractNativeTool, WebFetchTool, WebSearchTool
+from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput, McpHttpServerConfig
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.native_tools import AbstractNativeTool, MCPServerTool, WebFetchTool, WebSearchTool
 
 __all__ = [
     "SUPPORTED_NATIVE_TOOLS",
@@ -35,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 _CLI_TOOLS: dict[type[AbstractNativeTool], str] = {WebSearchTool: "WebSearch", WebFetchTool: "WebFetch"}
 
-SUPPORTED_NATIVE_TOOLS: frozenset[type[AbstractNativeTool]] = frozenset(_CLI_TOOLS)
+SUPPORTED_NATIVE_TOOLS: frozenset[type[AbstractNativeTool]] = frozenset({*_CLI_TOOLS, MCPServerTool})
 """The native tool types that have a Claude Code built-in counterpart."""
 
 _UNENFORCEABLE = frozenset({"max_uses", "external_web_access"})
@@ -58,11 +62,27 @@ class NativeToolPlan:
     """``(allowed, blocked)`` domains every web search is held to."""
     fetch_domains: tuple[tuple[str, ...] | None, tuple[str, ...] | None] = (None, None)
     """``(allowed, blocked)`` domains every fetched URL is held to."""
+    mcp_servers: dict[str, McpHttpServerConfig] = field(default_factory=dict)
+    """Remote MCP servers by id."""
+    allowed_tools: list[str] = field(default_factory=list)
+    """Tool names (or ``mcp__<id>`` prefixes) of the remote MCP servers to allow."""
+    mcp_prefixes: dict[str, str] = field(default_factory=dict)
+    """``mcp__<id>__`` → the name its calls are reported under (``mcp_server:<id>``)."""
 
     @property
     def signature(self) -> list[Any]:
         """What fixes a CLI session's behaviour (sessions differing in it are not reused)."""
-        return [sorted(self.builtin_tools), self.search_domains, self.fetch_domains]
+        servers = {name: dict(config) for name, config in sorted(self.mcp_servers.items())}
+        return [sorted(self.builtin_tools), self.search_domains, self.fetch_domains, servers, self.allowed_tools]
+
+    def display_name(self, cli_name: str) -> str | None:
+        """The name a call of ``cli_name`` is reported under, if a native tool of the request made it available."""
+        if cli_name in self.display_names:
+            return self.display_names[cli_name]
+        for prefix, name in self.mcp_prefixes.items():
+            if cli_name.startswith(prefix):
+                return name
+        return None
 
     def hooks(self) -> dict[str, list[HookMatcher]]:
         """``PreToolUse`` hooks enforcing the domain filters (none when there are none)."""
@@ -74,10 +94,18 @@ class NativeToolPlan:
         return {"PreToolUse": matchers} if matchers else {}
 
 
-def plan_native_tools(native_tools: Sequence[AbstractNativeTool]) -> NativeToolPlan:
-    """The built-in tools and hooks for a request's native tools (only supported ones reach a request)."""
+def plan_native_tools(
+    native_tools: Sequence[AbstractNativeTool], *, reserved_servers: Sequence[str] = ()
+) -> NativeToolPlan:
+    """The built-in tools, servers and hooks for a request's native tools (only supported ones reach a request).
+
+    ``reserved_servers`` are MCP server names the model uses itself; an ``MCPServerTool`` may not take one.
+    """
     plan = NativeToolPlan()
     for tool in native_tools:
+        if isinstance(tool, MCPServerTool):
+            _add_mcp_server(plan, tool, reserved_servers)
+            continue
         cli_name = _CLI_TOOLS.get(type(tool))
         if cli_name is None:
             logger.debug("native tool %s has no Claude Code counterpart; ignored", type(tool).__name__)
@@ -93,6 +121,26 @@ def plan_native_tools(native_tools: Sequence[AbstractNativeTool]) -> NativeToolP
             case _:
                 pass
     return plan
+
+
+def _add_mcp_server(plan: NativeToolPlan, tool: MCPServerTool, reserved: Sequence[str]) -> None:
+    if tool.id in reserved or tool.id in plan.mcp_servers:
+        raise UserError(f"MCPServerTool id {tool.id!r} is taken: give each MCP server its own id (not {reserved!r})")
+    if not tool.url.startswith(("http://", "https://")):
+        raise UserError(f"MCPServerTool {tool.id!r}: Claude Code reaches MCP servers over http(s), not {tool.url!r}")
+    headers = dict(tool.headers or {})
+    if tool.authorization_token:
+        headers["Authorization"] = f"Bearer {tool.authorization_token}"
+    config: McpHttpServerConfig = {"type": "http", "url": tool.url}
+    if headers:
+        config["headers"] = headers
+    plan.mcp_servers[tool.id] = config
+    prefix = f"mcp__{tool.id}__"
+    plan.mcp_prefixes[prefix] = f"{tool.kind}:{tool.id}"
+    if tool.allowed_tools is None:
+        plan.allowed_tools.append(f"mcp__{tool.id}")
+    else:
+        plan.allowed_tools += [f"{prefix}{name}" for name in tool.allowed_tools]
 
 
 def _domains(

@@ -82,7 +82,7 @@ def build_options(
     env.update(settings.get("claude_code_env", {}))
     if (max_tokens := settings.get("max_tokens")) is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
-    if needs.mcp_servers or needs.mcp_tools_signature is not None:
+    if needs.mcp_servers or needs.native_tools.mcp_servers or needs.mcp_tools_signature is not None:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
     thinking = _thinking(settings, needs.thinking)
@@ -90,7 +90,7 @@ def build_options(
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
-    extra_allowed = [*needs.native_tools.builtin_tools, *subagents.allowed_tools]
+    extra_allowed = [*needs.native_tools.builtin_tools, *needs.native_tools.allowed_tools, *subagents.allowed_tools]
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     system_prompt = needs.system_prompt
     if append := settings.get("claude_code_system_prompt_append"):
@@ -103,7 +103,7 @@ def build_options(
         allowed_tools=allowed,
         disallowed_tools=list(settings.get("claude_code_disallowed_tools", [])),
         system_prompt=system_prompt,
-        mcp_servers=needs.mcp_servers,
+        mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
         strict_mcp_config=True,
         permission_mode=cast(Any, settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)),
         max_turns=settings.get("claude_code_max_turns"),

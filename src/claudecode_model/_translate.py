@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._history import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._native_tools import NativeToolPlan
 
 if TYPE_CHECKING:
     from pydantic_ai._parts_manager import ModelResponsePartsManager
@@ -78,11 +79,11 @@ class TurnTranslator:
         *,
         tool_prefixes: tuple[str, ...],
         output_tool_names: frozenset[str] = frozenset(),
-        native_tool_names: Mapping[str, str] | None = None,
+        native_tools: NativeToolPlan | None = None,
     ) -> None:
         self._parts = parts
         self._tool_prefixes = tool_prefixes
-        self._native_tool_names = dict(native_tool_names or {})
+        self._native_tools = native_tools or NativeToolPlan()
         self._output_tool_names = output_tool_names
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
@@ -92,9 +93,10 @@ class TurnTranslator:
 
     def display_tool_name(self, cli_name: str) -> str:
         """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name, except
-        those standing in for a native tool of the request, which take its kind (``web_search``)."""
-        if cli_name in self._native_tool_names:
-            return self._native_tool_names[cli_name]
+        those standing in for a native tool of the request, which take its name (``web_search``, ``mcp_server:x``)."""
+        native = self._native_tools.display_name(cli_name)
+        if native is not None:
+            return native
         for prefix in self._tool_prefixes:
             if cli_name.startswith(prefix):
                 return cli_name[len(prefix) :]

@@ -41,7 +41,12 @@ from claudecode_model._agent_tools import (
 )
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
-from claudecode_model._native_tools import SUPPORTED_NATIVE_TOOLS, plan_native_tools, unsupported_native_tool_settings
+from claudecode_model._native_tools import (
+    SUPPORTED_NATIVE_TOOLS,
+    NativeToolPlan,
+    plan_native_tools,
+    unsupported_native_tool_settings,
+)
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._run_context import current_run_context
@@ -292,7 +297,9 @@ class ClaudeCodeModel(Model):
             system_prompt=plan.system_prompt,
             output_schema=_native_output_schema(params),
             thinking=params.thinking,
-            native_tools=plan_native_tools(params.native_tools),
+            native_tools=plan_native_tools(
+                params.native_tools, reserved_servers=(AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, self._server_name)
+            ),
         )
         servers = self._plan_tool_servers(params, cli_path)
         runs_agent_tools = any(server.registered is None and server.function_defs for server in servers)
@@ -351,7 +358,7 @@ class ClaudeCodeModel(Model):
             ),
             wants_structured_output=needs.output_schema is not None,
             router=router,
-            native_tool_names=needs.native_tools.display_names,
+            native_tools=needs.native_tools,
             session_source=session_source,
         )
 
@@ -552,7 +559,7 @@ class _Turn:
     router: RunToolRouter
     wants_structured_output: bool
     output_tool_names: frozenset[str] = frozenset()
-    native_tool_names: dict[str, str] = field(default_factory=dict)
+    native_tools: NativeToolPlan = field(default_factory=NativeToolPlan)
     session_source: str = "new"
     translator: TurnTranslator = field(init=False)
     raw_messages: list[Message] = field(default_factory=list)
@@ -564,7 +571,7 @@ class _Turn:
             parts_manager,
             tool_prefixes=self.tool_prefixes,
             output_tool_names=self.output_tool_names,
-            native_tool_names=self.native_tool_names,
+            native_tools=self.native_tools,
         )
         return self.translator
 

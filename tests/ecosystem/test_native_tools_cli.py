@@ -1,10 +1,17 @@
-"""pydantic-ai's native web tools run as Claude Code's built-in WebSearch / WebFetch, through the real CLI."""
+"""pydantic-ai's native tools through the real CLI: web search and fetch as Claude Code's WebSearch / WebFetch, an
+MCP server tool as a remote MCP server of the CLI."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
+import uvicorn
+from mcp.server.mcpserver import MCPServer
 from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.capabilities import NativeTool, WebFetch, WebSearch
 from pydantic_ai.exceptions import UserError
@@ -19,7 +26,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.native_tools import CodeExecutionTool, WebFetchTool, WebSearchTool
+from pydantic_ai.native_tools import CodeExecutionTool, MCPServerTool, WebFetchTool, WebSearchTool
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
@@ -155,8 +162,91 @@ async def test_max_uses_cannot_be_enforced_and_says_so(model: ClaudeCodeModel, c
     assert claude_backend.requests == []
 
 
-def test_the_profile_lists_the_web_tools():
+def test_the_profile_lists_the_tools_with_a_claude_code_counterpart():
     supported = ClaudeCodeModel().profile.get("supported_native_tools")
 
-    assert supported == frozenset({WebSearchTool, WebFetchTool})
+    assert supported == frozenset({WebSearchTool, WebFetchTool, MCPServerTool})
     assert CodeExecutionTool not in ClaudeCodeModel.supported_native_tools()
+
+
+@asynccontextmanager
+async def _mcp_server(token: str) -> AsyncIterator[tuple[str, list[str | None]]]:
+    """A streamable-HTTP MCP server on 127.0.0.1 with a ``lookup`` and a ``forbidden`` tool; yields its URL and the
+    Authorization headers of the calls it served."""
+    seen_auth: list[str | None] = []
+    server = MCPServer("notes")
+
+    @server.tool(structured_output=False)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"{key} is teal"
+
+    @server.tool(structured_output=False)
+    def forbidden() -> str:
+        """Not allowed."""
+        return "ran"
+
+    inner = server.streamable_http_app()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            seen_auth.append(headers.get(b"authorization", b"").decode() or None)
+        await inner(scope, receive, send)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    uvicorn_server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    )
+    task = asyncio.create_task(uvicorn_server.serve(sockets=[sock]))
+    try:
+        while not uvicorn_server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}/mcp", seen_auth
+    finally:
+        uvicorn_server.should_exit = True
+        await task
+        sock.close()
+
+
+async def test_mcp_server_tool_is_a_remote_mcp_server_of_the_cli(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    async with _mcp_server("secret-token") as (url, seen_auth):
+        claude_backend.set_brain(
+            FunctionModel(web_brain(("mcp__notes__lookup", {"key": "colour"}), ("mcp__notes__forbidden", {})))
+        )
+        tool = MCPServerTool(id="notes", url=url, authorization_token="secret-token", allowed_tools=["lookup"])
+        result = await Agent(model, capabilities=[NativeTool(tool)]).run("Look it up")
+        await model.aclose()  # the kept CLI process holds a connection to the server
+
+    main = claude_backend.requests[0]
+    assert {"mcp__notes__lookup", "mcp__notes__forbidden"} <= set(main.tool_names)
+    assert seen_auth
+    assert set(seen_auth) == {"Bearer secret-token"}
+    response = result.all_messages()[-1]
+    calls, returns = _native_parts(response)
+    assert [(call.tool_name, call.args_as_dict()) for call in calls] == [
+        ("mcp_server:notes", {"key": "colour"}),
+        ("mcp_server:notes", {}),
+    ]
+    assert [(call.provider_details or {}).get("cli_tool_name") for call in calls] == [
+        "mcp__notes__lookup",
+        "mcp__notes__forbidden",
+    ]
+    by_id = {part.tool_call_id: part for part in returns}
+    allowed, denied = (by_id[call.tool_call_id] for call in calls)
+    assert (allowed.outcome, str(allowed.content)) == ("success", "colour is teal")
+    assert denied.outcome == "failed"  # not among allowed_tools: the CLI refused it
+    assert "ran" not in str(denied.content)
+
+
+async def test_mcp_server_tool_id_must_not_take_the_agent_tools_server(model: ClaudeCodeModel):
+    tool = MCPServerTool(id="pydantic_tools", url="http://127.0.0.1:9/mcp")
+
+    with pytest.raises(UserError, match="'pydantic_tools' is taken"):
+        await Agent(model, capabilities=[NativeTool(tool)]).run("hi")
