@@ -24,7 +24,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model.exceptions import ClaudeCodeError
 from claudecode_model.model import ClaudeCodeModel
-from claudecode_model.resolve import claude_code_model_name, is_claude_code_model_id
 
 DEMO_PROMPT = "In one sentence: what does claudecode-model do?"
 
@@ -172,6 +171,8 @@ def _usage_line(response: ModelResponse, elapsed: float) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from claudecode_model.resolve import claude_code_model_name, is_claude_code_model_id
+
     if args.model is not None and is_claude_code_model_id(args.model):
         args.model = claude_code_model_name(args.model)
     if args.research:

@@ -170,7 +170,7 @@ def test_the_profile_lists_the_tools_with_a_claude_code_counterpart():
 
 
 @asynccontextmanager
-async def _mcp_server(token: str) -> AsyncIterator[tuple[str, list[str | None]]]:
+async def _mcp_server() -> AsyncIterator[tuple[str, list[str | None]]]:
     """A streamable-HTTP MCP server on 127.0.0.1 with a ``lookup`` and a ``forbidden`` tool; yields its URL and the
     Authorization headers of the calls it served."""
     seen_auth: list[str | None] = []
@@ -216,7 +216,7 @@ async def _mcp_server(token: str) -> AsyncIterator[tuple[str, list[str | None]]]
 async def test_mcp_server_tool_is_a_remote_mcp_server_of_the_cli(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
-    async with _mcp_server("secret-token") as (url, seen_auth):
+    async with _mcp_server() as (url, seen_auth):
         claude_backend.set_brain(
             FunctionModel(web_brain(("mcp__notes__lookup", {"key": "colour"}), ("mcp__notes__forbidden", {})))
         )
