@@ -62,8 +62,10 @@ def record_turn(details: Mapping[str, Any], parts: Sequence[ModelResponsePart]) 
 
 
 def _subagent_events(parts: Sequence[ModelResponsePart]) -> list[tuple[str, dict[str, AttributeValue]]]:
-    """One event per subagent run: the starting call, its type, and the tool calls made inside it."""
+    """One event per subagent run: the starting call, its type, and the tool calls made inside it (names and ids,
+    which are the ids of those calls in the span's output messages)."""
     inner: dict[str, list[str]] = {}
+    inner_ids: dict[str, list[str]] = {}
     failed: dict[str, int] = {}
     for part in parts:
         parent = (part.provider_details or {}).get(PARENT_TOOL_CALL_ID_KEY) if _is_native(part) else None
@@ -71,6 +73,7 @@ def _subagent_events(parts: Sequence[ModelResponsePart]) -> list[tuple[str, dict
             continue
         if isinstance(part, NativeToolCallPart):
             inner.setdefault(parent, []).append(part.tool_name)
+            inner_ids.setdefault(parent, []).append(part.tool_call_id)
         elif isinstance(part, NativeToolReturnPart) and part.outcome != "success":
             failed[parent] = failed.get(parent, 0) + 1
     events: list[tuple[str, dict[str, AttributeValue]]] = []
@@ -83,6 +86,7 @@ def _subagent_events(parts: Sequence[ModelResponsePart]) -> list[tuple[str, dict
             "claude_code.subagent_type": str(args.get("subagent_type") or "general-purpose"),
             "claude_code.description": str(args.get("description") or ""),
             "claude_code.tool_calls": inner.get(part.tool_call_id, []),
+            "claude_code.tool_call_ids": inner_ids.get(part.tool_call_id, []),
             "claude_code.failed_tool_calls": failed.get(part.tool_call_id, 0),
         }
         events.append(("claude_code.subagent", attributes))

@@ -125,6 +125,11 @@ async def test_a_subagent_run_is_an_event_of_the_request_span(
     assert attributes["claude_code.tool_call_id"] == getattr(agent_call, "tool_call_id", None)
     assert attributes["claude_code.subagent_type"] == "note-reader"
     assert tuple(attributes["claude_code.tool_calls"]) == ("Read",)  # type: ignore[arg-type]
+    [read_call] = [part for part in response.parts if getattr(part, "tool_name", None) == "Read"][:1]
+    assert tuple(attributes["claude_code.tool_call_ids"]) == (getattr(read_call, "tool_call_id", None),)  # type: ignore[arg-type]
+    assert getattr(read_call, "tool_call_id", "") in str(
+        span.attributes.get("gen_ai.output.messages") if span.attributes else ""
+    )
     assert attributes["claude_code.failed_tool_calls"] == 0
     assert "Read" in str(span.attributes.get("gen_ai.output.messages") if span.attributes else "")
 
