@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.capabilities import ModelFallback
+from pydantic_ai.capabilities import ModelFallback, SelectModel
 from pydantic_ai.exceptions import UserError  # InvalidModelIdError is one
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.fallback import FallbackModel
@@ -89,6 +89,21 @@ async def test_model_fallback_capability_resolves_claude_code_strings(
     assert "haiku" in second
     [response] = _responses(result.all_messages())
     assert "haiku" in (response.model_name or "")
+
+
+async def test_select_model_picks_claude_code_strings_per_step(
+    models: ClaudeCodeModels, claude_backend: OfflineBackend
+):
+    picks = iter(["claude-code:haiku", "claude-code:sonnet"])
+    agent = Agent(capabilities=[models, SelectModel(lambda ctx: next(picks))])
+
+    first = await agent.run("one")
+    second = await agent.run("two")
+
+    assert (first.output, second.output) == ("echo: one", "echo: two")
+    first_model, second_model = (request.model or "" for request in claude_backend.requests)
+    assert "haiku" in first_model
+    assert "sonnet" in second_model
 
 
 async def test_fallback_model_takes_the_resolved_instances(models: ClaudeCodeModels, claude_backend: OfflineBackend):
