@@ -13,16 +13,14 @@ run within the noise; the bridge adds a process per CLI session and costs more f
 from __future__ import annotations
 
 import logging
-import re
-import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from claude_agent_sdk.types import McpServerConfig
 
+from claudecode_model._cli import cli_version
 from claudecode_model._inprocess_server import ToolCallHandler, ToolSpec, build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
@@ -69,44 +67,6 @@ def resolve_transport(transport: TransportType, cli_path: Path) -> ResolvedTrans
         return "sdk"
     logger.info("Claude Code %s predates in-process MCP servers: serving tools over the IPC bridge", version)
     return "stdio"
-
-
-def cli_version(cli_path: Path) -> tuple[int, ...] | None:
-    """The version of the CLI at ``cli_path`` (``None`` if unknown), cached per binary."""
-    try:
-        stat = cli_path.stat()
-    except OSError:
-        return None
-    return _cli_version(str(cli_path), stat.st_mtime_ns, stat.st_size)
-
-
-@cache
-def _cli_version(path: str, mtime_ns: int, size: int) -> tuple[int, ...] | None:
-    bundled = _bundled_cli_version(path)
-    if bundled is not None:
-        return bundled
-    try:
-        completed = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        logger.debug("could not ask %s for its version: %s", path, error)
-        return None
-    return _parse_version(completed.stdout)
-
-
-def _bundled_cli_version(path: str) -> tuple[int, ...] | None:
-    """The version of the CLI bundled with claude-agent-sdk, known without running it."""
-    import claude_agent_sdk
-    from claude_agent_sdk._cli_version import __cli_version__
-
-    bundled_dir = Path(claude_agent_sdk.__file__).parent / "_bundled"
-    if Path(path).parent != bundled_dir:
-        return None
-    return _parse_version(__cli_version__)
-
-
-def _parse_version(text: str) -> tuple[int, ...] | None:
-    match = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
-    return tuple(int(part) for part in match.groups()) if match else None
 
 
 @dataclass
