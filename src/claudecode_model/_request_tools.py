@@ -37,6 +37,7 @@ from claudecode_model._tool_servers import (
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.mcp_integration import (
     ToolSource,
+    allowed_tool_names,
     create_mcp_server_from_tools,
     filter_tools_for_request,
     mcp_tool_name,
@@ -137,7 +138,7 @@ def plan_tool_servers(setup: ToolSetup, params: ModelRequestParameters, cli_path
 def tool_names(servers: Sequence[ToolServerPlan]) -> ToolNames:
     """The CLI's names for the servers and tools of a request."""
     return ToolNames(
-        servers=tuple(f"mcp__{server.name}" for server in servers),
+        servers=tuple(name for server in servers for name in allowed_tool_names(server.name)),
         prefixes=tuple(mcp_tool_name("", server.name) for server in servers),
         output_tools=frozenset(
             mcp_tool_name(tool.name, server.name) for server in servers for tool in server.output_defs
