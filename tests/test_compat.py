@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import functools
+import inspect
 import os
 import re
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, PartStartEvent, TextPart, UserPromptPart
-from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
 
@@ -105,3 +107,9 @@ def test_no_other_module_imports_a_private_third_party_name() -> None:
                 if top in ("pydantic_ai", "claude_agent_sdk") and any(part.startswith("_") for part in rest):
                     offenders.append(f"{path.relative_to(SRC)}: {name}")
     assert offenders == []
+
+
+def test_streamed_response_keeps_its_parts_in_the_overridden_parts_manager() -> None:
+    # ClaudeCodeStreamedResponse overrides this attribute with the parts manager of its turn's translator.
+    assert isinstance(inspect.getattr_static(StreamedResponse, "_parts_manager"), functools.cached_property)
+    assert "self._parts_manager.get_parts()" in inspect.getsource(StreamedResponse.get)
