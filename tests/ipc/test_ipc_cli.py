@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 import claude_agent_sdk
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, SystemMessage, query
-from ipc_support import Toolbox, process_table, wait_until
 
 from claudecode_model.ipc import IPCSession, stdio_server_config
+from tests._support.ipc import Toolbox, process_table, wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ipc_support import descendants, process_table, wait_until
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     ModelMessage,
@@ -22,12 +21,13 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from brain_support import tool_results_in_call_order
 from claudecode_model import ClaudeCodeModel, ToolValidationError
 from claudecode_model._tool_servers import resolve_transport
 from claudecode_model.ipc import SECRET_ENV_VAR, SOCKET_FILE_PREFIX
 from claudecode_model.ipc._constants import BRIDGE_MODULE
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import tool_results_in_call_order
+from tests._support.ipc import descendants, process_table, wait_until
 
 pytestmark = pytest.mark.cli
 

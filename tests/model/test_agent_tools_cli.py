@@ -21,9 +21,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-from brain_support import tool_results_in_call_order
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import tool_results_in_call_order
 
 pytestmark = pytest.mark.cli
 

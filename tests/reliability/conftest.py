@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
-from reliability_support import Resources, assert_nothing_leaked, brain, cli_children, descendants, wait_for
 
 from claudecode_model import ClaudeCodeModel
+from tests._support.reliability import Resources, assert_nothing_leaked, brain, cli_children, descendants, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -25,7 +25,6 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
 )
 from pydantic_ai.models.function import FunctionModel
-from reliability_support import brain, cmdline, descendants, wait_for
 
 from claudecode_model import (
     ClaudeCodeAuthenticationError,
@@ -38,6 +37,7 @@ from claudecode_model import (
     CLITimeoutError,
 )
 from claudecode_model.testing import Failure
+from tests._support.reliability import brain, cmdline, descendants, wait_for
 
 if TYPE_CHECKING:
     from conftest import Harness

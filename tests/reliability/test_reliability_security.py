@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.function import FunctionModel
-from reliability_support import brain, cli_children, cmdline, descendants, wait_for
 
 from claudecode_model import (
     ClaudeCodeAuthenticationError,
@@ -40,6 +39,7 @@ from claudecode_model.ipc._framing import decode_message, encode_message
 from claudecode_model.ipc._protocol import hello_request
 from claudecode_model.ipc._streams import read_frame
 from claudecode_model.testing import Failure
+from tests._support.reliability import brain, cli_children, cmdline, descendants, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from _tools_support import mcp_session, texts
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.test import TestModel
@@ -20,6 +19,7 @@ from claudecode_model.deps_support import DepsContext
 from claudecode_model.exceptions import UnsupportedDepsTypeError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools
 from claudecode_model.tool_converter import convert_tool_with_deps
+from tests._support.mcp import mcp_session, texts
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

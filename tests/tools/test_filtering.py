@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from _tools_support import mcp_session
 from pydantic_ai import Agent, FunctionToolset
 from pydantic_ai.models.test import TestModel
 
 from claudecode_model.exceptions import ToolNotFoundError, ToolsetNotRegisteredError, ToolValidationError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
+from tests._support.mcp import mcp_session
 
 
 def three_tool_agent() -> Agent[None, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-from _tools_support import mcp_session, texts
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool
 from mcp.server import Server
 from pydantic_ai import Agent
@@ -21,6 +20,7 @@ from claudecode_model.mcp_integration import (
     mcp_tool_name,
 )
 from claudecode_model.tool_converter import _create_async_handler, convert_tool
+from tests._support.mcp import mcp_session, texts
 
 
 def make_agent() -> tuple[Agent[None, str], list[tuple[str, object]]]:
