@@ -6,9 +6,10 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from tests._support.processes import live_descendants
 
 # A private temp dir for the whole test session (short, because socket paths must stay under 108 bytes), so
 # the leak guard below sees only this session's files, not those of another process on the machine.
@@ -22,29 +23,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     import shutil
 
     shutil.rmtree(_SESSION_TMP, ignore_errors=True)
-
-
-def live_descendants(pid: int) -> set[int]:
-    """Every live (non-zombie) descendant of ``pid``, from a /proc scan."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("State", "").startswith("Z"):
-            continue
-        parents[int(entry.name)] = int(fields.get("PPid", "0").strip() or 0)
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        children = {child for child, parent in parents.items() if parent in frontier}
-        frontier = children - found
-        found |= children
-    return found
 
 
 def _ipc_files() -> set[str]:

@@ -11,7 +11,8 @@ import pytest
 
 import claudecode_model.ipc as ipc_package
 from claudecode_model.ipc import IPCSession
-from tests._support.ipc import BridgeProcess, Toolbox, bridge_env, bridge_processes, ipc_temp_entries, wait_until
+from tests._support.ipc import BridgeProcess, Toolbox, bridge_env, bridge_processes, ipc_temp_entries
+from tests._support.polling import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator

@@ -27,7 +27,8 @@ from claudecode_model.ipc import SECRET_ENV_VAR, SOCKET_FILE_PREFIX
 from claudecode_model.ipc._constants import BRIDGE_MODULE
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import tool_results_in_call_order
-from tests._support.ipc import descendants, process_table, wait_until
+from tests._support.polling import wait_until
+from tests._support.processes import live_descendants, process_table
 
 pytestmark = pytest.mark.cli
 
@@ -56,23 +57,23 @@ class ProcessSnapshot:
 
 def snapshot_processes() -> ProcessSnapshot:
     """Bridges among this test's descendants (other test runs may share the machine); every command line."""
-    ours = descendants(os.getpid())
+    ours = live_descendants()
     bridges: list[list[str]] = []
     environ: dict[str, str] = {}
     command_lines: list[str] = []
-    for pid, _, state, argv in process_table():
-        if state == "Z":
+    for process in process_table():
+        if not process.alive:
             continue
-        command_lines.append("\0".join(argv))
-        if BRIDGE_MODULE in argv and pid in ours:
-            bridges.append(argv)
-            raw = Path(f"/proc/{pid}/environ").read_bytes()
+        command_lines.append("\0".join(process.argv))
+        if BRIDGE_MODULE in process.argv and process.pid in ours:
+            bridges.append(process.argv)
+            raw = Path(f"/proc/{process.pid}/environ").read_bytes()
             environ = dict(item.decode().split("=", 1) for item in raw.split(b"\0") if b"=" in item)
     return ProcessSnapshot(bridges, environ, command_lines)
 
 
 def _bridge_pids() -> set[int]:
-    return {pid for pid, _, state, argv in process_table() if BRIDGE_MODULE in argv and state != "Z"}
+    return {process.pid for process in process_table() if BRIDGE_MODULE in process.argv and process.alive}
 
 
 @pytest.fixture
@@ -140,7 +141,7 @@ async def test_follow_up_turn_reuses_the_cli_and_its_bridge(stdio_model: ClaudeC
 
     @agent.tool_plain
     def ping() -> str:
-        bridge_pids.append({pid for pid in descendants(os.getpid()) if pid in _bridge_pids()})
+        bridge_pids.append({pid for pid in live_descendants() if pid in _bridge_pids()})
         return "pong"
 
     first = await agent.run("one")
@@ -210,13 +211,13 @@ async def test_cancelling_a_run_mid_call_stops_the_cli_and_the_bridge(stdio_mode
 
     run = asyncio.create_task(agent.run("go"))
     await asyncio.wait_for(started.wait(), timeout=60)
-    assert len(_bridge_pids() & descendants(os.getpid())) == 1
+    assert len(_bridge_pids() & live_descendants()) == 1
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
 
     # The IPC files are gone at once and the CLI is stopped, so its bridge exits: not only at aclose().
     assert not [name for name in os.listdir(tempfile.gettempdir()) if name.startswith(SOCKET_FILE_PREFIX)]
-    assert wait_until(lambda: not _bridge_pids() & descendants(os.getpid()))
+    assert wait_until(lambda: not _bridge_pids() & live_descendants())
     # The model still serves the next run.
     assert (await agent.run("again")).output == "Answer: not this time"

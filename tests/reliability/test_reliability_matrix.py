@@ -37,7 +37,9 @@ from claudecode_model import (
     CLITimeoutError,
 )
 from claudecode_model.testing import Failure
-from tests._support.reliability import brain, cmdline, descendants, wait_for
+from tests._support.polling import wait_for
+from tests._support.processes import cmdline, live_descendants
+from tests._support.reliability import brain
 
 if TYPE_CHECKING:
     from conftest import Harness
@@ -291,7 +293,7 @@ async def test_ipc_bridge_killed_during_a_tool_call(run: int, harness: Harness) 
     harness.model.set_agent_toolsets(agent._function_toolset, transport="stdio")
     task = asyncio.create_task(agent.run("call wait_forever"))
     await asyncio.wait_for(started.wait(), 60)
-    [bridge] = [pid for pid in descendants() if "claudecode_model.ipc.bridge" in cmdline(pid)]
+    [bridge] = [pid for pid in live_descendants() if "claudecode_model.ipc.bridge" in cmdline(pid)]
     os.kill(bridge, signal.SIGKILL)
 
     # Claude Code reports the broken tool server to Claude as the tool's error; Claude answers with it.

@@ -39,7 +39,9 @@ from claudecode_model.ipc._framing import decode_message, encode_message
 from claudecode_model.ipc._protocol import hello_request
 from claudecode_model.ipc._streams import read_frame
 from claudecode_model.testing import Failure
-from tests._support.reliability import brain, cli_children, cmdline, descendants, wait_for
+from tests._support.polling import wait_for
+from tests._support.processes import cli_children, cmdline, live_descendants
+from tests._support.reliability import brain
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -133,7 +135,7 @@ async def _start_live_run(model: ClaudeCodeModel) -> LiveRun:
     task = asyncio.create_task(agent.run("call hold", deps=Deps(DEPS_SECRET)))
     await asyncio.wait_for(entered.wait(), 60)
     [cli] = cli_children()
-    [bridge] = [pid for pid in descendants(cli) if BRIDGE_MODULE in cmdline(pid)]
+    [bridge] = [pid for pid in live_descendants(cli) if BRIDGE_MODULE in cmdline(pid)]
     [name] = [n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("claudecode_ipc_")]
     directory = Path(tempfile.gettempdir(), name)
     socket_path, schema = _ipc_files(directory)
