@@ -1,8 +1,61 @@
-"""Helpers for the offline backend's brains shared by test folders."""
+"""Brains for tests: a scripted ``FunctionModel`` and helpers to read what a brain was sent."""
 
 from __future__ import annotations
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, RetryPromptPart, ToolCallPart, ToolReturnPart
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
+"""One answer of a :class:`Script`: fixed parts, or parts computed from the messages sent."""
+
+
+class Script:
+    """A FunctionModel brain that answers with ``turns`` in order and records what it was sent and offered."""
+
+    def __init__(self, *turns: Turn) -> None:
+        self.turns = turns
+        self.seen: list[list[ModelMessage]] = []
+        self.infos: list[AgentInfo] = []
+        self.model = FunctionModel(self._respond)
+
+    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.seen.append(list(messages))
+        self.infos.append(info)
+        turn = self.turns[len(self.seen) - 1]
+        return ModelResponse(parts=list(turn(messages) if callable(turn) else turn))
+
+    def returns(self, request_index: int = -1) -> list[ToolReturnPart]:
+        """The tool returns the model received in its ``request_index``-th call, in order."""
+        last = self.seen[request_index][-1]
+        assert isinstance(last, ModelRequest)
+        return [part for part in last.parts if isinstance(part, ToolReturnPart)]
+
+    def returns_by_name(self, request_index: int = -1) -> dict[str, ToolReturnPart]:
+        """The tool returns the model received in its ``request_index``-th call, by tool name."""
+        return last_returns(self.seen[request_index])
+
+
+def calls(*names: str, **args: dict[str, Any]) -> list[ModelResponsePart]:
+    """One tool call per name, with the arguments given for that name (``{}`` otherwise)."""
+    return [ToolCallPart(name, args.get(name, {})) for name in names]
+
+
+def last_returns(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
+    """The tool returns of the last request, by tool name."""
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    return {part.tool_name: part for part in last.parts if isinstance(part, ToolReturnPart)}
 
 
 def tool_results_in_call_order(messages: list[ModelMessage]) -> list[ToolReturnPart]:

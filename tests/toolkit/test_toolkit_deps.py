@@ -6,20 +6,12 @@ import asyncio
 import contextvars
 import gc
 import weakref
-from collections.abc import Callable, Sequence
 
 import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
     TextPart,
-    ToolCallPart,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.exceptions import ClaudeCodeError
 from claudecode_model.toolkit import (
@@ -30,33 +22,9 @@ from claudecode_model.toolkit import (
     override,
     resolve,
 )
+from tests._support.brains import Script, calls
 
 pytestmark = pytest.mark.filterwarnings("error")
-
-Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
-
-
-class Script:
-    """A FunctionModel brain that answers with ``turns`` in order and records the messages it was sent."""
-
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = turns
-        self.seen: list[list[ModelMessage]] = []
-        self.model = FunctionModel(self._respond)
-
-    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        turn = self.turns[len(self.seen) - 1]
-        return ModelResponse(parts=list(turn(messages) if callable(turn) else turn))
-
-    def returns(self, request_index: int = -1) -> list[ToolReturnPart]:
-        last = self.seen[request_index][-1]
-        assert isinstance(last, ModelRequest)
-        return [p for p in last.parts if isinstance(p, ToolReturnPart)]
-
-
-def calls(*names: str) -> list[ModelResponsePart]:
-    return [ToolCallPart(name, {}) for name in names]
 
 
 class Counter:
