@@ -1,15 +1,21 @@
-"""Project-wide test guards: no test may leave a child process or an IPC file behind."""
+"""Project-wide test guards (no test may leave a child process or an IPC file behind) and the shared CLI model."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests._support.processes import live_descendants
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+    from claudecode_model import ClaudeCodeModel
+    from claudecode_model.testing import OfflineBackend
 
 # A private temp dir for the whole test session (short, because socket paths must stay under 108 bytes), so
 # the leak guard below sees only this session's files, not those of another process on the machine.
@@ -42,3 +48,13 @@ def _nothing_leaks() -> Iterator[None]:
         left = live_descendants(os.getpid()) - processes_before
     assert not left, f"child processes left behind: {sorted(left)}"
     assert not (_ipc_files() - files_before), f"IPC files left behind: {sorted(_ipc_files() - files_before)}"
+
+
+@pytest.fixture
+async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+    """A ``ClaudeCodeModel`` whose CLI talks to ``claude_backend``, closed after the test."""
+    from claudecode_model import ClaudeCodeModel  # imported late: the temp dir above is set first
+
+    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    yield model
+    await model.aclose()

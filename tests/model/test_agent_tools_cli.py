@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -49,11 +48,10 @@ class Deps:
 
 
 @pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+def model(model: ClaudeCodeModel, claude_backend: OfflineBackend) -> ClaudeCodeModel:
+    """The shared CLI model, with the backend answering through ``call_every_tool_then_summarise``."""
     claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
+    return model
 
 
 async def test_plain_and_context_tools_run_with_real_deps(model: ClaudeCodeModel, claude_backend: OfflineBackend):
