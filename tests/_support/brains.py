@@ -11,10 +11,12 @@ from pydantic_ai.messages import (
     ModelResponse,
     ModelResponsePart,
     RetryPromptPart,
+    TextPart,
     ToolCallPart,
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 
 Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
 """One answer of a :class:`Script`: fixed parts, or parts computed from the messages sent."""
@@ -75,3 +77,24 @@ def has_tool_results(messages: list[ModelMessage]) -> bool:
     return isinstance(last, ModelRequest) and any(
         isinstance(part, ToolReturnPart | RetryPromptPart) for part in last.parts
     )
+
+
+def arguments_for(tool: ToolDefinition) -> dict[str, object]:
+    """Arguments that fit a simple schema: ``2`` for every integer parameter, ``"x"`` for any other."""
+    properties = tool.parameters_json_schema.get("properties", {})
+    return {name: 2 if spec.get("type") == "integer" else "x" for name, spec in properties.items()}
+
+
+def call_every_tool_then_summarise(
+    preamble: str | None = None,
+) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """A brain: first call every offered tool (after ``preamble``, if any), then answer with the tool results."""
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = tool_results_in_call_order(messages)
+        if not returns:
+            calls = [ToolCallPart(tool.name, arguments_for(tool)) for tool in info.function_tools]
+            return ModelResponse(parts=[*([TextPart(preamble)] if preamble else []), *calls])
+        return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
+
+    return brain

@@ -12,32 +12,22 @@ from pathlib import Path
 import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
-    TextPart,
-    ToolCallPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, ToolValidationError
 from claudecode_model._tool_servers import resolve_transport
 from claudecode_model.ipc import SECRET_ENV_VAR, SOCKET_FILE_PREFIX
 from claudecode_model.ipc._constants import BRIDGE_MODULE
 from claudecode_model.testing import OfflineBackend
-from tests._support.brains import tool_results_in_call_order
+from tests._support.brains import call_every_tool_then_summarise
 from tests._support.polling import wait_until
 from tests._support.processes import live_descendants, process_table
 
 pytestmark = pytest.mark.cli
-
-
-def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    returns = tool_results_in_call_order(messages)
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart(tool.name, {}) for tool in info.function_tools])
-    return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
 
 
 @dataclass
@@ -78,7 +68,7 @@ def _bridge_pids() -> set[int]:
 
 @pytest.fixture
 async def stdio_model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
+    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise()))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_transport="stdio")
     yield model
     await model.aclose()
@@ -154,7 +144,7 @@ async def test_follow_up_turn_reuses_the_cli_and_its_bridge(stdio_model: ClaudeC
 
 
 async def test_registered_toolsets_over_the_bridge(claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
+    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise()))
     model = ClaudeCodeModel(env=claude_backend.cli_env())
     agent = Agent(model)
     bridges_seen: list[int] = []

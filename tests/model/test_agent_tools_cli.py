@@ -22,23 +22,9 @@ from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
-from tests._support.brains import tool_results_in_call_order
+from tests._support.brains import call_every_tool_then_summarise
 
 pytestmark = pytest.mark.cli
-
-
-def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Brain: first call every offered tool (after a preamble), then answer with the tool results."""
-    returns = tool_results_in_call_order(messages)
-    if not returns:
-        calls = [ToolCallPart(tool.name, _args_for(tool)) for tool in info.function_tools]
-        return ModelResponse(parts=[TextPart("Let me check."), *calls])
-    return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
-
-
-def _args_for(tool: ToolDefinition) -> dict[str, object]:
-    properties = tool.parameters_json_schema.get("properties", {})
-    return {name: 2 if spec.get("type") == "integer" else "x" for name, spec in properties.items()}
 
 
 @dataclass
@@ -50,7 +36,7 @@ class Deps:
 @pytest.fixture
 def model(model: ClaudeCodeModel, claude_backend: OfflineBackend) -> ClaudeCodeModel:
     """The shared CLI model, with the backend answering through ``call_every_tool_then_summarise``."""
-    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
+    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise("Let me check.")))
     return model
 
 
