@@ -89,7 +89,7 @@ async def test_kill_all_also_kills_sessions_still_closing() -> None:
 
 
 async def test_a_cancelled_background_close_kills_the_process() -> None:
-    pool, release, first, second = await second_put("a", "b")
+    pool, release, first, _ = await second_put("a", "b")
     [task] = [task for task in asyncio.all_tasks() if task.get_name() == "claude-code-session-close"]
 
     task.cancel()  # what the event loop does to leftover tasks when it shuts down
