@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -79,6 +82,35 @@ def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(results) >= MAX_STUBBORN_CALLS:
         return ModelResponse(parts=[TextPart("gave up")])
     return ModelResponse(parts=[ToolCallPart(names[0], arguments)])
+
+
+# --- tools ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockingTool:
+    """What the ``wait_forever`` tool of :func:`add_blocking_tool` went through."""
+
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def add_blocking_tool(agent: Agent[Any, Any]) -> BlockingTool:
+    """Give ``agent`` a tool ``wait_forever`` that never answers: it sets ``started``, then ``cancelled`` when
+    the call is cancelled."""
+    tool = BlockingTool()
+
+    @agent.tool_plain
+    async def wait_forever() -> str:
+        tool.started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            tool.cancelled.set()
+            raise
+        return "never"
+
+    return tool
 
 
 # --- resources ----------------------------------------------------------------------------------------------
