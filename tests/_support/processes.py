@@ -64,6 +64,15 @@ def live_children(pid: int | None = None) -> list[ProcessEntry]:
     return [process for process in process_table() if process.ppid == parent and process.alive]
 
 
+def is_alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
 def cmdline(pid: int) -> list[str]:
     """The argv of ``pid`` ([] if it is gone)."""
     try:

@@ -22,6 +22,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.agents import add_constant_tools
 from tests._support.brains import call_every_tool_then_summarise
 
 pytestmark = pytest.mark.cli
@@ -137,13 +138,7 @@ async def test_only_the_tools_of_the_request_are_exposed(model: ClaudeCodeModel,
     async def hide(ctx: RunContext[None], tool_def: ToolDefinition) -> ToolDefinition | None:
         return None
 
-    @agent.tool_plain
-    def one() -> str:
-        return "1"
-
-    @agent.tool_plain
-    def two() -> str:
-        return "2"
+    add_constant_tools(agent, one="1", two="2")
 
     @agent.tool_plain(prepare=hide)
     def three() -> str:
@@ -260,13 +255,7 @@ async def test_tool_calls_count_in_the_run_usage_and_limits_apply(model: ClaudeC
 
     agent = Agent(model)
 
-    @agent.tool_plain
-    def one() -> str:
-        return "1"
-
-    @agent.tool_plain
-    def two() -> str:
-        return "2"
+    add_constant_tools(agent, one="1", two="2")
 
     result = await agent.run("go")
     assert result.usage.tool_calls == 2

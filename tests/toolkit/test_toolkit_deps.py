@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import gc
 import weakref
+from collections.abc import Callable
 
 import pytest
 from pydantic_ai import Agent, RunContext
@@ -229,10 +230,12 @@ async def test_dependencies_resolving_dependencies() -> None:
     assert got == [42]
 
 
-async def test_cached_values_are_released_after_the_run() -> None:
-    class Resource:
-        pass
+class Resource:
+    """A value whose lifetime a test follows through a weak reference."""
 
+
+def tracked_factory() -> tuple[Callable[[], Resource], list[weakref.ref[Resource]]]:
+    """A factory of fresh resources, and the weak references to everything it made."""
     refs: list[weakref.ref[Resource]] = []
 
     def make() -> Resource:
@@ -240,6 +243,11 @@ async def test_cached_values_are_released_after_the_run() -> None:
         refs.append(weakref.ref(resource))
         return resource
 
+    return make, refs
+
+
+async def test_cached_values_are_released_after_the_run() -> None:
+    make, refs = tracked_factory()
     call_key = DependencyKey("per-call", make)
     run_key = DependencyKey("per-run", make, scope="run")
     agent = Agent(Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])
@@ -258,16 +266,7 @@ async def test_cached_values_are_released_after_the_run() -> None:
 
 
 async def test_run_cache_is_dropped_when_the_run_ends_even_if_its_context_is_kept() -> None:
-    class Resource:
-        pass
-
-    refs: list[weakref.ref[Resource]] = []
-
-    def make() -> Resource:
-        resource = Resource()
-        refs.append(weakref.ref(resource))
-        return resource
-
+    make, refs = tracked_factory()
     key = DependencyKey("per-run", make, scope="run")
     kept: list[RunContext[None]] = []
     agent = Agent(Script(calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])

@@ -8,24 +8,13 @@ from pydantic_ai.models.test import TestModel
 
 from claudecode_model.exceptions import ToolNotFoundError, ToolsetNotRegisteredError, ToolValidationError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
+from tests._support.agents import add_constant_tools
 from tests._support.mcp import mcp_session
 
 
 def three_tool_agent() -> Agent[None, str]:
     agent = Agent(TestModel())
-
-    @agent.tool_plain
-    def alpha() -> str:
-        return "a"
-
-    @agent.tool_plain
-    def beta() -> str:
-        return "b"
-
-    @agent.tool_plain
-    def gamma() -> str:
-        return "c"
-
+    add_constant_tools(agent, alpha="a", beta="b", gamma="c")
     return agent
 
 
