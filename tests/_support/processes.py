@@ -82,6 +82,12 @@ def cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+def environ(pid: int) -> dict[str, str]:
+    """The environment ``pid`` was started with."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.decode(errors="replace").split("=", 1) for item in raw.split(b"\0") if b"=" in item)
+
+
 def cli_children() -> list[int]:
     """Live Claude Code CLI processes that are direct children of this process."""
     return sorted(

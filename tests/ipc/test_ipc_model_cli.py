@@ -25,7 +25,7 @@ from claudecode_model.ipc._constants import BRIDGE_MODULE
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import call_every_tool_then_summarise
 from tests._support.polling import wait_until
-from tests._support.processes import live_descendants, process_table
+from tests._support.processes import environ, live_descendants, process_table
 
 pytestmark = pytest.mark.cli
 
@@ -49,7 +49,7 @@ def snapshot_processes() -> ProcessSnapshot:
     """Bridges among this test's descendants (other test runs may share the machine); every command line."""
     ours = live_descendants()
     bridges: list[list[str]] = []
-    environ: dict[str, str] = {}
+    bridge_environ: dict[str, str] = {}
     command_lines: list[str] = []
     for process in process_table():
         if not process.alive:
@@ -57,9 +57,8 @@ def snapshot_processes() -> ProcessSnapshot:
         command_lines.append("\0".join(process.argv))
         if BRIDGE_MODULE in process.argv and process.pid in ours:
             bridges.append(process.argv)
-            raw = Path(f"/proc/{process.pid}/environ").read_bytes()
-            environ = dict(item.decode().split("=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return ProcessSnapshot(bridges, environ, command_lines)
+            bridge_environ = environ(process.pid)
+    return ProcessSnapshot(bridges, bridge_environ, command_lines)
 
 
 def _bridge_pids() -> set[int]:
