@@ -6,9 +6,6 @@ The demo runs the research agent through the real CLI with Claude (offline backe
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,7 +16,6 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-import claudecode_model
 from claudecode_model import cli
 from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.tavily import RESEARCH_INSTRUCTIONS
@@ -34,8 +30,7 @@ from claudecode_model.tavily._demo import (
 from claudecode_model.tavily._format import format_search
 from claudecode_model.tavily._models import SearchResult
 from claudecode_model.tavily.testing import generated_search_results
-
-SRC_DIR = Path(claudecode_model.__file__).resolve().parents[1]
+from tests._support.subprocesses import run_python
 
 DEMO_ANSWER = f"""\
 Answer:
@@ -203,16 +198,7 @@ def processes_with_env(marker: str) -> list[int]:
 def test_demo_research_command_prints_a_cited_answer() -> None:
     marker = f"CLAUDECODE_MODEL_DEMO_TEST={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
-    env = {**os.environ, "PYTHONPATH": str(SRC_DIR), name: value}
-
-    completed = subprocess.run(
-        [sys.executable, "-m", "claudecode_model.cli", "demo", "--research"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=90,
-        check=False,
-    )
+    completed = run_python("-m", "claudecode_model.cli", "demo", "--research", env={name: value}, timeout=90)
 
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
