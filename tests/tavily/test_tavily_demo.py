@@ -7,7 +7,6 @@ The demo runs the research agent through the real CLI with Claude (offline backe
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from claudecode_model.tavily._demo import (
 from claudecode_model.tavily._format import format_search
 from claudecode_model.tavily._models import SearchResult
 from claudecode_model.tavily.testing import generated_search_results
+from tests._support.processes import environ, process_table
 from tests._support.subprocesses import run_python
 
 DEMO_ANSWER = f"""\
@@ -180,17 +180,15 @@ async def test_run_builds_the_research_agent_when_asked(argv: list[str], tools: 
 
 def processes_with_env(marker: str) -> list[int]:
     """Live processes whose environment carries ``marker`` (the demo's descendants inherit it)."""
+    name, value = marker.split("=", 1)
     found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for process in process_table():
         try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            carries_marker = environ(process.pid).get(name) == value
         except OSError:
             continue
-        if marker.encode() in environ.split(b"\0") and state != "Z":
-            found.append(int(entry.name))
+        if carries_marker and process.alive:
+            found.append(process.pid)
     return found
 
 
