@@ -33,7 +33,7 @@ import json
 import logging
 import types
 import typing
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Self, TypeVar, cast
 
 import dacite
 import pydantic
@@ -46,7 +46,10 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "DepsContext",
+    "ToolCallContext",
+    "create_deps_context",
     "deserialize_deps",
+    "is_instance_serializable",
     "is_serializable_type",
     "serialize_deps",
     "validate_deps",
@@ -214,6 +217,19 @@ def validate_deps(deps: object) -> None:
     _check_value(deps, "deps", set())
 
 
+def is_instance_serializable(obj: object) -> bool:
+    """Whether ``obj`` passes :func:`validate_deps` (experimental); never raises for an unsupported value.
+
+    Raises:
+        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    """
+    try:
+        validate_deps(obj)
+    except UnsupportedDepsTypeError:
+        return False
+    return True
+
+
 # --- JSON round trip ----------------------------------------------------------------------------------------
 
 
@@ -293,17 +309,13 @@ def deserialize_deps(json_str: str, deps_type: type[T]) -> T:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class DepsContext(Generic[T]):
-    """A lightweight stand-in for pydantic-ai's ``RunContext`` that carries serialisable deps (experimental).
+class ToolCallContext(Generic[T]):
+    """What a tool converted with a context receives as its ``ctx`` argument: the ``RunContext`` attributes tools
+    commonly read (experimental).
 
-    A tool converted with :func:`~claudecode_model.tool_converter.convert_tool_with_deps` receives one as its
-    ``ctx`` argument. It offers the ``RunContext`` attributes tools commonly read: ``deps``, ``tool_name``,
-    ``tool_call_id`` (``None`` when the transport does not report it) and ``retry`` (always 0: there is no
-    retry loop on this path). The deps object is shared, not copied, as in pydantic-ai.
-
-    Raises:
-        UnsupportedDepsTypeError: ``deps`` is not serialisable.
-        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    ``deps`` (any value, shared, not copied, as in pydantic-ai), ``tool_name``, ``tool_call_id`` (the Anthropic
+    ``tool_use`` id when the transport reports it, else ``None``) and ``retry`` (always 0: there is no retry loop
+    on this path). Unlike :class:`DepsContext`, the deps are not checked for serialisability.
     """
 
     deps: T
@@ -311,12 +323,35 @@ class DepsContext(Generic[T]):
     tool_call_id: str | None = None
     retry: int = 0
 
-    def __post_init__(self) -> None:
-        validate_deps(self.deps)
-
-    def for_call(self, tool_name: str, tool_call_id: str | None = None) -> DepsContext[T]:
+    def for_call(self, tool_name: str, tool_call_id: str | None = None) -> Self:
         """The context one tool call sees: the same deps (not re-validated), the call's tool name and id."""
         call = copy.copy(self)
         object.__setattr__(call, "tool_name", tool_name)
         object.__setattr__(call, "tool_call_id", tool_call_id)
         return call
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DepsContext(ToolCallContext[T]):
+    """A lightweight stand-in for pydantic-ai's ``RunContext`` that carries serialisable deps (experimental).
+
+    A tool converted with :func:`~claudecode_model.tool_converter.convert_tool_with_deps` receives one as its
+    ``ctx`` argument: a :class:`ToolCallContext` whose deps were checked with :func:`validate_deps`.
+
+    Raises:
+        UnsupportedDepsTypeError: ``deps`` is not serialisable.
+        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    """
+
+    def __post_init__(self) -> None:
+        validate_deps(self.deps)
+
+
+def create_deps_context(deps: T) -> DepsContext[T]:
+    """A :class:`DepsContext` for ``deps`` (experimental).
+
+    Raises:
+        UnsupportedDepsTypeError: ``deps`` is not serialisable.
+        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    """
+    return DepsContext(deps)
