@@ -25,7 +25,7 @@ import jsonschema
 import pydantic
 from pydantic_ai.messages import ToolReturnPart
 
-from claudecode_model.exceptions import ToolValidationError
+from claudecode_model.exceptions import MissingDepsError, ToolValidationError
 from claudecode_model.ipc._constants import TOOL_USE_ID_META_KEY
 from claudecode_model.ipc._types import ToolResult, ToolResultContent
 
@@ -339,11 +339,12 @@ def tool_spec(
 
     Raises:
         ToolValidationError: an empty name, no function, or a parameters schema that is missing or not a dict.
-        NotImplementedError: the tool takes a ``RunContext`` and no ``deps_context`` was given.
+        MissingDepsError: (a ``NotImplementedError``) the tool takes a ``RunContext`` and no ``deps_context`` was
+            given.
     """
     invoker = ToolInvoker.of(tool)
     if invoker.takes_ctx and deps_context is None:
-        raise NotImplementedError(
+        raise MissingDepsError(
             f"Tool {invoker.name!r} takes a RunContext; convert it with convert_tool_with_deps(tool, deps) "
             "(experimental), or let ClaudeCodeModel run it with the agent's own RunContext."
         )

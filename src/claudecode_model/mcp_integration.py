@@ -33,7 +33,12 @@ from claudecode_model._mcp import (
     tool_spec,
 )
 from claudecode_model.deps_support import create_deps_context
-from claudecode_model.exceptions import ToolNotFoundError, ToolsetNotRegisteredError, ToolValidationError
+from claudecode_model.exceptions import (
+    MissingDepsError,
+    ToolNotFoundError,
+    ToolsetNotRegisteredError,
+    ToolValidationError,
+)
 from claudecode_model.ipc._types import ToolHandler
 
 if TYPE_CHECKING:
@@ -209,7 +214,7 @@ def create_tool_wrapper(
         view = _definition_view(tool)
     invoker = ToolInvoker.of(view)
     if invoker.takes_ctx and deps_context is None:
-        raise NotImplementedError(f"Tool {invoker.name!r} takes a RunContext; pass deps_context=DepsContext(deps).")
+        raise MissingDepsError(f"Tool {invoker.name!r} takes a RunContext; pass deps_context=DepsContext(deps).")
 
     async def wrapper(arguments: dict[str, object]) -> dict[str, object]:
         try:
@@ -364,13 +369,16 @@ def filter_tools_for_request(
     if registered_toolsets is None:
         raise ToolsetNotRegisteredError(
             f"The request uses function tools ({', '.join(names)}) but no toolsets are registered; call "
-            "model.set_agent_toolsets(agent._function_toolset) after defining the agent's tools."
+            "model.set_agent_toolsets(agent._function_toolset) after defining the agent's tools.",
+            requested_tools=names,
         )
     available = {tool.name: tool for tool in collect_tools(registered_toolsets)}
     missing = [name for name in names if name not in available]
     if missing:
         raise ToolNotFoundError(
             f"Tools not found in the registered toolsets: {', '.join(missing)}. "
-            f"Available tools: {', '.join(available) or 'none'}."
+            f"Available tools: {', '.join(available) or 'none'}.",
+            missing_tools=missing,
+            available_tools=list(available),
         )
     return [available[name] for name in names]

@@ -40,6 +40,7 @@ from claudecode_model._mcp import (
     tool_spec,
 )
 from claudecode_model.deps_support import DepsContext, ToolCallContext, create_deps_context
+from claudecode_model.exceptions import MissingDepsError
 from claudecode_model.mcp_integration import convert_tools_to_mcp_server, tool_server
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ def create_async_handler(
     """
     name = getattr(func, "__name__", "tool")
     if takes_ctx and deps_context is None:
-        raise NotImplementedError(f"Tool {name!r} takes a RunContext; pass a deps_context.")
+        raise MissingDepsError(f"Tool {name!r} takes a RunContext; pass a deps_context.")
 
     async def call(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
         args = (deps_context,) if takes_ctx else ()

@@ -487,7 +487,7 @@ class IPCSession:
         else:
             meta_handler = self._meta_handlers.get(name)
             if meta_handler is None:
-                raise ToolNotFoundError(f"Tool '{name}' not found")
+                raise ToolNotFoundError(f"Tool '{name}' not found", missing_tools=[name])
             raw_meta = params.get("meta")
             raw = await meta_handler(arguments, dict(raw_meta) if isinstance(raw_meta, dict) else {})
         try:
