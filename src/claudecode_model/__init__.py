@@ -5,7 +5,8 @@ Names are imported lazily, so that light entry points (the IPC bridge process) d
 
 from __future__ import annotations
 
-from claudecode_model._lazy import load_export
+import importlib
+
 from claudecode_model._version import __version__
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs the bridge milliseconds
@@ -204,7 +205,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    return load_export(globals(), _EXPORTS, name)
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'claudecode_model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -7,8 +7,9 @@ the handler's text, not structured JSON), and turns a handler's exception into a
 its message (a raised exception would only show Claude "Internal server error"). ``asyncio.CancelledError``
 propagates, so Claude Code can cancel a call.
 
-The SDK serves the ``McpSdkServerConfig`` this returns over mcp's in-memory transport (one ``Server.run`` per
-CLI session), so every call goes through mcp's own request dispatch.
+Each call runs through :func:`~claudecode_model._mcp.run_tool_call`, as calls over the IPC bridge do, so both
+transports answer alike. The SDK serves the ``McpSdkServerConfig`` this returns over mcp's in-memory transport
+(one ``Server.run`` per CLI session), so every call goes through mcp's own request dispatch.
 """
 
 from __future__ import annotations

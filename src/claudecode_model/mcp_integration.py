@@ -270,8 +270,8 @@ def tool_server(
 def create_mcp_server_from_tools(
     tools: ToolSource | str = DEFAULT_SERVER_NAME,
     server_name: str | ToolSource | None = DEFAULT_SERVER_NAME,
-    *,
     version: str = "1.0.0",
+    *,
     deps: Any = _NO_DEPS,
     read_only: bool = False,
     name: str | None = None,
@@ -291,7 +291,8 @@ def create_mcp_server_from_tools(
         UnsupportedDepsTypeError: ``deps`` are needed and not serialisable.
     """
     if isinstance(tools, str):  # the earlier order: (name, toolsets, version)
-        tools, server_name = cast("ToolSource", server_name if server_name is not None else []), tools
+        given = [] if server_name is None or isinstance(server_name, str) else server_name
+        tools, server_name = given, tools
     if toolsets is not None:
         tools = toolsets
     if name is not None:

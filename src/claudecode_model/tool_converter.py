@@ -27,6 +27,7 @@ from claude_agent_sdk import SdkMcpTool
 from mcp.types import ToolAnnotations
 
 from claudecode_model._mcp import (
+    DEFAULT_SERVER_NAME,
     AgentToolset,
     JsonSchema,
     McpResponse,
@@ -192,7 +193,7 @@ def convert_mixed_tools_to_mcp_server(
     tools_cache: Mapping[str, object] | None = None,
     deps_context: ToolCallContext[Any] | DepsContext[Any] | None = None,
     *,
-    server_name: str = "pydantic_tools",
+    server_name: str = DEFAULT_SERVER_NAME,
     server_version: str = "1.0.0",
 ) -> McpSdkServerConfig:
     """An in-process MCP server for tools of which some take a ``RunContext`` (given ``deps_context``).

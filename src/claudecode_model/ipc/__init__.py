@@ -11,7 +11,7 @@ the parent-side modules (asyncio, pydantic-ai) it never uses.
 
 from __future__ import annotations
 
-from claudecode_model._lazy import load_export
+import importlib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -106,7 +106,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    return load_export(globals(), {key: f"{__name__}.{module}" for key, module in _EXPORTS.items()}, name)
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

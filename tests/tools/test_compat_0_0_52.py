@@ -10,6 +10,7 @@ import importlib
 from pathlib import Path
 
 import pytest
+from _tools_support import mcp_session
 from claude_agent_sdk import SdkMcpTool
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext, Tool
@@ -100,7 +101,7 @@ LEFT_OUT_ON_PURPOSE = {
 }
 """0.0.52 names this project does not provide, each with its reason and replacement in docs/compatibility.md."""
 
-COMPATIBILITY_PAGE = Path(__file__).resolve().parents[1] / "docs" / "compatibility.md"
+COMPATIBILITY_PAGE = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 
 
 @pytest.mark.parametrize("module_name", sorted(OLD_PUBLIC_NAMES))
@@ -164,9 +165,13 @@ async def test_mcp_integration_old_names_and_argument_order() -> None:
     assert extract_tools_from_toolsets(None) == []
     assert [definition["name"] for definition in extract_tools_from_toolsets(tools)] == ["get_weather"]
     assert get_parameters_json_schema(tools[0])["required"] == ["city"]
-    config = create_mcp_server_from_tools(MCP_SERVER_NAME, tools)
+    config = create_mcp_server_from_tools(MCP_SERVER_NAME, tools, "2.0.0")
     assert config["type"] == "sdk"
     assert config["name"] == "pydantic_tools"
+    async with mcp_session(config) as session:
+        assert [tool["name"] for tool in await session.list_tools()] == ["get_weather"]
+    async with mcp_session(create_mcp_server_from_tools()) as session:
+        assert await session.list_tools() == []
 
     async def add(x: int, y: int) -> int:
         return x + y
