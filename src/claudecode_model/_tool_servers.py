@@ -13,21 +13,21 @@ run within the noise; the bridge adds a process per CLI session and costs more f
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
 from claudecode_model._cli import cli_version
-from claudecode_model._inprocess_server import ToolCallHandler, ToolSpec, build_inprocess_server
+from claudecode_model._inprocess_server import build_inprocess_server
+from claudecode_model._mcp import ToolSpec, run_tool_call, tool_spec
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
 from claudecode_model.ipc._constants import SECRET_ENV_VAR
 from claudecode_model.ipc._session import IPCSession
 from claudecode_model.ipc._types import MetaToolHandler, ToolSchema, TransportType
-from claudecode_model.tool_converter import McpResponse, convert_tool
 
 __all__ = [
     "ResolvedTransport",
@@ -91,7 +91,11 @@ class ServedTools:
 
 
 async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: ResolvedTransport) -> ServedTools:
-    """Serve ``specs`` as the MCP server ``server_name`` over ``transport`` (started, for ``"stdio"``)."""
+    """Serve ``specs`` as the MCP server ``server_name`` over ``transport`` (started, for ``"stdio"``).
+
+    Both transports run each call with :func:`~claudecode_model._mcp.run_tool_call`: the same handler, the same
+    ``tool_use`` id, the same error results.
+    """
     if transport == "sdk":
         return ServedTools(config=build_inprocess_server(server_name, specs))
     schemas: list[ToolSchema] = []
@@ -112,33 +116,11 @@ async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: Re
 
 def _meta_handler(spec: ToolSpec) -> MetaToolHandler:
     async def handle(arguments: dict[str, object], meta: dict[str, object]) -> dict[str, object]:
-        response = await spec.handler(dict(arguments), tool_use_id(meta))
-        return dict(response)
+        return dict(await run_tool_call(spec, arguments, tool_use_id(meta)))
 
     return handle
 
 
-def registered_tool_specs(tools: Sequence[Any]) -> list[ToolSpec]:
-    """Tools registered with ``set_agent_toolsets`` as tool specs, converted with ``convert_tool``."""
-    specs = []
-    for tool in tools:
-        sdk_tool = convert_tool(tool)
-        annotations = sdk_tool.annotations
-        specs.append(
-            ToolSpec(
-                name=sdk_tool.name,
-                description=sdk_tool.description,
-                input_schema=dict(cast("dict[str, Any]", sdk_tool.input_schema)),
-                handler=_sdk_handler(sdk_tool.handler),
-                read_only=bool(annotations is not None and annotations.read_only_hint),
-            )
-        )
-    return specs
-
-
-def _sdk_handler(handler: Callable[[Any], Awaitable[dict[str, Any]]]) -> ToolCallHandler:
-    async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
-        result = await handler(arguments)
-        return {"content": result["content"], "isError": bool(result.get("isError", result.get("is_error", False)))}
-
-    return handle
+def registered_tool_specs(tools: Sequence[object]) -> list[ToolSpec]:
+    """Tools registered with ``set_agent_toolsets`` as tool specs (the same specs ``convert_tool`` wraps)."""
+    return [tool_spec(tool, check_arguments=True) for tool in tools]
