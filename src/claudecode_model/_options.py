@@ -38,7 +38,8 @@ class RequestNeeds:
 
     system_prompt: str | None
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
-    mcp_tools_signature: Any = None
+    mcp_tools_signature: list[list[Any]] | None = None
+    """What the request's tool servers serve (``None``: no tool servers), part of the session signature."""
     allowed_tools: list[str] = field(default_factory=list)
     output_schema: dict[str, Any] | None = None
     resume: str | None = None
