@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +12,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._digest import canonical_digest
 from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._restrictions import restriction_hooks
 from claudecode_model._subagents import subagent_options
@@ -41,7 +40,8 @@ class RequestNeeds:
 
     system_prompt: str | None
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
-    mcp_tools_signature: Any = None
+    mcp_tools_signature: list[list[Any]] | None = None
+    """What the request's tool servers serve (``None``: no tool servers), part of the session signature."""
     allowed_tools: list[str] = field(default_factory=list)
     output_schema: dict[str, Any] | None = None
     resume: str | None = None
@@ -146,8 +146,7 @@ def build_options(
         "native_tools": needs.native_tools.signature,
         "agents": subagents.signature,
     }
-    encoded = json.dumps(signature_source, sort_keys=True, default=str).encode()
-    return options, hashlib.sha256(encoded).hexdigest()
+    return options, canonical_digest(signature_source)
 
 
 def _hooks(restrictions: Any, native_tools: NativeToolPlan) -> dict[str, list[Any]] | None:

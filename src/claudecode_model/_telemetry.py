@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 from pydantic_ai.messages import ModelResponsePart, NativeToolCallPart, NativeToolReturnPart
 
-from claudecode_model._history import PARENT_TOOL_CALL_ID_KEY
+from claudecode_model._details import PARENT_TOOL_CALL_ID_KEY
 
-__all__ = ["SESSION_SOURCE_KEY", "record_turn", "turn_attributes"]
+__all__ = ["SESSION_SOURCE_KEY", "SessionSource", "record_turn", "turn_attributes"]
+
+SessionSource = Literal["live", "resume", "replay", "new"]
+"""How a turn reached its CLI session: a kept process continued, a session resumed by id, a replayed history, or a
+new session."""
 
 SESSION_SOURCE_KEY = "session_source"
 """``provider_details`` key: how the turn reached its CLI session (``live``, ``resume``, ``replay`` or ``new``)."""
