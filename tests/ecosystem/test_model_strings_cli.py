@@ -61,6 +61,11 @@ async def test_agent_takes_a_claude_code_model_string(models: ClaudeCodeModels, 
     assert isinstance(models.model("claude-code:haiku"), ClaudeCodeModel)
     assert models.model("claude-code:haiku").model_name == "haiku"
 
+    # The id resolves to the same model in the next run: the conversation continues in the kept CLI process.
+    again = await agent.run("and again", message_history=result.all_messages())
+    assert again.output == "echo: and again"
+    assert (again.all_messages()[-1].provider_details or {})["session_source"] == "live"  # type: ignore[union-attr]
+
 
 async def test_run_level_model_string_and_default(models: ClaudeCodeModels, claude_backend: OfflineBackend):
     agent = Agent(capabilities=[models])
