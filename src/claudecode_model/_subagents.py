@@ -43,6 +43,7 @@ class SubagentOptions:
     env: dict[str, str] = field(default_factory=dict)
     """Environment defaults (foreground subagents) when the ``Agent`` tool is available."""
     signature: Any = None
+    """The definitions as plain data, for the session signature (``None`` without subagents)."""
 
 
 def subagent_options(settings: ClaudeCodeModelSettings, builtin: list[str] | str | None) -> SubagentOptions:

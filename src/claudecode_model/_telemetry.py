@@ -18,6 +18,7 @@ from opentelemetry.util.types import AttributeValue
 from pydantic_ai.messages import ModelResponsePart, NativeToolCallPart, NativeToolReturnPart
 
 from claudecode_model._details import PARENT_TOOL_CALL_ID_KEY
+from claudecode_model._subagents import AGENT_TOOL_NAMES
 
 __all__ = ["SESSION_SOURCE_KEY", "SessionSource", "record_turn", "turn_attributes"]
 
@@ -39,7 +40,6 @@ _ATTRIBUTES = {
     "terminal_reason": "claude_code.terminal_reason",
     "subtype": "claude_code.result_subtype",
 }
-_AGENT_TOOLS = ("Agent", "Task")
 
 
 def turn_attributes(details: Mapping[str, Any]) -> dict[str, AttributeValue]:
@@ -82,7 +82,7 @@ def _subagent_events(parts: Sequence[ModelResponsePart]) -> list[tuple[str, dict
             failed[parent] = failed.get(parent, 0) + 1
     events: list[tuple[str, dict[str, AttributeValue]]] = []
     for part in parts:
-        if not isinstance(part, NativeToolCallPart) or part.tool_name not in _AGENT_TOOLS:
+        if not isinstance(part, NativeToolCallPart) or part.tool_name not in AGENT_TOOL_NAMES:
             continue
         args = part.args_as_dict()
         attributes: dict[str, AttributeValue] = {
