@@ -121,6 +121,48 @@ async def test_subagent_calls_are_native_parts_linked_to_the_agent_call(
     assert [call.tool_name for call in claude_backend.last_request.tool_calls()] == ["Agent"]
 
 
+async def test_a_subagent_calls_one_of_the_agents_tools(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    looker = "You are the looker. Look the key up with the lookup tool."
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        system = "\n".join(p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart))
+        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        if looker in system:
+            if not returns:
+                return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__lookup", {"key": "colour"})])
+            return ModelResponse(parts=[TextPart(f"REPORT: {returns[0].content}")])
+        if not returns:
+            task = {"description": "Look up", "prompt": "Look up the colour", "subagent_type": "looker"}
+            return ModelResponse(parts=[ToolCallPart("Agent", task)])
+        return ModelResponse(parts=[TextPart(f"The subagent said: {returns[0].content}")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    settings: ClaudeCodeModelSettings = {
+        "claude_code_timeout": 60,
+        "claude_code_agents": {
+            "looker": {"description": "Looks keys up", "prompt": looker, "tools": ["mcp__pydantic_tools__lookup"]}
+        },
+    }
+    agent = Agent(model, model_settings=settings)
+    looked_up: list[str] = []
+
+    @agent.tool_plain
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        looked_up.append(key)
+        return f"{key} is teal"
+
+    result = await agent.run("What colour?")
+
+    assert looked_up == ["colour"]
+    assert "colour is teal" in result.output
+    parts = [part for message in result.all_messages() if isinstance(message, ModelResponse) for part in message.parts]
+    [agent_call] = [part for part in parts if isinstance(part, NativeToolCallPart) and part.tool_name == "Agent"]
+    calls = [part for part in parts if isinstance(part, ToolCallPart | NativeToolCallPart)]
+    [lookup_call] = [part for part in calls if part.tool_name == "lookup"]
+    assert (lookup_call.provider_details or {})["parent_tool_call_id"] == agent_call.tool_call_id
+
+
 async def test_a_subagent_needs_a_description_and_prompt(model: ClaudeCodeModel, claude_backend: OfflineBackend):
     agent = Agent(model, model_settings={"claude_code_agents": {"bad": {"description": "", "prompt": "p"}}})
 
