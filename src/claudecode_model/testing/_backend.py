@@ -527,6 +527,7 @@ class OfflineBackend:
             case "cut":
                 if not stream:
                     return _error_response(failure.status, failure.message, failure.error_type)
+                logging.getLogger("uvicorn.error").addFilter(_QUIET_CUTS)  # a filter already there is not added again
                 return self._sse_response(self._cut_stream(failure, model))
 
     async def _cut_stream(self, failure: Failure, model: str) -> AsyncIterator[bytes]:
@@ -559,6 +560,16 @@ class OfflineBackend:
 
 class _CutConnectionError(Exception):
     """Raised inside a streamed body to drop the connection (an injected failure, not a bug)."""
+
+
+class _QuietCuts(logging.Filter):
+    """Keeps the server's traceback of an injected connection cut out of the logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _CutConnectionError))
+
+
+_QUIET_CUTS = _QuietCuts()
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:
