@@ -10,13 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from claudecode_model._plan import SessionPoint, TurnPlan
 from claudecode_model._replay import TranscriptEntry
-from claudecode_model._transcripts import TranscriptFiles
+from claudecode_model._transcripts import PointPosition
 
 S = TypeVar("S")
+
+
+class Transcripts(Protocol):
+    """Where session transcripts are kept (the CLI's files: :class:`~claudecode_model._transcripts.TranscriptFiles`)."""
+
+    def position(self, session_id: str, message_uuid: str) -> PointPosition:
+        """Where the entry ``message_uuid`` lies in the transcript of ``session_id``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ def choose_source(
     *,
     take_live: Callable[[SessionPoint], S | None],
     in_use: Callable[[str], bool],
-    files: TranscriptFiles,
+    files: Transcripts,
 ) -> SessionSource[S]:
     """Where the turn of ``plan`` goes on from.
 
