@@ -113,6 +113,7 @@ async def test_run_discards_the_text_of_an_aborted_attempt(
     assert [r.stream for r in claude_backend.requests] == [True, False]  # the CLI retried without streaming
     assert seen.text.startswith("this answer will")  # the aborted attempt did reach the client
     assert result.output == "recovered fine"
+    assert result.all_messages()[-1].provider_details["aborted_attempts"] == 1  # type: ignore[union-attr,index]
     assert response_texts(result.all_messages()) == ["recovered fine"]
     assert_no_trace(result.all_messages())
     await _follow_up_sees_only_the_recovered_answer(agent, result.all_messages(), claude_backend)

@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
 _HOLD_POLL_SECONDS = 0.005
-_CUT_PAUSE_SECONDS = 0.3
+_CUT_PAUSE_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
