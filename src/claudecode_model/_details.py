@@ -16,3 +16,9 @@ CLI_TOOL_NAME_KEY = "cli_tool_name"
 
 PARENT_TOOL_CALL_ID_KEY = "parent_tool_call_id"
 """Of a part produced inside a subagent: the id of the ``Agent`` call that started it (such parts are not replayed)."""
+
+RESUME_AT_KEY = "resume_session_at"
+"""The transcript entry of the CLI session where a response ends: a later turn resumes (or branches) from there."""
+
+ABORTED_ATTEMPTS_KEY = "aborted_attempts"
+"""How many API responses of the turn were cut and asked again by the CLI (their parts are not in the response)."""

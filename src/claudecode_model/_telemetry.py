@@ -22,12 +22,12 @@ from claudecode_model._subagents import AGENT_TOOL_NAMES
 
 __all__ = ["SESSION_SOURCE_KEY", "SessionSource", "record_turn", "turn_attributes"]
 
-SessionSource = Literal["live", "resume", "replay", "new"]
-"""How a turn reached its CLI session: a kept process continued, a session resumed by id, a replayed history, or a
-new session."""
+SessionSource = Literal["live", "resume", "fork", "replay", "fresh"]
+"""How a turn reached its CLI session: a kept process continued, a session resumed by id, a session branched at an
+earlier point, a replayed history, or a fresh session."""
 
 SESSION_SOURCE_KEY = "session_source"
-"""``provider_details`` key: how the turn reached its CLI session (``live``, ``resume``, ``replay`` or ``new``)."""
+"""``provider_details`` key: how the turn reached its CLI session (see :data:`SessionSource`)."""
 
 _ATTRIBUTES = {
     "session_id": "claude_code.session_id",

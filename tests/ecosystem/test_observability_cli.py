@@ -68,7 +68,7 @@ async def test_each_request_span_carries_the_cli_metadata(
     spans = _chat_spans(exporter)
     assert len(spans) == 3
     sources = [span.attributes["claude_code.session_source"] for span in spans if span.attributes]
-    assert sources == ["new", "live", "resume"]
+    assert sources == ["fresh", "live", "resume"]
     session_ids = {span.attributes["claude_code.session_id"] for span in spans if span.attributes}
     [session_id] = session_ids  # one CLI session throughout
     first_response = first.all_messages()[-1]
@@ -143,4 +143,4 @@ async def test_without_instrumentation_nothing_is_recorded(claude_backend: Offli
 
     response = result.all_messages()[-1]
     assert isinstance(response, ModelResponse)
-    assert (response.provider_details or {})["session_source"] == "new"
+    assert (response.provider_details or {})["session_source"] == "fresh"
