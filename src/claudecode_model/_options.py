@@ -20,17 +20,6 @@ from claudecode_model.settings import ClaudeCodeModelSettings
 logger = logging.getLogger(__name__)
 
 DEFAULT_PERMISSION_MODE = "dontAsk"
-_IGNORED_STANDARD_SETTINGS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "seed",
-    "stop_sequences",
-    "presence_penalty",
-    "frequency_penalty",
-    "logit_bias",
-    "parallel_tool_calls",
-)
 
 
 @dataclass
@@ -58,10 +47,6 @@ def build_options(
     stderr: Callable[[str], None],
 ) -> tuple[ClaudeAgentOptions, str]:
     """The SDK options for a request, and a signature of everything that fixes a CLI session's behaviour."""
-    for key in _IGNORED_STANDARD_SETTINGS:
-        if key in settings:
-            logger.debug("setting %r is ignored: the Claude Code CLI has no equivalent", key)
-
     builtin = settings.get("claude_code_builtin_tools")
     tools: list[str] | dict[str, str]
     builtin_names: list[str] = []

@@ -38,6 +38,7 @@ __all__ = [
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
     "ClaudeCodeServerError",
+    "ClaudeCodeSettingsError",
     "ClaudeCodeUnavailableError",
     "DependencyResolutionError",
     "IPCConnectionError",
@@ -61,6 +62,13 @@ class ClaudeCodeError(Exception):
 
 
 # --- the CLI process -------------------------------------------------------------------------------------------
+
+
+class ClaudeCodeSettingsError(ClaudeCodeError, UserError, ValueError):
+    """A setting or constructor argument is invalid (the message names it and says what is allowed).
+
+    Raised before any CLI process starts. Also a pydantic-ai ``UserError`` and a ``ValueError``.
+    """
 
 
 class CLINotFoundError(ClaudeCodeError):

@@ -44,6 +44,7 @@ from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._run_context import current_run_context
 from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._settings_check import check_model_arguments, check_request_settings
 from claudecode_model._tool_servers import (
     ResolvedTransport,
     ServedTools,
@@ -128,6 +129,12 @@ class ClaudeCodeModel(Model):
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
                 supports: in-process for Claude Code 2.0 and later).
         """
+        check_model_arguments(
+            keep_sessions=keep_sessions,
+            session_idle_timeout=session_idle_timeout,
+            tool_transport=tool_transport,
+            settings=settings,
+        )
         self._model_name = model_name
         self._cli_path_option = cli_path
         self._cli_path: Path | None = None
@@ -272,6 +279,7 @@ class ClaudeCodeModel(Model):
         params: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> _Turn:
+        check_request_settings(self, settings)
         await self._pool.prune()
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
