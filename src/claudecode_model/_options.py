@@ -14,6 +14,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._launcher import guarded_cli_path
 from claudecode_model._restrictions import restriction_hooks
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -86,7 +87,7 @@ def build_options(
         max_budget_usd=settings.get("claude_code_max_budget_usd"),
         model=model_name,
         cwd=str(cwd) if cwd is not None else None,
-        cli_path=cli_path,
+        cli_path=guarded_cli_path(cli_path),  # the CLI dies with this process
         env=env,
         extra_args=dict(settings.get("claude_code_extra_args", {})),
         setting_sources=list(settings.get("claude_code_setting_sources", [])),
