@@ -39,6 +39,7 @@ from claudecode_model._agent_tools import (
     tools_signature,
 )
 from claudecode_model._cli_discovery import find_cli
+from claudecode_model._exit import close_blocking, track
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
@@ -266,6 +267,10 @@ class ClaudeCodeModel(Model):
         """Stop every CLI process this model keeps for follow-up turns."""
         await self._pool.close_all()
 
+    def close(self) -> None:
+        """Synchronous :meth:`aclose` for programs that use ``run_sync`` (not callable from async code)."""
+        close_blocking(self.aclose)
+
     async def __aexit__(self, *args: Any) -> bool | None:
         await self.aclose()
         return await super().__aexit__(*args)
@@ -280,6 +285,7 @@ class ClaudeCodeModel(Model):
         run_context: RunContext[Any] | None = None,
     ) -> _Turn:
         check_request_settings(self, settings)
+        track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
         await self._pool.prune()
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
