@@ -140,17 +140,25 @@ async def test_close_from_async_code_is_refused():
         ClaudeCodeModel().close()
 
 
-def test_the_pytest_fixtures_end_quietly(tmp_path: Path):
-    (tmp_path / "pytest.ini").write_text(  # the setup docs/testing.md recommends
-        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
-    )
-    (tmp_path / "test_user.py").write_text(
-        textwrap.dedent(
-            """
-            from pydantic_ai import Agent
-            from claudecode_model import ClaudeCodeModel
+def readme_pytest_setup() -> tuple[str, str]:
+    """The README's pytest configuration (TOML) and its async test using the fixtures."""
+    section = (ROOT / "README.md").read_text().split("With pytest, the plugin", 1)[1]
+    toml = re.search(r"```toml\n(.*?)```", section, re.S)
+    test = re.search(r"```python\n(.*?)```", section, re.S)
+    assert toml is not None
+    assert test is not None
+    return toml.group(1), test.group(1)
 
-            async def test_async_run(claude_cli_env):
+
+def test_the_pytest_fixtures_end_quietly(tmp_path: Path):
+    toml, readme_test = readme_pytest_setup()
+    (tmp_path / "pyproject.toml").write_text(toml)
+    (tmp_path / "test_user.py").write_text(
+        readme_test
+        + textwrap.dedent(
+            """
+
+            async def test_async_run_without_closing(claude_cli_env):
                 model = ClaudeCodeModel(env=claude_cli_env)
                 assert (await Agent(model).run("hello")).output
 
@@ -172,6 +180,6 @@ def test_the_pytest_fixtures_end_quietly(tmp_path: Path):
     output = completed.stdout + completed.stderr
 
     assert completed.returncode == 0, output
-    assert "2 passed" in output
+    assert "3 passed" in output
     assert not [noise for noise in NOISE if noise in output], output
     assert "warnings summary" not in output, output
