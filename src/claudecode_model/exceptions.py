@@ -200,7 +200,7 @@ def api_error_for_status(
     return cls(status_code, model_name, body, cli_message=cli_message, result=result, in_stream=in_stream)
 
 
-# --- tools (seed 000) ------------------------------------------------------------------------------------------
+# --- tools ----------------------------------------------------------------------------------------------------
 
 
 class ToolValidationError(ClaudeCodeError, ValueError):
@@ -223,7 +223,7 @@ class TypeHintResolutionError(ClaudeCodeError):
     """The type hints of a dependencies dataclass could not be resolved (unresolved forward reference)."""
 
 
-# --- the tool runtime (seed 003) -------------------------------------------------------------------------------
+# --- the tool runtime -----------------------------------------------------------------------------------------
 
 
 class DependencyResolutionError(ClaudeCodeError, UserError):
@@ -233,7 +233,7 @@ class DependencyResolutionError(ClaudeCodeError, UserError):
     """
 
 
-# --- IPC bridge (seed 002) -------------------------------------------------------------------------------------
+# --- IPC bridge -----------------------------------------------------------------------------------------------
 
 
 class IPCError(ClaudeCodeError):
