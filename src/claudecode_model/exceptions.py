@@ -8,11 +8,13 @@ provider's errors.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic_ai.exceptions import (
     ModelAuthenticationError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     ModelOverloadedError,
     ModelRateLimitError,
@@ -33,6 +35,7 @@ __all__ = [
     "ClaudeCodeAPIError",
     "ClaudeCodeAuthenticationError",
     "ClaudeCodeConnectionError",
+    "ClaudeCodeContextWindowExceededError",
     "ClaudeCodeError",
     "ClaudeCodeOverloadedError",
     "ClaudeCodeRateLimitError",
@@ -149,7 +152,12 @@ class ClaudeCodeAuthenticationError(ClaudeCodeAPIError, ModelAuthenticationError
 
 
 class ClaudeCodeRateLimitError(ClaudeCodeAPIError, ModelRateLimitError):
-    """429: rate limited."""
+    """429: rate limited, or a usage limit of the subscription reached (such as the 5-hour limit).
+
+    ``resets_at`` is when the limit resets, where the CLI says (``retry_after`` then holds the seconds until then).
+    """
+
+    resets_at: datetime | None = None
 
 
 class ClaudeCodeOverloadedError(ClaudeCodeAPIError, ModelOverloadedError):
@@ -166,6 +174,14 @@ class ClaudeCodeServerError(ClaudeCodeAPIError, ModelServerError):
 
 class ClaudeCodeRequestRejectedError(ClaudeCodeAPIError, ModelRequestRejectedError):
     """Any other 4xx status."""
+
+
+class ClaudeCodeContextWindowExceededError(ClaudeCodeRequestRejectedError, ModelContextWindowExceededError):
+    """The prompt is longer than the model's context window; ``prompt_tokens`` and ``limit_tokens`` give the sizes
+    where the CLI reported them. Not transient: retrying the same request fails the same way."""
+
+    prompt_tokens: int | None = None
+    limit_tokens: int | None = None
 
 
 class ClaudeCodeConnectionError(ClaudeCodeError, ModelConnectionError):

@@ -40,6 +40,7 @@ from claudecode_model._agent_tools import (
 )
 from claudecode_model._cli_discovery import find_cli
 from claudecode_model._exit import close_blocking, track
+from claudecode_model._failures import classify_failed_turn, map_sdk_error
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
@@ -440,6 +441,8 @@ class ClaudeCodeModel(Model):
             return error  # ours already, or cancellation, GeneratorExit, KeyboardInterrupt
         if isinstance(error, SDKCLINotFoundError):
             return CLINotFoundError(str(error))
+        if (sdk_error := map_sdk_error(error, "\n".join(stderr))) is not None:
+            return sdk_error
         if translator is not None:
             api_error = self._api_error(translator)
             if api_error is not None:
@@ -585,7 +588,12 @@ class _Turn:
             self.failed = True
             if self.router.fatal_error is not None and isinstance(error, Exception):
                 raise self.router.fatal_error from error
-            mapped = self.model._map_error(error, self.translator, self.stderr)
+            classified = (
+                None
+                if isinstance(error, ClaudeCodeError)
+                else classify_failed_turn(self.raw_messages, self.model.model_name)
+            )
+            mapped = classified or self.model._map_error(error, self.translator, self.stderr)
             if mapped is error:
                 raise
             raise mapped from error
@@ -596,7 +604,9 @@ class _Turn:
             # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
             self.completed = True
             return
-        result_error = self.model._result_error(self.translator)
+        result_error = classify_failed_turn(self.raw_messages, self.model.model_name) or self.model._result_error(
+            self.translator
+        )
         if result_error is not None:
             self.failed = True
             raise result_error

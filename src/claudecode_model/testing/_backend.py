@@ -107,12 +107,14 @@ def _remove_dirs(*directories: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _error_response(status: int, message: str, error_type: str | None = None) -> JSONResponse:
+def _error_response(
+    status: int, message: str, error_type: str | None = None, headers: tuple[tuple[str, str], ...] = ()
+) -> JSONResponse:
     body = {
         "type": "error",
         "error": {"type": error_type or error_type_for_status(status), "message": message},
     }
-    return JSONResponse(body, status_code=status, headers={"request-id": _request_id()})
+    return JSONResponse(body, status_code=status, headers={"request-id": _request_id(), **dict(headers)})
 
 
 def _reject_constant(name: str) -> object:
@@ -526,7 +528,7 @@ class OfflineBackend:
         logger.debug("offline backend serving injected failure %s", failure)
         match failure.kind:
             case "http":
-                return _error_response(failure.status, failure.message, failure.error_type)
+                return _error_response(failure.status, failure.message, failure.error_type, failure.headers)
             case "stall":
                 await self._wait(failure.seconds)
                 return _error_response(failure.status, failure.message, failure.error_type)
