@@ -504,7 +504,15 @@ class _ToolServerPlan:
 
 def _default_profile(model_name: str | None) -> ModelProfile:
     base = anthropic_model_profile(model_name or "claude-sonnet-4-5") or ModelProfile()
-    return {**base, "supports_json_schema_output": True, "default_structured_output_mode": "native"}
+    return {
+        **base,
+        "supports_json_schema_output": True,
+        "default_structured_output_mode": "native",
+        # What the CLI's input accepts (see _history): images, PDF and plain text; no audio, video or Office files.
+        "supports_audio_file_input": False,
+        "supports_video_input": False,
+        "supported_document_media_types": frozenset({"application/pdf", "text/plain"}),
+    }
 
 
 def _instructions(messages: list[ModelMessage], params: ModelRequestParameters) -> str | None:
