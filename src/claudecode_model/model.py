@@ -42,6 +42,7 @@ from claudecode_model._cli_discovery import find_cli
 from claudecode_model._exit import close_blocking, track
 from claudecode_model._failures import classify_failed_turn, map_sdk_error
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
+from claudecode_model._history_repair import repair_history
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._run_context import current_run_context
@@ -287,6 +288,7 @@ class ClaudeCodeModel(Model):
     ) -> _Turn:
         check_request_settings(self, settings)
         track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
+        messages = repair_history(messages)  # orphaned or repeated tool results: repaired, with a WARNING
         await self._pool.prune()
         instructions = _instructions(messages, params)
         plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
