@@ -20,7 +20,6 @@ from typing import Any
 from claude_agent_sdk import AssistantMessage, RateLimitEvent, ResultMessage
 from claude_agent_sdk import CLIConnectionError as SDKCLIConnectionError
 from claude_agent_sdk import CLIJSONDecodeError as SDKCLIJSONDecodeError
-from claude_agent_sdk._errors import MessageParseError as SDKMessageParseError
 
 from claudecode_model.exceptions import (
     ClaudeCodeAPIError,
@@ -121,7 +120,7 @@ def map_sdk_error(error: BaseException, stderr: str) -> ClaudeCodeError | None:
     """The library's error for the SDK's transport and parse errors (``None`` for anything else)."""
     detail = f"\n{stderr}" if stderr else ""
     match error:
-        case SDKCLIJSONDecodeError() | SDKMessageParseError():
+        case SDKCLIJSONDecodeError():
             return CLIResponseParseError(f"Claude Code CLI produced output that could not be read: {error}{detail}")
         case SDKCLIConnectionError():
             return CLIConnectionError(f"Talking to the Claude Code CLI failed: {error}{detail}", stderr=stderr or None)

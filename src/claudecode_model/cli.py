@@ -118,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _login(args: argparse.Namespace) -> int:
     """Run ``claude auth login`` of the CLI the library uses, with the terminal attached."""
-    from claudecode_model._cli_discovery import find_cli
+    from claudecode_model._cli import find_cli
     from claudecode_model.exceptions import ClaudeCodeError
 
     try:
@@ -411,7 +411,7 @@ def _run_summary(result: AgentRunResult[str], tool_calls: int, elapsed: float) -
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-    from claudecode_model._cli_discovery import find_cli
+    from claudecode_model._cli import cli_version_text, find_cli
     from claudecode_model.exceptions import ClaudeCodeError
 
     problems = 0
@@ -420,7 +420,7 @@ async def _doctor(args: argparse.Namespace) -> int:
     except ClaudeCodeError as error:
         print(f"[fail] Claude Code CLI: {error}")
         return 1
-    version = _cli_version(cli)
+    version = cli_version_text(cli)
     print(f"[ok]   Claude Code CLI: {cli} ({version})")
     for line in _credentials():
         print(line)
@@ -435,20 +435,6 @@ async def _doctor(args: argparse.Namespace) -> int:
             f"({trip.api_requests} API request(s) to {trip.backend_url})"
         )
     return 1 if problems else 0
-
-
-def _cli_version(cli: Path) -> str:
-    try:
-        completed = subprocess.run(
-            [str(cli), "--version"], capture_output=True, text=True, timeout=30, env=_quiet_env(), check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"version unknown: {error}"
-    return completed.stdout.strip() or completed.stderr.strip() or f"exit code {completed.returncode}"
-
-
-def _quiet_env() -> dict[str, str]:
-    return {**os.environ, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 
 
 def _credentials() -> list[str]:

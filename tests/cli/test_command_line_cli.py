@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from claudecode_model import cli
-from claudecode_model._cli_discovery import find_cli
+from claudecode_model._cli import find_cli
 
 SRC_DIR = Path(__file__).resolve().parents[2] / "src"
 
