@@ -92,6 +92,9 @@ async def start_turn(
     ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned.
     """
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    timeout = _turn_timeout(settings)
+    # The timeout covers the whole request: planning, the CLI's start and initialisation, and the turn itself.
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     await runner.pool.prune()
     plan = plan_turn(
         messages,
@@ -124,7 +127,14 @@ async def start_turn(
         base_env=runner.env,
         stderr=stderr.append,
     )
-    session = await _acquire_session(runner, plan, settings, options, signature, servers, stderr)
+    starting = asyncio.timeout_at(deadline)
+    try:
+        async with starting:
+            session = await _acquire_session(runner, plan, settings, options, signature, servers, stderr)
+    except TimeoutError as error:
+        if not starting.expired():
+            raise
+        raise timeout_error(timeout or 0) from error
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
@@ -135,7 +145,8 @@ async def start_turn(
         plan=plan,
         messages_in=messages,
         params=params,
-        timeout=_turn_timeout(settings),
+        timeout=timeout,
+        deadline=deadline,
         stderr=stderr,
         translator=TurnTranslator(
             new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
@@ -197,6 +208,7 @@ class CLITurn:
         messages_in: list[ModelMessage],
         params: ModelRequestParameters,
         timeout: float | None,
+        deadline: float | None = None,
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
@@ -215,7 +227,8 @@ class CLITurn:
         self.completed = False
         self.failed = False
         self._source: AsyncGenerator[Message, None] | None = None
-        self._deadline: float | None = None
+        self._deadline = deadline
+        """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
 
     @property
     def model_used(self) -> str:
@@ -235,11 +248,11 @@ class CLITurn:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
-        timeout counts from the first iteration.
+        timeout counts from the start of the request (the CLI's start included).
         """
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
-            if self.timeout is not None:
+            if self._deadline is None and self.timeout is not None:
                 self._deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             async with asyncio.timeout_at(self._deadline):
