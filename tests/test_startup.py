@@ -18,7 +18,8 @@ HEAVY = ("claude_agent_sdk", "mcp")
 
 
 def loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))\n"
+    report = f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+    probe = f"{code}\nimport json, sys\n{report}\n"
     completed = subprocess.run(
         [sys.executable, "-c", probe],
         capture_output=True,
