@@ -142,6 +142,7 @@ class CLISession:
     async def _own(self) -> None:
         client = ClaudeSDKClient(self.options)
         self._starting_client = client
+        started = time.monotonic()
         try:
             await client.connect()
         except BaseException as error:
@@ -151,6 +152,7 @@ class CLISession:
         self._process = cli_process(client)
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
+        logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
         self._ready.set_result(None)
         try:
             while (turn := await self._commands.get()) is not None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
@@ -51,6 +53,8 @@ from claudecode_model._request_tools import (
 from claudecode_model._session import CLISession, SessionPool
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+logger = logging.getLogger(__name__)
 
 STDERR_LINES = 50
 """How many of the CLI's last stderr lines an error reports."""
@@ -169,9 +173,15 @@ async def _acquire_session(
     if plan.continue_session_id is not None and plan.history_digest is not None:
         kept = runner.pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
         if kept is not None:
+            logger.debug("continuing session %s in its live CLI process", plan.continue_session_id)
             return kept
         resume = plan.continue_session_id
+        logger.debug("resuming session %s in a new CLI process (no live process holds it)", resume)
     elif plan.replay:
+        logger.debug(
+            "replaying a history of %d entries into a new session (it is not one a CLI session can continue)",
+            len(plan.replay),
+        )
         resume = write_replay_transcript(
             plan.replay,
             env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
@@ -227,6 +237,7 @@ class CLITurn:
         self.completed = False
         self.failed = False
         self._source: AsyncGenerator[Message, None] | None = None
+        self._started = time.monotonic()
         self._deadline = deadline
         """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
 
@@ -320,6 +331,14 @@ class CLITurn:
             digest = history_digest([*self.messages_in, ModelResponse(parts=parts)])
             details[HISTORY_DIGEST_KEY] = digest
             self.session.seen_digest = digest
+        logger.info(
+            "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
+            time.monotonic() - self._started,
+            usage.input_tokens,
+            usage.output_tokens,
+            f"${usage.cost:.6f}" if usage.cost is not None else "unknown",
+            translator.outcome.session_id,
+        )
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),

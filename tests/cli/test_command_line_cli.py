@@ -96,6 +96,8 @@ def test_verbose_shows_the_library_logs():
     assert quiet.returncode == verbose.returncode == 0, verbose.stderr
     assert "DEBUG claudecode_model" not in quiet.stderr
     assert "DEBUG claudecode_model.testing._backend: offline backend listening on http://127.0.0.1:" in verbose.stderr
+    assert "DEBUG claudecode_model._session: Claude Code CLI started: pid " in verbose.stderr
+    assert "INFO claudecode_model._turn: Claude Code turn done in " in verbose.stderr
 
 
 def test_login_runs_the_cli_auth_login_command(tmp_path: Path):
