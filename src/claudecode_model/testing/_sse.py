@@ -125,9 +125,10 @@ def _text_of(value: Any) -> str:
 
 def request_text(request_body: dict[str, Any]) -> str:
     """The text of a request that counts as input: system prompt, messages and tool definitions."""
+    offered = request_body.get("tools")
     tools = [
         {"name": tool.get("name"), "description": tool.get("description"), "input_schema": tool.get("input_schema")}
-        for tool in request_body.get("tools", [])
+        for tool in (offered if isinstance(offered, list) else [])
         if isinstance(tool, dict)
     ]
     return (
