@@ -127,7 +127,9 @@ async def test_a_cli_that_dies_at_start_is_a_process_error_with_its_stderr(fake_
 
 
 async def test_unreadable_cli_output_is_a_response_parse_error(fake_cli):
-    cli = fake_cli("claude", '#!/bin/sh\nread line\necho "{not json"\nsleep 10\n')
+    cli = fake_cli(
+        "claude", '#!/bin/sh\nread line\necho "{not json"\nexec sleep 10\n'
+    )  # one process: killed, its pipes close
     model = ClaudeCodeModel(cli_path=cli, keep_sessions=0, settings={"claude_code_timeout": 30})
 
     with pytest.raises(CLIResponseParseError, match="could not be read"):
