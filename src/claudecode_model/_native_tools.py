@@ -20,13 +20,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from claude_agent_sdk import HookMatcher
-from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput, McpHttpServerConfig
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.native_tools import AbstractNativeTool, MCPServerTool, WebFetchTool, WebSearchTool
+
+if TYPE_CHECKING:  # claude-agent-sdk loads with the first request (creating a model reads the supported tools)
+    from claude_agent_sdk import HookMatcher
+    from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput, McpHttpServerConfig
 
 __all__ = [
     "SUPPORTED_NATIVE_TOOLS",
@@ -86,6 +88,8 @@ class NativeToolPlan:
 
     def hooks(self) -> dict[str, list[HookMatcher]]:
         """``PreToolUse`` hooks enforcing the domain filters (none when there are none)."""
+        from claude_agent_sdk import HookMatcher
+
         matchers: list[HookMatcher] = []
         if self.search_domains != (None, None):
             matchers.append(HookMatcher(matcher="WebSearch", hooks=[_search_hook(*self.search_domains)]))

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from claude_agent_sdk import AgentDefinition
-from pydantic_ai.exceptions import UserError
-
+from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinition
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import AgentDefinition
 
 __all__ = [
     "AGENT_TOOL_NAMES",
@@ -65,7 +66,9 @@ def subagent_options(settings: ClaudeCodeModelSettings, builtin: list[str] | str
 def _definition(name: str, spec: SubagentDefinition) -> AgentDefinition:
     missing = [key for key in ("description", "prompt") if not spec.get(key)]
     if missing:
-        raise UserError(f"claude_code_agents[{name!r}] needs {' and '.join(missing)}")
+        raise ClaudeCodeSettingsError(f"claude_code_agents[{name!r}] needs {' and '.join(missing)}")
+    from claude_agent_sdk import AgentDefinition
+
     tools = spec.get("tools")
     disallowed = spec.get("disallowed_tools")
     return AgentDefinition(
