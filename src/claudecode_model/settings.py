@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from pydantic_ai.settings import ModelSettings
+from typing_extensions import TypedDict  # pydantic validates these settings: on Python 3.11 it needs this one
 
 __all__ = ["BuiltinToolsSetting", "ClaudeCodeModelSettings", "SessionMode", "SubagentDefinition"]
 
