@@ -31,6 +31,7 @@ from claudecode_model._mcp import (
     format_result,
     text_result,
 )
+from claudecode_model._parked import CallResults
 
 if TYPE_CHECKING:
     from pydantic_ai.tool_manager import ToolManager
@@ -61,6 +62,8 @@ class RunToolRouter:
     step to the next: without this count a tool that keeps asking for a retry would never exhaust its budget.
     """
     _in_flight: int = 0
+    results: CallResults = field(default_factory=CallResults)
+    """Results of the calls pydantic-ai runs itself (agent-run execution): the waiting handlers read them here."""
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context

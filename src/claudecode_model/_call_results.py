@@ -44,6 +44,7 @@ __all__ = [
     "CLI_INLINE_LIMIT",
     "NOT_ANSWERED_TEXT",
     "TEXT_LIMIT",
+    "anthropic_tool_result",
     "cap_text",
     "mcp_result",
     "not_answered_result",
@@ -150,3 +151,18 @@ def results_by_call(parts: Sequence[ModelRequestPart]) -> dict[str, ModelRequest
         if isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None):
             answers[part.tool_call_id] = part
     return answers
+
+
+def anthropic_tool_result(tool_use_id: str, result: CallToolResult) -> dict[str, Any]:
+    """An MCP result as the Anthropic ``tool_result`` block Claude Code makes of it (for a replayed transcript)."""
+    content: list[dict[str, Any]] = []
+    for block in result.content:
+        match block:
+            case TextContent():
+                content.append({"type": "text", "text": block.text})
+            case ImageContent():
+                source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
+                content.append({"type": "image", "source": source})
+            case _:
+                content.append({"type": "text", "text": f"[{block.type} content]"})
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": bool(result.is_error)}

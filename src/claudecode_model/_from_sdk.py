@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterator, Mapping
@@ -65,9 +66,14 @@ class TurnTranslator:
 
     Text and thinking arrive as deltas from the CLI's partial-message stream events; tool calls Claude Code
     executes (the agent's own MCP tools and built-in tools) become ``NativeToolCallPart`` / ``NativeToolReturnPart``
-    so that text written before a tool call is never mistaken for the final answer. A call of one of pydantic-ai's
-    output tools (``output_tool_names``, as the CLI names them) becomes a plain ``ToolCallPart`` instead, for the
-    agent to validate; its result inside the CLI is not reported.
+    so that text written before a tool call is never mistaken for the final answer. A call of a tool pydantic-ai
+    runs itself (``output_tool_names``: its output tools, and its function tools when it runs them, as the CLI
+    names them) becomes a plain ``ToolCallPart`` instead, for the agent to run or validate; its result inside the
+    CLI is not reported.
+
+    When a reply of Claude's ends (``message_stop``) having called such tools, :attr:`parked_calls` holds their ids:
+    the response ends there and the CLI turn waits for pydantic-ai's results. :meth:`next_response` then starts the
+    next response of the same turn.
     """
 
     def __init__(
@@ -85,6 +91,19 @@ class TurnTranslator:
         self._block_counts: dict[str, int] = {}
         self._streamed: set[tuple[str, int]] = set()
         self._tool_names: dict[str, str] = {}
+        self._reply_calls: list[str] = []
+        """Ids of this reply's calls of tools pydantic-ai runs, in order."""
+        self.parked_calls: list[str] = []
+        """Set when a reply ended with calls of tools pydantic-ai runs: the response is complete, the turn waits."""
+        self._responses = 0
+        """Responses of this turn before the current one (each ended at a reply with such calls)."""
+
+    def next_response(self, parts: ModelResponsePartsManager) -> None:
+        """Start the next response of the same turn (after pydantic-ai answered the parked calls)."""
+        self._parts = parts
+        self.parked_calls = []
+        self.outcome.stream_usage = RequestUsage()
+        self._responses += 1
 
     @property
     def parts(self) -> ModelResponsePartsManager:
@@ -128,7 +147,12 @@ class TurnTranslator:
         if kind == "message_start":
             message = event.get("message") or {}
             self._message_id = message.get("id")
+            self._reply_calls = []
             self._add_usage(message.get("usage") or {})
+            return
+        if kind == "message_stop":
+            if self._reply_calls:
+                self.parked_calls, self._reply_calls = self._reply_calls, []
             return
         if kind == "message_delta":
             delta = event.get("delta") or {}
@@ -220,7 +244,11 @@ class TurnTranslator:
     def _call_part(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> ToolCallPart | NativeToolCallPart:
         name = self.display_tool_name(cli_name)
         if cli_name in self._output_tool_names:
-            return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)
+            if call_id not in self._reply_calls:
+                self._reply_calls.append(call_id)
+            return ToolCallPart(
+                tool_name=name, args=args, tool_call_id=call_id, provider_details={CLI_TOOL_NAME_KEY: cli_name}
+            )
         return NativeToolCallPart(
             tool_name=name,
             args=args,
@@ -251,16 +279,24 @@ class TurnTranslator:
     # --- the end of the turn --------------------------------------------------------------------------------
 
     def usage(self, previous_cost_usd: float | None) -> RequestUsage:
-        """Usage of this turn; the cost is the CLI's cumulative session cost minus what was already counted."""
+        """Usage of this response; the cost is the CLI's cumulative session cost minus what was already counted.
+
+        A turn that is one response reports the result's totals; a turn of several responses (pydantic-ai ran tool
+        calls in between) reports each response's own API usage, and the cost of the whole turn on its last one.
+        """
         result = self.outcome.result
-        totals = result.usage if result is not None else None
-        usage = request_usage(totals) if totals else self.outcome.stream_usage
+        totals = result.usage if result is not None and not self._responses else None
+        usage = request_usage(totals) if totals else dataclasses.replace(self.outcome.stream_usage)
+        if self.parked_calls:
+            return usage
         if result is not None and result.total_cost_usd is not None:
             cost = result.total_cost_usd - (previous_cost_usd or 0.0)
             usage.cost = Decimal(str(round(max(cost, 0.0), 10)))
         return usage
 
     def finish_reason(self) -> FinishReason | None:
+        if self.parked_calls:
+            return "tool_call"
         result = self.outcome.result
         stop = (result.stop_reason if result is not None else None) or self.outcome.last_stop_reason
         if result is not None and result.is_error:

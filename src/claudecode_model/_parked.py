@@ -17,10 +17,12 @@ Two pieces:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from mcp.types import CallToolResult, TextContent
 
@@ -128,6 +130,7 @@ class ParkingLot(Generic[T]):
         self._parked: dict[str, _Parked[T]] = {}
         """Every pending call id -> its parked turn (several ids share one entry)."""
         self._closing: set[asyncio.Task[None]] = set()
+        _LIVE_LOTS.add(self)
 
     def __len__(self) -> int:
         return len({id(entry) for entry in self._parked.values()})
@@ -259,3 +262,13 @@ class ParkingLot(Generic[T]):
         self._parked.clear()
         for entry in entries:
             self._kill(entry.turn)
+
+
+_LIVE_LOTS: weakref.WeakSet[ParkingLot[Any]] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_parked_at_exit() -> None:
+    """A turn still parked when the interpreter exits must not outlive it."""
+    for lot in list(_LIVE_LOTS):
+        lot.kill_all()

@@ -32,6 +32,9 @@ class TurnPlan:
     """Digest of the history the continued session has seen."""
     replay: list[TranscriptEntry] = field(default_factory=list)
     """History to replay into a fresh session when no session can be continued."""
+    deferred_call: ContentBlock | None = None
+    """A ``tool_use`` block of the replayed history's last reply that the CLI runs again on resume (pydantic-ai's
+    answer to a pending call of the agent's tools; ``new_input`` is then empty)."""
 
 
 def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, allow_continue: bool = True) -> TurnPlan:

@@ -18,28 +18,40 @@ import json
 import os
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import Message
-from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart
+from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RequestUsage
 
+from claudecode_model._agent_run import (
+    PendingCalls,
+    checked_tool_execution,
+    deliver_answers,
+    pending_calls,
+    resume_plan,
+)
 from claudecode_model._agent_tools import RunToolRouter
-from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
-from claudecode_model._details import HISTORY_DIGEST_KEY
+from claudecode_model._compat import (
+    ModelResponsePartsManager,
+    current_run_context,
+    new_parts_manager,
+    request_instructions,
+)
+from claudecode_model._details import HISTORY_DIGEST_KEY, PROVIDER_NAME
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._from_sdk import TurnTranslator
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._plan import TurnPlan, plan_turn
-from claudecode_model._replay import write_replay_transcript
+from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
     ToolSetup,
@@ -48,6 +60,8 @@ from claudecode_model._request_tools import (
     tool_names,
 )
 from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._to_anthropic import user_content_blocks
+from claudecode_model._trace_context import traceparent_env
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -97,8 +111,15 @@ async def start_turn(
         request_instructions(messages, params),
         allow_continue=settings.get("claude_code_session", "auto") == "auto",
     )
-    servers = plan_tool_servers(runner.tools, params, runner.cli_path)
+    execution = settings.get("claude_code_tool_execution")
+    servers = plan_tool_servers(
+        runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
+    )
     names = tool_names(servers)
+    agent_runs_tools = any(server.agent_runs_tools for server in servers)
+    pending = pending_calls(messages, PROVIDER_NAME) if agent_runs_tools else None
+    if pending is not None:
+        plan = _resume_pending(plan, messages, pending)
     runs_agent_tools = any(server.runs_agent_tools for server in servers)
     if runs_agent_tools:
         run_context = run_context or current_run_context()
@@ -127,6 +148,8 @@ async def start_turn(
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
+    if pending is not None:
+        deliver_answers(router.results, pending)
     return CLITurn(
         runner=runner,
         session=session,
@@ -137,9 +160,10 @@ async def start_turn(
         timeout=_turn_timeout(settings),
         stderr=stderr,
         translator=TurnTranslator(
-            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
+            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.plain_calls
         ),
         wants_structured_output=needs.output_schema is not None,
+        agent_runs_tools=agent_runs_tools,
     )
 
 
@@ -164,6 +188,7 @@ async def _acquire_session(
             plan.replay,
             env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
             cwd=settings.get("claude_code_cwd"),
+            deferred_call=plan.deferred_call,
         )
     router = RunToolRouter()
     served = await serve_tool_servers(runner.tools, servers, router)
@@ -172,7 +197,7 @@ async def _acquire_session(
         options,
         resume=resume,
         mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
-        env={**options.env, **cli_env},
+        env={**options.env, **cli_env, **traceparent_env()},
     )
     # The session keeps the signature computed without per-process values (such as the IPC secret).
     session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
@@ -199,6 +224,7 @@ class CLITurn:
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
+        agent_runs_tools: bool = False,
     ) -> None:
         self.runner = runner
         self.session = session
@@ -210,6 +236,8 @@ class CLITurn:
         self.stderr = stderr
         self.translator = translator
         self.wants_structured_output = wants_structured_output
+        self.agent_runs_tools = agent_runs_tools
+        """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
@@ -217,12 +245,43 @@ class CLITurn:
         self._deadline: float | None = None
 
     @property
+    def waiting_calls(self) -> list[str]:
+        """The ids of the calls the turn waits for (its last reply called tools pydantic-ai runs), else empty."""
+        return self.translator.parked_calls if self.agent_runs_tools and not self.failed else []
+
+    def continue_with(self, messages: list[ModelMessage], parts: ModelResponsePartsManager) -> None:
+        """Go on with the next response of this turn, for the request ``messages`` (its answers were delivered)."""
+        self.messages_in = messages
+        self.translator.next_response(parts)
+
+    async def say(self, prompts: Sequence[UserPromptPart]) -> None:
+        """Send user prompts to the waiting turn (Claude gets them with the answers to its calls)."""
+        content = [block for part in prompts for block in user_content_blocks(part.content)]
+        message = {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None}
+        await self.session.say_during_turn(message)
+
+    async def close_parked(self) -> None:
+        """Stop a turn that waits for results: the CLI is stopped first (so that it sends Claude nothing more), then
+        any handler still waiting gets a "not executed" error."""
+        self.failed = True
+        try:
+            await self.session.abort(at_once=True)
+        finally:
+            self.router.results.close()
+
+    def kill(self) -> None:
+        """Synchronous last resort (interpreter exit, or the event loop is gone)."""
+        self.session.kill()
+
+    @property
     def model_used(self) -> str:
         """The model the CLI used (from its init message), else the name the model was created with."""
         used = self.translator.outcome.init_data.get("model")
         return used if isinstance(used, str) and used else self.runner.display_name
 
-    def _user_message(self) -> dict[str, Any]:
+    def _user_message(self) -> dict[str, Any] | None:
+        if self.plan.deferred_call is not None:
+            return None  # the resumed session takes up the call its transcript deferred by itself
         return {
             "type": "user",
             "message": {"role": "user", "content": self.plan.new_input},
@@ -230,16 +289,16 @@ class CLITurn:
             "uuid": str(uuid.uuid4()),
         }
 
-    async def messages(self) -> AsyncIterator[Message]:
+    async def messages(self) -> AsyncGenerator[Message, None]:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
-        timeout counts from the first iteration.
+        timeout counts from the first iteration, and again from each later one (a later model request).
         """
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
-            if self.timeout is not None:
-                self._deadline = asyncio.get_running_loop().time() + self.timeout
+        if self.timeout is not None:
+            self._deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             async with asyncio.timeout_at(self._deadline):
                 async for message in self._source:
@@ -321,6 +380,22 @@ class CLITurn:
             await self.session.abort()
         else:
             await self.runner.pool.put(self.session)
+
+
+def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: PendingCalls) -> TurnPlan:
+    """A plan that takes up the pending calls of the history's last response in a new session (no turn is parked
+    for them here): the history replayed, pydantic-ai's answers delivered as described in :func:`resume_plan`."""
+    index = next(i for i, message in enumerate(messages) if message is pending.response)
+    prompt = [block for part in pending.prompts for block in user_content_blocks(part.content)]
+    resumed = resume_plan(transcript_of(messages[: index + 1]), pending, prompt)
+    return replace(
+        plan,
+        new_input=resumed.new_input,
+        replay=resumed.entries,
+        deferred_call=resumed.deferred_call,
+        continue_session_id=None,
+        history_digest=None,
+    )
 
 
 def _turn_timeout(settings: ClaudeCodeModelSettings) -> float | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,9 +23,18 @@ from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
+from claudecode_model._agent_run import (
+    ToolExecution,
+    checked_tool_execution,
+    current_run_scope,
+    deliver_answers,
+    pending_calls,
+    run_scope,
+)
 from claudecode_model._cli import find_cli
-from claudecode_model._compat import ModelResponsePartsManager, now_utc
+from claudecode_model._compat import ModelResponsePartsManager, new_parts_manager, now_utc
 from claudecode_model._details import PROVIDER_NAME
+from claudecode_model._parked import ParkingLot
 from claudecode_model._request_tools import ToolSetup
 from claudecode_model._session import CLISession, SessionPool
 from claudecode_model._turn import CLITurn, TurnRunner, start_turn
@@ -77,6 +86,7 @@ class ClaudeCodeModel(Model):
         keep_sessions: int = 4,
         session_idle_timeout: float = 300.0,
         tool_transport: TransportType = "auto",
+        tool_execution: ToolExecution = "agent",
     ) -> None:
         """Create a Claude Code model.
 
@@ -91,13 +101,18 @@ class ClaudeCodeModel(Model):
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
                 supports: in-process for Claude Code 2.0 and later).
+            tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai, with its approvals, deferred
+                calls, retries, events, usage limits and traces; each Claude reply that calls tools is one model
+                request) or ``"cli"`` (Claude Code's loop, one model request per turn). See
+                ``docs/tool-execution.md``.
         """
         self._model_name = model_name
         self._cli_path_option = cli_path
         self._cli_path: Path | None = None
         self._env = dict(env or {})
         self._pool: SessionPool[CLISession] = SessionPool(max_idle=keep_sessions, idle_timeout=session_idle_timeout)
-        self._tools = ToolSetup(transport=tool_transport)
+        self._tools = ToolSetup(transport=tool_transport, execution=checked_tool_execution(tool_execution))
+        self._parked: ParkingLot[CLITurn] = ParkingLot(close=CLITurn.close_parked, kill=CLITurn.kill)
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
 
     # --- pydantic-ai Model interface ------------------------------------------------------------------------
@@ -138,11 +153,13 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        turn = await start_turn(self._runner(), messages, settings, params, run_context)
+        turn = await self._continue_parked(messages, params)
+        if turn is None:
+            turn = await start_turn(self._runner(), messages, settings, params, run_context)
         try:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         finally:
-            await turn.finish()
+            await self._settle(turn)
 
     # --- extra entry points ---------------------------------------------------------------------------------
 
@@ -204,7 +221,8 @@ class ClaudeCodeModel(Model):
         return self._tools.registered_server(function_tool_names)
 
     async def aclose(self) -> None:
-        """Stop every CLI process this model keeps for follow-up turns."""
+        """Stop every CLI process this model keeps for follow-up turns, and every turn waiting for tool results."""
+        await self._parked.close_all()
         await self._pool.close_all()
 
     async def __aexit__(self, *args: Any) -> bool | None:
@@ -212,6 +230,42 @@ class ClaudeCodeModel(Model):
         return await super().__aexit__(*args)
 
     # --- internals ------------------------------------------------------------------------------------------
+
+    def _run_scope(self) -> AbstractAsyncContextManager[None]:
+        """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""
+        return run_scope(self._parked, lambda: self._pool.idle_timeout)
+
+    async def _continue_parked(self, messages: list[ModelMessage], params: ModelRequestParameters) -> CLITurn | None:
+        """The parked turn waiting for the answers this request carries, with the answers delivered (and a new user
+        prompt sent along with them, which Claude gets with the answers)."""
+        self._parked.prune_dead_loops()
+        pending = pending_calls(messages, PROVIDER_NAME)
+        if pending is None:
+            return None
+        turn = self._parked.claim(pending.ids)
+        if turn is None:
+            return None
+        try:
+            if pending.prompts:
+                await turn.say(pending.prompts)
+        except BaseException:
+            await turn.close_parked()
+            raise
+        turn.session.waiting_for_tools = False
+        deliver_answers(turn.router.results, pending)
+        turn.continue_with(messages, new_parts_manager(params))
+        return turn
+
+    async def _settle(self, turn: CLITurn) -> None:
+        """After a request: park a turn that waits for tool results, else finish it."""
+        waiting = turn.waiting_calls
+        if not waiting:
+            await turn.finish()
+            return
+        scope = current_run_scope()
+        timeout = None if scope is not None else self._pool.idle_timeout
+        turn.session.waiting_for_tools = True
+        self._parked.park(turn, waiting, timeout=timeout, owner=scope)
 
     def _runner(self) -> TurnRunner:
         return TurnRunner(self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool)
@@ -249,14 +303,17 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
 
     async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
         turn = self._turn
-        async for message in turn.messages():
-            if self._closed:
-                return
-            for event in turn.translator.feed(message):
-                yield event
-                if self._closed:  # nothing after cancel(): the response was recorded as it stood
+        async with aclosing(turn.messages()) as messages:
+            async for message in messages:
+                if self._closed:
                     return
-        if turn.wants_structured_output:
+                for event in turn.translator.feed(message):
+                    yield event
+                    if self._closed:  # nothing after cancel(): the response was recorded as it stood
+                        return
+                if turn.waiting_calls:  # Claude's reply called tools pydantic-ai runs: this response ends here
+                    break
+        if turn.wants_structured_output and not turn.waiting_calls:
             # Native output is read from the text after the last tool call: the validated JSON the CLI returned.
             part = TextPart(turn.structured_output_text())
             yield self._parts_manager.handle_part(vendor_part_id="structured_output", part=part)

@@ -77,3 +77,8 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     claude_code_session: SessionMode
     """Whether to continue a CLI session the history came from (``"auto"``) or always start anew."""
+
+    claude_code_tool_execution: Literal["agent", "cli"]
+    """Who runs the agent's own tools: pydantic-ai (``"agent"``, the default: each Claude reply that calls tools is
+    one model request, and pydantic-ai's approvals, deferred calls, retries, events, limits and traces apply) or Claude
+    Code's loop (``"cli"``: one model request per turn, tools reported as built-in). See ``docs/tool-execution.md``."""
