@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -82,10 +82,16 @@ class TurnTranslator:
         *,
         tool_prefixes: tuple[str, ...],
         output_tool_names: frozenset[str] = frozenset(),
+        denied: Callable[[str, dict[str, Any]], bool] | None = None,
     ) -> None:
+        """``denied(cli_name, arguments)`` tells a call of a tool pydantic-ai runs that the CLI will deny (a tool
+        parameter restriction): it is reported as a native call, so that pydantic-ai does not run it, and the CLI's
+        denial as its result."""
         self._parts = parts
         self._tool_prefixes = tool_prefixes
         self._output_tool_names = output_tool_names
+        self._denied = denied
+        self._denied_calls: set[str] = set()
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
         self._block_counts: dict[str, int] = {}
@@ -167,9 +173,11 @@ class TurnTranslator:
         if kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
-                self._streamed.add(key)
                 cli_name = str(block.get("name", ""))
                 self._tool_names[str(block.get("id"))] = cli_name
+                if self._denied is not None and cli_name in self._output_tool_names:
+                    return  # held until its arguments are complete: the CLI may deny it
+                self._streamed.add(key)
                 part = self._call_part(cli_name, "", str(block.get("id")))
                 yield self._parts.handle_part(vendor_part_id=key, part=part)
             return
@@ -191,7 +199,7 @@ class TurnTranslator:
                 )
             case "input_json_delta":
                 partial = delta.get("partial_json", "")
-                if partial:
+                if partial and key in self._streamed:
                     yield from self._parts.handle_tool_call_delta_events(vendor_part_id=key, args=partial)
             case _:
                 return
@@ -234,7 +242,7 @@ class TurnTranslator:
             return
         managed = self._parts.get_part_by_vendor_id(key)
         final = self._tool_call_part(block)
-        if isinstance(managed, ToolCallPart | NativeToolCallPart) and managed.args_as_dict() == final.args_as_dict():
+        if type(managed) is type(final) and managed.args_as_dict() == final.args_as_dict():
             return
         yield self._parts.handle_part(vendor_part_id=key, part=final)
 
@@ -243,7 +251,11 @@ class TurnTranslator:
 
     def _call_part(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> ToolCallPart | NativeToolCallPart:
         name = self.display_tool_name(cli_name)
-        if cli_name in self._output_tool_names:
+        if cli_name in self._output_tool_names and self._denies(cli_name, args, call_id):
+            self._denied_calls.add(call_id)
+            if call_id in self._reply_calls:
+                self._reply_calls.remove(call_id)
+        elif cli_name in self._output_tool_names:
             if call_id not in self._reply_calls:
                 self._reply_calls.append(call_id)
             return ToolCallPart(
@@ -257,6 +269,11 @@ class TurnTranslator:
             provider_details={CLI_TOOL_NAME_KEY: cli_name},
         )
 
+    def _denies(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> bool:
+        if call_id in self._denied_calls:
+            return True
+        return self._denied is not None and isinstance(args, dict) and self._denied(cli_name, args)
+
     def _tool_results(self, message: UserMessage) -> Iterator[ModelResponseStreamEvent]:
         if isinstance(message.content, str):
             return
@@ -264,7 +281,7 @@ class TurnTranslator:
             if not isinstance(block, ToolResultBlock):
                 continue
             cli_name = self._tool_names.get(block.tool_use_id, "")
-            if cli_name in self._output_tool_names:
+            if cli_name in self._output_tool_names and block.tool_use_id not in self._denied_calls:
                 continue
             part = NativeToolReturnPart(
                 tool_name=self.display_tool_name(cli_name),

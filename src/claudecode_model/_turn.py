@@ -18,7 +18,7 @@ import json
 import os
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -59,6 +59,7 @@ from claudecode_model._request_tools import (
     serve_tool_servers,
     tool_names,
 )
+from claudecode_model._restrictions import forbidden_argument
 from claudecode_model._session import CLISession, SessionPool
 from claudecode_model._to_anthropic import user_content_blocks
 from claudecode_model._trace_context import traceparent_env
@@ -160,7 +161,10 @@ async def start_turn(
         timeout=_turn_timeout(settings),
         stderr=stderr,
         translator=TurnTranslator(
-            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.plain_calls
+            new_parts_manager(params),
+            tool_prefixes=names.prefixes,
+            output_tool_names=names.plain_calls,
+            denied=_restriction_check(settings),
         ),
         wants_structured_output=needs.output_schema is not None,
         agent_runs_tools=agent_runs_tools,
@@ -380,6 +384,14 @@ class CLITurn:
             await self.session.abort()
         else:
             await self.runner.pool.put(self.session)
+
+
+def _restriction_check(settings: ClaudeCodeModelSettings) -> Callable[[str, dict[str, Any]], bool] | None:
+    """Whether the CLI's restriction hook will deny a call (so pydantic-ai must not run it)."""
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
+    if not restrictions:
+        return None
+    return lambda cli_name, arguments: forbidden_argument(restrictions, cli_name, arguments) is not None
 
 
 def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: PendingCalls) -> TurnPlan:
