@@ -6,6 +6,7 @@ import asyncio
 import base64
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -39,6 +40,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.exceptions import ToolValidationError
+from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 from claudecode_model.toolkit import done_output
 
@@ -616,3 +618,64 @@ async def test_tool_execution_cli_keeps_tools_inside_claude_codes_loop(claude_ba
 def test_an_unknown_tool_execution_is_refused_before_any_work():
     with pytest.raises(ToolValidationError, match="Unknown tool execution 'both'"):
         ClaudeCodeModel(tool_execution="both")  # type: ignore[arg-type]
+
+
+async def test_agent_run_over_the_stdio_bridge_with_an_image(claude_backend: OfflineBackend):
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if responses(messages) == 0:
+            return ModelResponse(parts=[ToolCallPart(SERVER + "snapshot", {"label": "x"})])
+        return ModelResponse(parts=[TextPart(f"seen: {last_results(messages)[0].content}")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_transport="stdio")
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def snapshot(label: str) -> list[object]:
+        return [f"screen {label}", BinaryContent(PNG, media_type="image/png")]
+
+    try:
+        result = await agent.run("look")
+    finally:
+        await model.aclose()
+
+    assert result.output.startswith("seen: ")
+    assert result.usage.requests == 2
+    assert claude_backend.requests[1].has_image()
+    assert claude_backend.requests[1].tool_results()[0].text.startswith("screen x")
+
+
+async def test_a_reply_mixing_a_builtin_tool_and_an_agent_tool(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the key is under the mat\n")
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if responses(messages) == 0:
+            read = ToolCallPart("Read", {"file_path": str(notes)})
+            return ModelResponse(parts=[read, ToolCallPart(SERVER + "lookup", {"q": "door"})])
+        texts = sorted(str(part.content)[:40] for part in messages[-1].parts if isinstance(part, ToolReturnPart))
+        return ModelResponse(parts=[TextPart(" | ".join(texts))])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    settings: ClaudeCodeModelSettings = {"claude_code_builtin_tools": ["Read"], "claude_code_cwd": tmp_path}
+    agent = Agent(model, model_settings=settings)
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        return f"the {q} is locked"
+
+    result = await agent.run("open up")
+
+    assert "the door is locked" in result.output
+    assert "the key is under the mat" in result.output
+    first = result.all_messages()[1]
+    assert isinstance(first, ModelResponse)
+    assert [type(part).__name__ for part in first.parts if "Call" in type(part).__name__] == [
+        "NativeToolCallPart",
+        "ToolCallPart",
+    ]
+    returns = [part for m in result.all_messages() for part in m.parts if isinstance(part, NativeToolReturnPart)]
+    assert [part.tool_name for part in returns] == ["Read"]
+    assert len(claude_backend.requests) == 2
