@@ -189,16 +189,25 @@ class ClaudeCodeModel(Model):
         model_settings: ModelSettings | None = None,
         model_request_parameters: ModelRequestParameters | None = None,
     ) -> AsyncIterator[Message]:
-        """Run one turn and yield the raw claude-agent-sdk messages as they arrive."""
+        """Run one model request and yield the raw claude-agent-sdk messages as they arrive.
+
+        Like :meth:`request`, it ends at a reply of Claude's that calls the agent's tools (when pydantic-ai runs them):
+        the turn then waits, and a later request carrying the results continues it.
+        """
         settings, params = self.prepare_request(model_settings, model_request_parameters or ModelRequestParameters())
-        turn = await start_turn(self._runner(), messages, settings, params)
+        turn = await self._continue_parked(messages, params)
+        if turn is None:
+            turn = await start_turn(self._runner(), messages, settings, params)
         try:
-            async for message in turn.messages():
-                for _ in turn.translator.feed(message):
-                    pass
-                yield message
+            async with aclosing(turn.messages()) as stream:
+                async for message in stream:
+                    for _ in turn.translator.feed(message):
+                        pass
+                    yield message
+                    if turn.waiting_calls:
+                        break
         finally:
-            await turn.finish()
+            await self._settle(turn)
 
     def set_agent_toolsets(
         self, toolsets: Any, *, server_name: str = DEFAULT_SERVER_NAME, transport: TransportType = "auto"

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from claude_agent_sdk import AssistantMessage, ResultMessage, ToolUseBlock
 from pydantic import BaseModel
 from pydantic_ai import (
     Agent,
@@ -36,7 +37,9 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.exceptions import ToolValidationError
@@ -679,3 +682,22 @@ async def test_a_reply_mixing_a_builtin_tool_and_an_agent_tool(
     returns = [part for m in result.all_messages() for part in m.parts if isinstance(part, NativeToolReturnPart)]
     assert [part.tool_name for part in returns] == ["Read"]
     assert len(claude_backend.requests) == 2
+
+
+async def test_stream_messages_ends_at_a_reply_calling_agent_tools(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    claude_backend.set_brain([ModelResponse(parts=[ToolCallPart(SERVER + "lookup", {"q": "x"})]), "never asked"])
+    tool = ToolDefinition(
+        name="lookup", parameters_json_schema={"type": "object", "properties": {"q": {"type": "string"}}}
+    )
+    params = ModelRequestParameters(function_tools=[tool], allow_text_output=True)
+
+    raw = [message async for message in model.stream_messages([ModelRequest.user_text_prompt("go")], None, params)]
+
+    calls = [block for message in raw if isinstance(message, AssistantMessage) for block in message.content]
+    assert [(block.name, block.input) for block in calls if isinstance(block, ToolUseBlock)] == [
+        (SERVER + "lookup", {"q": "x"})
+    ]
+    assert not any(isinstance(message, ResultMessage) for message in raw)  # the turn waits for the result
+    assert len(claude_backend.requests) == 1
