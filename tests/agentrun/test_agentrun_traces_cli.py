@@ -116,3 +116,34 @@ async def test_agent_tools_are_not_builtin_mcp_spans_stay_out_and_the_cli_gets_t
     assert traceparent.split("-")[2] == format(chats[0].context.span_id, "016x") or traceparent.split("-")[2] in {
         format(span.context.span_id, "016x") for span in in_trace
     }
+
+
+async def test_in_loop_tool_spans_join_the_request_trace_and_mcp_spans_stay_out(
+    claude_backend: OfflineBackend, exporter: InMemorySpanExporter
+):
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__where", {})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")
+    provider = trace.get_tracer_provider()
+    agent = Agent(model, capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))])
+
+    @agent.tool_plain
+    def where() -> str:
+        return "here"
+
+    try:
+        result = await agent.run("where?")
+    finally:
+        await model.aclose()
+    assert result.output == "done"
+
+    spans = list(exporter.get_finished_spans())
+    run_span = next(span for span in spans if span.name.startswith("invoke_agent") or span.name == "agent run")
+    in_trace = [span for span in spans if span.context.trace_id == run_span.context.trace_id]
+    names = [span.name for span in in_trace]
+    assert any(name.startswith("execute_tool where") or name == "running tool" for name in names), names
+    assert not [span.name for span in in_trace if (span.attributes or {}).get("mcp.method.name")], names
