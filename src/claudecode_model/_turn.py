@@ -45,12 +45,13 @@ from claudecode_model._compat import (
     new_parts_manager,
     request_instructions,
 )
-from claudecode_model._details import HISTORY_DIGEST_KEY, PROVIDER_NAME
+from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._from_sdk import TurnTranslator
+from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._options import RequestNeeds, build_options
-from claudecode_model._plan import TurnPlan, plan_turn
+from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
@@ -61,8 +62,17 @@ from claudecode_model._request_tools import (
 )
 from claudecode_model._restrictions import forbidden_argument
 from claudecode_model._session import CLISession, SessionPool
-from claudecode_model._to_anthropic import user_content_blocks
+from claudecode_model._source import (
+    ForkSession,
+    FreshSession,
+    LiveSession,
+    ReplayHistory,
+    ResumeSession,
+    choose_source,
+)
+from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._trace_context import traceparent_env
+from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -82,6 +92,8 @@ class TurnRunner:
     env: Mapping[str, str]
     tools: ToolSetup
     pool: SessionPool[CLISession]
+    ledger: SessionLedger = PROCESS_LEDGER
+    """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
 
 
 @dataclass(frozen=True)
@@ -107,11 +119,8 @@ async def start_turn(
     """
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
     await runner.pool.prune()
-    plan = plan_turn(
-        messages,
-        request_instructions(messages, params),
-        allow_continue=settings.get("claude_code_session", "auto") == "auto",
-    )
+    keep = settings.get("claude_code_session", "auto") == "auto"
+    plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
     execution = settings.get("claude_code_tool_execution")
     servers = plan_tool_servers(
         runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
@@ -145,7 +154,11 @@ async def start_turn(
         base_env=runner.env,
         stderr=stderr.append,
     )
-    session = await _acquire_session(runner, plan, settings, options, signature, servers, stderr)
+    files = TranscriptFiles(
+        env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
+    )
+    acquired = await _acquire_session(runner, plan, files, options, signature, servers, stderr, keep=keep)
+    session = acquired.session
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
@@ -168,48 +181,93 @@ async def start_turn(
         ),
         wants_structured_output=needs.output_schema is not None,
         agent_runs_tools=agent_runs_tools,
+        new_input=acquired.new_input,
+        files=files,
+        keep=keep,
+        release_source=acquired.release_source,
     )
+
+
+@dataclass(frozen=True)
+class _Acquired:
+    session: CLISession
+    new_input: list[ContentBlock]
+    """The user message that starts the turn in this session."""
+    release_source: Callable[[], None]
+    """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
+
+
+def _nothing() -> None:
+    return None
 
 
 async def _acquire_session(
     runner: TurnRunner,
     plan: TurnPlan,
-    settings: ClaudeCodeModelSettings,
+    files: TranscriptFiles,
     options: ClaudeAgentOptions,
     signature: str,
     servers: Sequence[ToolServerPlan],
     stderr: deque[str],
-) -> CLISession:
-    """The live session that continues the conversation, else a new CLI process (resuming or replaying it)."""
-    resume: str | None = None
-    if plan.continue_session_id is not None and plan.history_digest is not None:
-        kept = runner.pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
-        if kept is not None:
-            return kept
-        resume = plan.continue_session_id
-    elif plan.replay:
-        resume = write_replay_transcript(
-            plan.replay,
-            env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
-            cwd=settings.get("claude_code_cwd"),
-            deferred_call=plan.deferred_call,
+    *,
+    keep: bool,
+) -> _Acquired:
+    """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
+    replays it (see :mod:`claudecode_model._source`)."""
+    ledger = runner.ledger
+
+    def take_live(point: SessionPoint) -> CLISession | None:
+        return runner.pool.take(point.session_id, signature=signature, digest=point.digest)
+
+    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
+    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=files)
+    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
+    release_source = _nothing
+    session_id: str | None = None
+    owned = not keep
+    match source:
+        case LiveSession(session=live):
+            return _Acquired(live, continue_input, _nothing)
+        case ResumeSession(session_id=resumed):
+            session_id, new_input = resumed, continue_input
+            resume: dict[str, Any] = {"resume": resumed}
+        case ForkSession(session_id=forked, message_uuid=at):
+            release_source = ledger.use(forked)
+            session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
+            resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
+        case ReplayHistory(entries=entries):
+            session_id = write_replay_transcript(
+                entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
+            )
+            new_input, owned, resume = plan.new_input, True, {"resume": session_id}
+        case FreshSession():
+            new_input, resume = plan.new_input, {}
+    release_session = ledger.use(session_id) if session_id is not None else _nothing
+    if session_id is not None and owned:
+        ledger.own(session_id, files.path(session_id))
+    try:
+        router = RunToolRouter()
+        served = await serve_tool_servers(runner.tools, servers, router)
+        cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        options = replace(
+            options,
+            **resume,
+            mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
+            env={**options.env, **cli_env, **traceparent_env()},
         )
-    router = RunToolRouter()
-    served = await serve_tool_servers(runner.tools, servers, router)
-    cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
-    options = replace(
-        options,
-        resume=resume,
-        mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
-        env={**options.env, **cli_env, **traceparent_env()},
-    )
-    # The session keeps the signature computed without per-process values (such as the IPC secret).
-    session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
+        # The session keeps the signature computed without per-process values (such as the IPC secret).
+        session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
+        session.on_closed.append(release_session)
+    except BaseException:
+        release_session()
+        release_source()
+        raise
     try:
         await session.start()
     except BaseException as error:
+        release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
-    return session
+    return _Acquired(session, new_input, release_source)
 
 
 class CLITurn:
@@ -228,6 +286,10 @@ class CLITurn:
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
+        new_input: list[ContentBlock],
+        files: TranscriptFiles,
+        keep: bool = True,
+        release_source: Callable[[], None] = _nothing,
         agent_runs_tools: bool = False,
     ) -> None:
         self.runner = runner
@@ -240,8 +302,15 @@ class CLITurn:
         self.stderr = stderr
         self.translator = translator
         self.wants_structured_output = wants_structured_output
+        self.new_input = new_input
+        self.files = files
+        self.keep = keep
+        """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
+        self._release_source = release_source
         self.agent_runs_tools = agent_runs_tools
         """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
+        self._exact = True
+        """Whether the session's conversation is exactly the history and this turn's response."""
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
@@ -268,6 +337,7 @@ class CLITurn:
         """Stop a turn that waits for results: the CLI is stopped first (so that it sends Claude nothing more), then
         any handler still waiting gets a "not executed" error."""
         self.failed = True
+        self._release_source()
         try:
             await self.session.abort(at_once=True)
         finally:
@@ -288,7 +358,7 @@ class CLITurn:
             return None  # the resumed session takes up the call its transcript deferred by itself
         return {
             "type": "user",
-            "message": {"role": "user", "content": self.plan.new_input},
+            "message": {"role": "user", "content": self.new_input},
             "parent_tool_use_id": None,
             "uuid": str(uuid.uuid4()),
         }
@@ -358,16 +428,34 @@ class CLITurn:
         if result is not None and result.total_cost_usd is not None:
             self.session.reported_cost_usd = result.total_cost_usd
         details = translator.provider_details()
-        if translator.outcome.session_id is not None:
+        attempts = translator.attempts
+        if attempts.aborted:
+            details[ABORTED_ATTEMPTS_KEY] = attempts.aborted
+        session_id = translator.outcome.session_id
+        if session_id is not None:
             digest = history_digest([*self.messages_in, ModelResponse(parts=parts)])
             details[HISTORY_DIGEST_KEY] = digest
-            self.session.seen_digest = digest
+            # A session that kept part of an aborted attempt in its conversation holds more than the history.
+            self._exact = self.keep and not attempts.tainted
+            self.session.seen_digest = digest if self._exact else None
+            if self._exact and translator.outcome.last_entry_uuid is not None:
+                details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
+            self._note_session(session_id)
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),
             provider_details=details,
             provider_response_id=result.uuid if result is not None else None,
         )
+
+    def _note_session(self, session_id: str) -> None:
+        """Count the session's use of its id now that it is known (a fresh session), and own what it writes when
+        it serves no follow-up."""
+        ledger = self.runner.ledger
+        if not ledger.in_use(session_id):
+            self.session.on_closed.append(ledger.use(session_id))
+            if not self.keep:
+                ledger.own(session_id, self.files.path(session_id))
 
     async def stop(self) -> None:
         """Stop the turn now (the stream was cancelled): the session is not reused."""
@@ -380,8 +468,11 @@ class CLITurn:
         if source is not None:
             with contextlib.suppress(RuntimeError):  # still running in a task that was cancelled
                 await source.aclose()
+        self._release_source()
         if not self.completed or self.failed:
             await self.session.abort()
+        elif not self._exact:
+            await self.session.close()
         else:
             await self.runner.pool.put(self.session)
 
@@ -403,10 +494,10 @@ def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: Pendi
     return replace(
         plan,
         new_input=resumed.new_input,
-        replay=resumed.entries,
+        replay_entries=resumed.entries,
         deferred_call=resumed.deferred_call,
-        continue_session_id=None,
-        history_digest=None,
+        point=None,
+        continue_input=None,
     )
 
 
