@@ -111,12 +111,23 @@ class TurnTranslator:
         """Set when a reply ended with calls of tools pydantic-ai runs: the response is complete, the turn waits."""
         self._responses = 0
         """Responses of this turn before the current one (each ended at a reply with such calls)."""
+        self._in_stream = False
+        """A streamed reply is in progress (between ``message_start`` and ``message_stop``)."""
+
+    def tools_waiting(self, ids: frozenset[str]) -> bool:
+        """The MCP handlers of ``ids`` wait for pydantic-ai: a reply that was not streamed (no ``message_stop`` will
+        come) ends here once every call it made waits. Whether the response ends now."""
+        if self._in_stream or not self._reply_calls or not set(self._reply_calls) <= ids:
+            return False
+        self.parked_calls, self._reply_calls = self._reply_calls, []
+        return True
 
     def next_response(self, parts: ModelResponsePartsManager) -> None:
         """Start the next response of the same turn (after pydantic-ai answered the parked calls)."""
         self._parts = parts
         self.parked_calls = []
         self.outcome.stream_usage = RequestUsage()
+        self.attempts.next_response()
         self._responses += 1
 
     @property
@@ -173,10 +184,12 @@ class TurnTranslator:
             if self._message_id is not None:
                 self.attempts.started(self._message_id)
             self._reply_calls = []
+            self._in_stream = True
             self._add_usage(message.get("usage") or {})
             return
         if kind == "message_stop":
             self.attempts.stopped()
+            self._in_stream = False
             if self._reply_calls:
                 self.parked_calls, self._reply_calls = self._reply_calls, []
             return
@@ -254,6 +267,10 @@ class TurnTranslator:
             self.outcome.api_error_text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
             return
         message_id = message.message_id or f"anon-{id(message)}"
+        if self._in_stream and message_id != self._message_id:
+            # A reply that was not streamed (the retry of a cut stream): the streamed attempt was abandoned.
+            self._in_stream = False
+            self._reply_calls = []
         self.attempts.delivered(message_id)
         yield from self._tagged(message_id, self._assistant_blocks(message_id, message))
 

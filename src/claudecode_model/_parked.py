@@ -52,6 +52,8 @@ class CallResults:
         self._futures: dict[str, asyncio.Future[CallToolResult]] = {}
         self._waiting: set[str] = set()
         self._closed: CallToolResult | None = None
+        self.on_wait: Callable[[frozenset[str]], None] | None = None
+        """Told the ids waiting now whenever a handler starts waiting (the session passes it to the turn)."""
 
     def _future(self, tool_use_id: str) -> asyncio.Future[CallToolResult]:
         future = self._futures.get(tool_use_id)
@@ -80,6 +82,8 @@ class CallResults:
             return self._closed
         future = self._future(tool_use_id)
         self._waiting.add(tool_use_id)
+        if self.on_wait is not None and not future.done():
+            self.on_wait(frozenset(self._waiting))
         try:
             result = await asyncio.shield(future)
         finally:

@@ -38,11 +38,19 @@ logger = logging.getLogger(__name__)
 _STOP_GRACE_SECONDS = 2.0
 
 
+@dataclass(frozen=True)
+class ToolsWaiting:
+    """Not an SDK message: the MCP handlers of these ``tool_use`` ids wait for results pydantic-ai produces (yielded
+    by :meth:`CLISession.run_turn` among the SDK messages, so a turn can tell the CLI waits for them)."""
+
+    ids: frozenset[str]
+
+
 @dataclass
 class _TurnRequest:
     message: dict[str, Any] | None
     """The user message that starts the turn; ``None`` for a turn the CLI starts by itself (a resumed deferred call)."""
-    output: asyncio.Queue[Message | BaseException | None] = field(default_factory=asyncio.Queue)
+    output: asyncio.Queue[Message | ToolsWaiting | BaseException | None] = field(default_factory=asyncio.Queue)
 
 
 class PooledSession(Protocol):
@@ -99,6 +107,8 @@ class CLISession:
         self.tool_servers: list[ServedTools] = list(tool_servers)
         if tool_router is not None:
             tool_router.stop_turn = self.interrupt_soon
+            tool_router.results.on_wait = self._tools_waiting
+        self._current: _TurnRequest | None = None
         self.on_closed: list[Callable[[], None]] = []
         """Called once the CLI process is gone (after :meth:`close`, or by :meth:`kill`)."""
         self._commands: asyncio.Queue[_TurnRequest | None] = asyncio.Queue()
@@ -167,6 +177,7 @@ class CLISession:
             yield message
 
         self._serving = True
+        self._current = turn
         try:
             if turn.message is not None:
                 await client.query(one_message(turn.message))
@@ -184,12 +195,18 @@ class CLISession:
             self._commands.put_nowait(None)
         finally:
             self._serving = False
+            self._current = None
             turn.output.put_nowait(None)
 
-    async def run_turn(self, message: dict[str, Any] | None) -> AsyncGenerator[Message, None]:
+    def _tools_waiting(self, ids: frozenset[str]) -> None:
+        if self._current is not None:
+            self._current.output.put_nowait(ToolsWaiting(ids))
+
+    async def run_turn(self, message: dict[str, Any] | None) -> AsyncGenerator[Message | ToolsWaiting, None]:
         """Send one user message and yield the SDK messages up to and including the ``ResultMessage``.
 
         With ``message=None`` nothing is sent: a session resumed at a deferred tool call starts that turn by itself.
+        :class:`ToolsWaiting` items say which tool calls wait for pydantic-ai's results.
         """
         if self._owner is not None and self._owner.done():
             raise RuntimeError("CLI session is closed")

@@ -61,7 +61,7 @@ from claudecode_model._request_tools import (
     tool_names,
 )
 from claudecode_model._restrictions import forbidden_argument
-from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._session import CLISession, SessionPool, ToolsWaiting
 from claudecode_model._source import (
     ForkSession,
     FreshSession,
@@ -314,7 +314,7 @@ class CLITurn:
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
-        self._source: AsyncGenerator[Message, None] | None = None
+        self._source: AsyncGenerator[Message | ToolsWaiting, None] | None = None
         self._deadline: float | None = None
 
     @property
@@ -363,7 +363,7 @@ class CLITurn:
             "uuid": str(uuid.uuid4()),
         }
 
-    async def messages(self) -> AsyncGenerator[Message, None]:
+    async def messages(self) -> AsyncGenerator[Message | ToolsWaiting, None]:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
@@ -376,6 +376,10 @@ class CLITurn:
         try:
             async with asyncio.timeout_at(self._deadline):
                 async for message in self._source:
+                    if isinstance(message, ToolsWaiting):
+                        if self.agent_runs_tools and self.translator.tools_waiting(message.ids):
+                            yield message  # the response ends here: its consumer sees waiting_calls
+                        continue
                     self.raw_messages.append(message)
                     yield message
         except TimeoutError as error:

@@ -36,7 +36,7 @@ from claudecode_model._compat import ModelResponsePartsManager, new_parts_manage
 from claudecode_model._details import PROVIDER_NAME
 from claudecode_model._parked import ParkingLot
 from claudecode_model._request_tools import ToolSetup
-from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._session import CLISession, SessionPool, ToolsWaiting
 from claudecode_model._turn import CLITurn, TurnRunner, start_turn
 from claudecode_model.exceptions import CLIInterruptedError
 from claudecode_model.ipc._types import TransportType
@@ -201,9 +201,10 @@ class ClaudeCodeModel(Model):
         try:
             async with aclosing(turn.messages()) as stream:
                 async for message in stream:
-                    for _ in turn.translator.feed(message):
-                        pass
-                    yield message
+                    if not isinstance(message, ToolsWaiting):
+                        for _ in turn.translator.feed(message):
+                            pass
+                        yield message
                     if turn.waiting_calls:
                         break
         finally:
@@ -316,6 +317,8 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
             async for message in messages:
                 if self._closed:
                     return
+                if isinstance(message, ToolsWaiting):  # a reply that was not streamed ended with agent tool calls
+                    break
                 for event in turn.translator.feed(message):
                     yield event
                     if self._closed:  # nothing after cancel(): the response was recorded as it stood

@@ -44,7 +44,7 @@ from pydantic_ai.tools import ToolDefinition
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.settings import ClaudeCodeModelSettings
-from claudecode_model.testing import OfflineBackend
+from claudecode_model.testing import Failure, OfflineBackend
 from claudecode_model.toolkit import done_output
 
 pytestmark = pytest.mark.cli
@@ -701,3 +701,28 @@ async def test_stream_messages_ends_at_a_reply_calling_agent_tools(
     ]
     assert not any(isinstance(message, ResultMessage) for message in raw)  # the turn waits for the result
     assert len(claude_backend.requests) == 1
+
+
+async def test_a_reply_retried_without_streaming_after_a_cut_still_hands_its_calls_to_pydantic_ai(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    call = ModelResponse(parts=[TextPart("Checking the sum now."), ToolCallPart(SERVER + "add", {"a": 1, "b": 2})])
+    claude_backend.set_brain([Failure.cut(call, after_deltas=2), call, "the sum is 3"])
+    agent = Agent(model, model_settings={"claude_code_timeout": 60})
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    result = await agent.run("add")
+
+    assert result.output == "the sum is 3"
+    # The CLI retries the cut request, usually without streaming (then no message_stop ends the reply: the turn
+    # sees its calls waiting instead).
+    assert len(claude_backend.requests) == 3
+    assert claude_backend.requests[0].stream
+    [answer] = claude_backend.requests[2].tool_results()
+    assert answer.text == "3"
+    reply = result.all_messages()[1]
+    assert isinstance(reply, ModelResponse)
+    assert [type(part) for part in reply.parts] == [TextPart, ToolCallPart]
