@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from mcp.types import CallToolResult
 from pydantic_ai.messages import (
@@ -35,11 +35,11 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model._call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
+from claudecode_model._execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
 from claudecode_model._mcp import McpResponse, ToolCallHandler, ToolSpec, text_result
 from claudecode_model._parked import CallResults, ParkingLot
 from claudecode_model._replay import TranscriptEntry
 from claudecode_model._to_anthropic import ContentBlock
-from claudecode_model.exceptions import ToolValidationError
 
 __all__ = [
     "TOOL_EXECUTIONS",
@@ -58,23 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-ToolExecution = Literal["agent", "cli"]
-"""Who runs the agent's own tools: pydantic-ai (``"agent"``, the default) or Claude Code's loop (``"cli"``)."""
-
-TOOL_EXECUTIONS: tuple[ToolExecution, ...] = ("agent", "cli")
-
-
-def checked_tool_execution(value: object) -> ToolExecution:
-    """``value`` itself if it names a tool execution mode, else a :class:`ToolValidationError` naming the choices."""
-    match value:
-        case "agent" | "cli":
-            return value
-        case _:
-            raise ToolValidationError(
-                f"Unknown tool execution {value!r}; use 'agent' (pydantic-ai runs the tools) or 'cli' (Claude Code's "
-                "loop runs them)."
-            )
 
 
 def mcp_response(result: CallToolResult) -> McpResponse:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -31,13 +33,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RequestUsage
 
-from claudecode_model._agent_run import (
-    PendingCalls,
-    checked_tool_execution,
-    deliver_answers,
-    pending_calls,
-    resume_plan,
-)
+from claudecode_model._agent_run import PendingCalls, deliver_answers, pending_calls, resume_plan
 from claudecode_model._agent_tools import RunToolRouter
 from claudecode_model._compat import (
     ModelResponsePartsManager,
@@ -48,6 +44,8 @@ from claudecode_model._compat import (
 from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
+from claudecode_model._execution import checked_tool_execution
+from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._options import RequestNeeds, build_options
@@ -75,6 +73,8 @@ from claudecode_model._trace_context import traceparent_env
 from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+logger = logging.getLogger(__name__)
 
 STDERR_LINES = 50
 """How many of the CLI's last stderr lines an error reports."""
@@ -118,6 +118,9 @@ async def start_turn(
     ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned.
     """
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    timeout = _turn_timeout(settings)
+    # The timeout covers the whole request: planning, the CLI's start and initialisation, and the turn itself.
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     await runner.pool.prune()
     keep = settings.get("claude_code_session", "auto") == "auto"
     plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
@@ -157,7 +160,14 @@ async def start_turn(
     files = TranscriptFiles(
         env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
     )
-    acquired = await _acquire_session(runner, plan, files, options, signature, servers, stderr, keep=keep)
+    starting = asyncio.timeout_at(deadline)
+    try:
+        async with starting:
+            acquired = await _acquire_session(runner, plan, files, options, signature, servers, stderr, keep=keep)
+    except TimeoutError as error:
+        if not starting.expired():
+            raise
+        raise timeout_error(timeout or 0) from error
     session = acquired.session
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
@@ -171,7 +181,8 @@ async def start_turn(
         plan=plan,
         messages_in=messages,
         params=params,
-        timeout=_turn_timeout(settings),
+        timeout=timeout,
+        deadline=deadline,
         stderr=stderr,
         translator=TurnTranslator(
             new_parts_manager(params),
@@ -227,15 +238,19 @@ async def _acquire_session(
     owned = not keep
     match source:
         case LiveSession(session=live):
+            logger.debug("continuing session %s in its live CLI process", live.session_id)
             return _Acquired(live, continue_input, _nothing)
         case ResumeSession(session_id=resumed):
+            logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
             session_id, new_input = resumed, continue_input
             resume: dict[str, Any] = {"resume": resumed}
         case ForkSession(session_id=forked, message_uuid=at):
+            logger.debug("forking session %s at %s: it went on past this history", forked, at)
             release_source = ledger.use(forked)
             session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
             resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
         case ReplayHistory(entries=entries):
+            logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
             session_id = write_replay_transcript(
                 entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
             )
@@ -283,6 +298,7 @@ class CLITurn:
         messages_in: list[ModelMessage],
         params: ModelRequestParameters,
         timeout: float | None,
+        deadline: float | None = None,
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
@@ -315,7 +331,9 @@ class CLITurn:
         self.completed = False
         self.failed = False
         self._source: AsyncGenerator[Message | ToolsWaiting, None] | None = None
-        self._deadline: float | None = None
+        self._started = time.monotonic()
+        self._deadline = deadline
+        """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
 
     @property
     def waiting_calls(self) -> list[str]:
@@ -323,9 +341,12 @@ class CLITurn:
         return self.translator.parked_calls if self.agent_runs_tools and not self.failed else []
 
     def continue_with(self, messages: list[ModelMessage], parts: ModelResponsePartsManager) -> None:
-        """Go on with the next response of this turn, for the request ``messages`` (its answers were delivered)."""
+        """Go on with the next response of this turn, for the request ``messages`` (its answers were delivered); the
+        timeout counts again from now."""
         self.messages_in = messages
         self.translator.next_response(parts)
+        if self.timeout is not None:
+            self._deadline = asyncio.get_running_loop().time() + self.timeout
 
     async def say(self, prompts: Sequence[UserPromptPart]) -> None:
         """Send user prompts to the waiting turn (Claude gets them with the answers to its calls)."""
@@ -367,12 +388,12 @@ class CLITurn:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
-        timeout counts from the first iteration, and again from each later one (a later model request).
+        timeout counts from the start of the request (the CLI's start included).
         """
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
-        if self.timeout is not None:
-            self._deadline = asyncio.get_running_loop().time() + self.timeout
+            if self._deadline is None and self.timeout is not None:
+                self._deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             async with asyncio.timeout_at(self._deadline):
                 async for message in self._source:
@@ -391,7 +412,12 @@ class CLITurn:
             self.failed = True
             if self.router.fatal_error is not None and isinstance(error, Exception):
                 raise self.router.fatal_error from error
-            mapped = map_error(
+            classified = (
+                classify_failed_turn(self.raw_messages, self.runner.display_name)
+                if isinstance(error, Exception) and not isinstance(error, ClaudeCodeError)
+                else None
+            )
+            mapped = classified or map_error(
                 error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.runner.display_name
             )
             if mapped is error:
@@ -408,7 +434,9 @@ class CLITurn:
             # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
             self.completed = True
             return
-        error = result_error(self.translator.outcome, model_name=self.runner.display_name)
+        error = classify_failed_turn(self.raw_messages, self.runner.display_name) or result_error(
+            self.translator.outcome, model_name=self.runner.display_name
+        )
         if error is not None:
             self.failed = True
             raise error
@@ -445,6 +473,14 @@ class CLITurn:
             if self._exact and translator.outcome.last_entry_uuid is not None:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
             self._note_session(session_id)
+        logger.info(
+            "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
+            time.monotonic() - self._started,
+            usage.input_tokens,
+            usage.output_tokens,
+            f"${usage.cost:.6f}" if usage.cost is not None else "unknown",
+            session_id,
+        )
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),
