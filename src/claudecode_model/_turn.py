@@ -20,31 +20,38 @@ import os
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import McpServerConfig, Message
-from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart
+from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RequestUsage
 
+from claudecode_model._agent_run import PendingCalls, deliver_answers, pending_calls, resume_plan
 from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
-from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
-from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
+from claudecode_model._compat import (
+    ModelResponsePartsManager,
+    current_run_context,
+    new_parts_manager,
+    request_instructions,
+)
+from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
+from claudecode_model._execution import checked_tool_execution
 from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
-from claudecode_model._replay import write_replay_transcript
+from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
     ToolSetup,
@@ -52,7 +59,8 @@ from claudecode_model._request_tools import (
     serve_tool_servers,
     tool_names,
 )
-from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._restrictions import forbidden_argument
+from claudecode_model._session import CLISession, SessionPool, ToolsWaiting
 from claudecode_model._source import (
     ForkSession,
     FreshSession,
@@ -62,7 +70,8 @@ from claudecode_model._source import (
     choose_source,
 )
 from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
-from claudecode_model._to_anthropic import ContentBlock
+from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
+from claudecode_model._trace_context import traceparent_env
 from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -117,8 +126,15 @@ async def start_turn(
     await runner.pool.prune()
     keep = settings.get("claude_code_session", "auto") == "auto"
     plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
-    servers = plan_tool_servers(runner.tools, params, runner.cli_path)
+    execution = settings.get("claude_code_tool_execution")
+    servers = plan_tool_servers(
+        runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
+    )
     names = tool_names(servers)
+    agent_runs_tools = any(server.agent_runs_tools for server in servers)
+    pending = pending_calls(messages, PROVIDER_NAME) if agent_runs_tools else None
+    if pending is not None:
+        plan = _resume_pending(plan, messages, pending)
     runs_agent_tools = any(server.runs_agent_tools for server in servers)
     if runs_agent_tools:
         run_context = run_context or current_run_context()
@@ -162,6 +178,8 @@ async def start_turn(
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
+    if pending is not None:
+        deliver_answers(router.results, pending)
     return CLITurn(
         runner=runner,
         session=session,
@@ -175,10 +193,12 @@ async def start_turn(
         translator=TurnTranslator(
             new_parts_manager(params),
             tool_prefixes=names.prefixes,
-            output_tool_names=names.output_tools,
+            output_tool_names=names.plain_calls,
             native_tools=needs.native_tools,
+            denied=_restriction_check(settings),
         ),
         wants_structured_output=needs.output_schema is not None,
+        agent_runs_tools=agent_runs_tools,
         new_input=acquired.new_input,
         files=files,
         keep=keep,
@@ -244,7 +264,9 @@ async def _acquire_session(
         case ReplayHistory(entries=entries):
             kind = "replay"
             logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
-            session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd)
+            session_id = write_replay_transcript(
+                entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
+            )
             new_input, owned, resume = plan.new_input, True, {"resume": session_id}
         case FreshSession():
             kind = "fresh"
@@ -263,7 +285,7 @@ async def _acquire_session(
                 **cast("dict[str, McpServerConfig]", options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(servers, served, strict=True)},
             },
-            env={**options.env, **cli_env},
+            env={**options.env, **cli_env, **traceparent_env()},
         )
         # The session keeps the signature computed without per-process values (such as the IPC secret).
         session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
@@ -302,6 +324,7 @@ class CLITurn:
         keep: bool = True,
         release_source: Callable[[], None] = _nothing,
         session_source: SessionSource = "fresh",
+        agent_runs_tools: bool = False,
     ) -> None:
         self.runner = runner
         self.session = session
@@ -320,15 +343,50 @@ class CLITurn:
         self._release_source = release_source
         self.session_source = session_source
         """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay`` or ``fresh``."""
+        self.agent_runs_tools = agent_runs_tools
+        """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
         self._exact = True
         """Whether the session's conversation is exactly the history and this turn's response."""
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
-        self._source: AsyncGenerator[Message, None] | None = None
+        self._source: AsyncGenerator[Message | ToolsWaiting, None] | None = None
         self._started = time.monotonic()
         self._deadline = deadline
         """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
+
+    @property
+    def waiting_calls(self) -> list[str]:
+        """The ids of the calls the turn waits for (its last reply called tools pydantic-ai runs), else empty."""
+        return self.translator.parked_calls if self.agent_runs_tools and not self.failed else []
+
+    def continue_with(self, messages: list[ModelMessage], parts: ModelResponsePartsManager) -> None:
+        """Go on with the next response of this turn, for the request ``messages`` (its answers were delivered); the
+        timeout counts again from now."""
+        self.messages_in = messages
+        self.translator.next_response(parts)
+        if self.timeout is not None:
+            self._deadline = asyncio.get_running_loop().time() + self.timeout
+
+    async def say(self, prompts: Sequence[UserPromptPart]) -> None:
+        """Send user prompts to the waiting turn (Claude gets them with the answers to its calls)."""
+        content = [block for part in prompts for block in user_content_blocks(part.content)]
+        message = {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None}
+        await self.session.say_during_turn(message)
+
+    async def close_parked(self) -> None:
+        """Stop a turn that waits for results: the CLI is stopped first (so that it sends Claude nothing more), then
+        any handler still waiting gets a "not executed" error."""
+        self.failed = True
+        self._release_source()
+        try:
+            await self.session.abort(at_once=True)
+        finally:
+            self.router.results.close()
+
+    def kill(self) -> None:
+        """Synchronous last resort (interpreter exit, or the event loop is gone)."""
+        self.session.kill()
 
     @property
     def model_used(self) -> str:
@@ -336,7 +394,9 @@ class CLITurn:
         used = self.translator.outcome.init_data.get("model")
         return used if isinstance(used, str) and used else self.runner.display_name
 
-    def _user_message(self) -> dict[str, Any]:
+    def _user_message(self) -> dict[str, Any] | None:
+        if self.plan.deferred_call is not None:
+            return None  # the resumed session takes up the call its transcript deferred by itself
         return {
             "type": "user",
             "message": {"role": "user", "content": self.new_input},
@@ -344,7 +404,7 @@ class CLITurn:
             "uuid": str(uuid.uuid4()),
         }
 
-    async def messages(self) -> AsyncIterator[Message]:
+    async def messages(self) -> AsyncGenerator[Message | ToolsWaiting, None]:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
@@ -357,6 +417,10 @@ class CLITurn:
         try:
             async with asyncio.timeout_at(self._deadline):
                 async for message in self._source:
+                    if isinstance(message, ToolsWaiting):
+                        if self.agent_runs_tools and self.translator.tools_waiting(message.ids):
+                            yield message  # the response ends here: its consumer sees waiting_calls
+                        continue
                     self.raw_messages.append(message)
                     yield message
         except TimeoutError as error:
@@ -473,6 +537,30 @@ class CLITurn:
             await self.session.close()
         else:
             await self.runner.pool.put(self.session)
+
+
+def _restriction_check(settings: ClaudeCodeModelSettings) -> Callable[[str, dict[str, Any]], bool] | None:
+    """Whether the CLI's restriction hook will deny a call (so pydantic-ai must not run it)."""
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
+    if not restrictions:
+        return None
+    return lambda cli_name, arguments: forbidden_argument(restrictions, cli_name, arguments) is not None
+
+
+def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: PendingCalls) -> TurnPlan:
+    """A plan that takes up the pending calls of the history's last response in a new session (no turn is parked
+    for them here): the history replayed, pydantic-ai's answers delivered as described in :func:`resume_plan`."""
+    index = next(i for i, message in enumerate(messages) if message is pending.response)
+    prompt = [block for part in pending.prompts for block in user_content_blocks(part.content)]
+    resumed = resume_plan(transcript_of(messages[: index + 1]), pending, prompt)
+    return replace(
+        plan,
+        new_input=resumed.new_input,
+        replay_entries=resumed.entries,
+        deferred_call=resumed.deferred_call,
+        point=None,
+        continue_input=None,
+    )
 
 
 def _turn_timeout(settings: ClaudeCodeModelSettings) -> float | None:

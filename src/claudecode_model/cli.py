@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.messages import ModelMessage, ModelResponse, NativeToolCallPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo
     from pydantic_ai.run import AgentRunResult
 
@@ -216,7 +216,6 @@ async def _research_demo(args: argparse.Namespace) -> int:
     except ImportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    from pydantic_ai.messages import NativeToolCallPart
     from pydantic_ai.models.function import FunctionModel
 
     from claudecode_model.model import ClaudeCodeModel
@@ -241,9 +240,8 @@ async def _research_demo(args: argparse.Namespace) -> int:
         print(f"Offline backend: {backend.url} ({len(backend.requests)} API request(s) received)")
         print(f"Tavily stand-in: {tavily.base_url} ({len(tavily.requests)} request(s) received)")
         print(f"Question: {prompt}")
-        for part in response.parts:
-            if isinstance(part, NativeToolCallPart):
-                print(f"Tool call: {part.tool_name} {json.dumps(part.args_as_dict(), ensure_ascii=False)}")
+        for part in _tool_calls(result.all_messages()):
+            print(f"Tool call: {part.tool_name} {json.dumps(part.args_as_dict(), ensure_ascii=False)}")
         print(f"Answer:\n{result.output}")
         print(_usage_line(response, elapsed))
     return 0
@@ -258,6 +256,19 @@ def _last_response(messages: list[ModelMessage]) -> ModelResponse:
     if not isinstance(response, ModelResponse):
         raise ClaudeCodeError(f"the run ended with a {type(response).__name__}, not a model response")
     return response
+
+
+def _tool_calls(messages: list[ModelMessage]) -> list[ToolCallPart | NativeToolCallPart]:
+    """Every tool call of the run: run by pydantic-ai (``ToolCallPart``) or inside Claude Code (native)."""
+    from pydantic_ai.messages import ModelResponse, NativeToolCallPart, ToolCallPart
+
+    return [
+        part
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart | NativeToolCallPart)
+    ]
 
 
 def _usage_line(response: ModelResponse, elapsed: float) -> str:

@@ -104,3 +104,8 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     claude_code_agents: dict[str, SubagentDefinition]
     """Claude Code subagents by name. Claude gets the ``Agent`` tool to start them; each runs in the foreground of
     the turn, and its tool calls come back as native tool parts linked to the ``Agent`` call."""
+
+    claude_code_tool_execution: Literal["agent", "cli"]
+    """Who runs the agent's own tools: pydantic-ai (``"agent"``, the default: each Claude reply that calls tools is
+    one model request, and pydantic-ai's approvals, deferred calls, retries, events, limits and traces apply) or Claude
+    Code's loop (``"cli"``: one model request per turn, tools reported as built-in). See ``docs/tool-execution.md``."""

@@ -377,6 +377,7 @@ class _FakeTurn:
         self.session = _FakeSession()
         self.failed = False
         self.wants_structured_output = False
+        self.waiting_calls: list[str] = []
         self.translator = translator()
 
     async def stop(self) -> None:

@@ -63,7 +63,7 @@ class Harness:
 @pytest.fixture
 async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
     claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")  # the in-loop matrix
     harness = Harness(claude_backend, model, Resources.now())
     try:
         yield harness

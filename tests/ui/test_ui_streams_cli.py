@@ -200,14 +200,6 @@ async def test_vercel_client_reads_a_subagent_linked_to_its_parent(
     assert order == [agent_call["toolCallId"], read_call["toolCallId"]]
 
 
-NEEDS_AGENT_RUN_TOOLS = pytest.mark.xfail(
-    strict=True,
-    reason="an approval request needs the agent's tools run by pydantic-ai (issue 14); until then the CLI runs them "
-    "and ApprovalRequired comes back to Claude as an error result",
-)
-
-
-@NEEDS_AGENT_RUN_TOOLS
 async def test_vercel_client_reads_an_approval_request(served: tuple[str, OfflineBackend], read_stream: Any):
     url, backend = served
 
@@ -300,7 +292,6 @@ async def test_ag_ui_client_reads_a_subagent_inside_its_parent(served: tuple[str
     ]
 
 
-@NEEDS_AGENT_RUN_TOOLS
 async def test_ag_ui_client_reads_an_approval_request(served: tuple[str, OfflineBackend], read_stream: Any):
     url, _ = served
 
