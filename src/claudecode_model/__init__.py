@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     )
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
     from claudecode_model.settings import ClaudeCodeModelSettings
+    from claudecode_model.stores.postgres import PostgresSessionStore
+    from claudecode_model.stores.sqlite import SQLiteSessionStore
     from claudecode_model.tool_converter import (
         AgentToolset,
         McpResponse,
@@ -108,6 +110,8 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "PostgresSessionStore": "claudecode_model.stores.postgres",
+    "SQLiteSessionStore": "claudecode_model.stores.sqlite",
     "TransportType": "claudecode_model.ipc._types",
     **{
         name: "claudecode_model.exceptions"
@@ -177,7 +181,9 @@ __all__ = [
     "McpResponse",
     "McpTextContent",
     "MessageConversionError",
+    "PostgresSessionStore",
     "PydanticAITool",
+    "SQLiteSessionStore",
     "StructuredOutputError",
     "ToolDefinition",
     "ToolHandler",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import psycopg
-
 from tests._support.postgres import PostgresServer
 
 
