@@ -12,7 +12,7 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -20,7 +20,7 @@ from typing import Any, cast
 from claude_agent_sdk import CLINotFoundError as SDKCLINotFoundError
 from claude_agent_sdk import McpSdkServerConfig, ResultMessage
 from claude_agent_sdk import ProcessError as SDKProcessError
-from claude_agent_sdk.types import Message
+from claude_agent_sdk.types import Message, SessionStore
 from pydantic_ai import _utils
 from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -66,6 +66,7 @@ from claudecode_model.exceptions import (
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
 from claudecode_model.settings import ClaudeCodeModelSettings
+from claudecode_model.stores._common import checked_session_store
 
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
 
@@ -113,6 +114,7 @@ class ClaudeCodeModel(Model):
         keep_sessions: int = 4,
         session_idle_timeout: float = 300.0,
         tool_transport: TransportType = "auto",
+        session_store: SessionStore | None = None,
     ) -> None:
         """Create a Claude Code model.
 
@@ -127,6 +129,10 @@ class ClaudeCodeModel(Model):
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
                 supports: in-process for Claude Code 2.0 and later).
+            session_store: Where CLI session transcripts are mirrored (claude-agent-sdk's ``SessionStore``, e.g.
+                :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
+                process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
+                replaying the history. Workers must share the store and the working directory.
         """
         self._model_name = model_name
         self._cli_path_option = cli_path
@@ -138,6 +144,7 @@ class ClaudeCodeModel(Model):
         self._server_name = AGENT_TOOLS_SERVER
         self._tool_transport = checked_transport(tool_transport)
         self._registered_transport: TransportType = "auto"
+        self._session_store = checked_session_store(session_store)
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
         _LIVE_MODELS.add(self)
 
@@ -391,6 +398,7 @@ class ClaudeCodeModel(Model):
             base_env=env,
             stderr=stderr_lines.append,
         )
+        options = replace(options, session_store=self._session_store)
         # The session keeps the signature computed without per-process values (such as the IPC secret).
         session = CLISession(options, signature=signature)
         session.tool_router = router

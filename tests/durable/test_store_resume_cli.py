@@ -1,0 +1,117 @@
+"""A conversation moves between workers through a session store: the real CLI, the offline backend, real databases.
+
+Each "worker" is a model with its own ``CLAUDE_CONFIG_DIR``, as another process or machine would have: what one
+worker's CLI wrote on its disk, the other cannot see. Only the store is shared.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from claude_agent_sdk import project_key_for_directory
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from claudecode_model import ClaudeCodeModel, PostgresSessionStore, SQLiteSessionStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests._support.postgres import PostgresServer
+
+    from claudecode_model.testing import OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+
+def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Answers with the last user text and how many user prompts it saw, so tests can tell what reached it."""
+    prompts = [p.content for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
+    return ModelResponse(parts=[TextPart(f"echo: {prompts[-1]} (prompts seen: {len(prompts)})")])
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+async def store(
+    request: pytest.FixtureRequest, postgres_server: PostgresServer, tmp_path: Path
+) -> AsyncIterator[PostgresSessionStore | SQLiteSessionStore]:
+    made: PostgresSessionStore | SQLiteSessionStore
+    if request.param == "postgres":
+        made = PostgresSessionStore(postgres_server.dsn(request.getfixturevalue("postgres_db")))
+    else:
+        made = SQLiteSessionStore(tmp_path / "sessions.db")
+    yield made
+    await made.aclose()
+
+
+def worker_env(backend: OfflineBackend, root: Path, name: str) -> dict[str, str]:
+    config_dir = root / name
+    config_dir.mkdir()
+    return backend.cli_env(config_dir=config_dir)
+
+
+def transcripts(env: dict[str, str]) -> list[Path]:
+    return sorted(Path(env["CLAUDE_CONFIG_DIR"]).glob("projects/*/*.jsonl"))
+
+
+def session_of(messages: list[ModelMessage]) -> str:
+    response = messages[-1]
+    assert isinstance(response, ModelResponse)
+    session_id = (response.provider_details or {})["session_id"]
+    assert isinstance(session_id, str)
+    return session_id
+
+
+async def test_a_follow_up_on_another_worker_resumes_the_session_from_the_store(
+    claude_backend: OfflineBackend, store: Any, tmp_path: Path
+):
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    env_a, env_b = worker_env(claude_backend, tmp_path, "a"), worker_env(claude_backend, tmp_path, "b")
+    worker_a = ClaudeCodeModel(env=env_a, session_store=store, keep_sessions=0)
+    first = await Agent(worker_a, instructions="Be brief.").run("remember the word kiwi")
+    session_id = session_of(first.all_messages())
+
+    worker_b = ClaudeCodeModel(env=env_b, session_store=store)
+    try:
+        second = await Agent(worker_b, instructions="Be brief.").run(
+            "what was the word?", message_history=first.all_messages()
+        )
+    finally:
+        await worker_b.aclose()
+
+    assert second.output == "echo: what was the word? (prompts seen: 2)"
+    assert session_of(second.all_messages()) == session_id  # the same Claude Code session, resumed
+    seen = claude_backend.requests[-1]
+    assert seen.user_texts()[-2:] == ["remember the word kiwi", "what was the word?"]
+    assert "echo: remember the word kiwi (prompts seen: 1)" in [
+        part.content for message in seen.messages for part in message.parts if isinstance(part, TextPart)
+    ]
+    # Worker B replayed nothing: no transcript was written into its config dir (a replay writes one there).
+    assert transcripts(env_b) == []
+    # The store holds the whole conversation, both turns, under the session id.
+    entries = await store.load({"project_key": project_key_for_directory(os.getcwd()), "session_id": session_id})
+    assert entries is not None
+    user_texts = [
+        block["text"] if isinstance(block, dict) else block
+        for entry in entries
+        if entry["type"] == "user"
+        for block in _content(entry)
+    ]
+    assert "remember the word kiwi" in user_texts
+    assert "what was the word?" in user_texts
+
+
+def _content(entry: Any) -> list[Any]:
+    content = entry.get("message", {}).get("content", [])
+    return [content] if isinstance(content, str) else [block for block in content if block.get("type") == "text"]
+
+
+def test_a_session_store_without_the_protocol_is_refused_by_name():
+    class NotAStore:
+        def append(self, key: Any, entries: Any) -> None: ...
+
+    with pytest.raises(TypeError, match=r"NotAStore lacks async append\(\) and load\(\)"):
+        ClaudeCodeModel(session_store=NotAStore())  # type: ignore[arg-type]
