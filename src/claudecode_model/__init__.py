@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         serialize_deps,
         validate_deps,
     )
+    from claudecode_model.durable import DurableSetupError, check_dbos_sqlite, dbos_config
     from claudecode_model.exceptions import (
         BridgeStartupError,
         ClaudeCodeAPIError,
@@ -111,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
     "PostgresSessionStore": "claudecode_model.stores.postgres",
+    **dict.fromkeys(("DurableSetupError", "check_dbos_sqlite", "dbos_config"), "claudecode_model.durable"),
     "SQLiteSessionStore": "claudecode_model.stores.sqlite",
     "TransportType": "claudecode_model.ipc._types",
     **{
@@ -174,6 +176,7 @@ __all__ = [
     "ClaudeCodeUnavailableError",
     "DependencyResolutionError",
     "DepsContext",
+    "DurableSetupError",
     "IPCConnectionError",
     "IPCError",
     "IPCMessageSizeError",
@@ -196,11 +199,13 @@ __all__ = [
     "UnsupportedDepsTypeError",
     "__version__",
     "allowed_tool_names",
+    "check_dbos_sqlite",
     "convert_tool",
     "convert_tool_with_deps",
     "convert_tools_to_mcp_server",
     "create_mcp_server_from_tools",
     "create_tool_wrapper",
+    "dbos_config",
     "deserialize_deps",
     "filter_tools_for_request",
     "is_serializable_type",
