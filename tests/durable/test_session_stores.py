@@ -79,9 +79,12 @@ async def test_a_retried_batch_is_stored_once(make_store: Callable[[], Any]):
     await store.append(KEY, batch)
     await store.append(KEY, batch)  # the SDK retries a batch whose first attempt may have landed
 
+    await store.append(KEY, [{"type": "user", "uuid": "c"}, {"type": "user", "uuid": "c", "again": True}])
+
     loaded = await store.load(KEY)
     assert loaded is not None
-    assert [entry.get("uuid") for entry in loaded] == ["a", None, "b", None]
+    assert [entry.get("uuid") for entry in loaded] == ["a", None, "b", None, "c"]
+    assert "again" not in loaded[-1]
 
 
 async def test_concurrent_appends_to_one_session_keep_every_entry_and_the_summary(make_store: Callable[[], Any]):

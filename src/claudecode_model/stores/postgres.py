@@ -142,7 +142,8 @@ class PostgresSessionStore(SessionStore):
         stored = StoredKey.of(key)
         if not entries:
             return
-        rows = [(*_columns(stored), entry_uuid(entry), encode_entry(entry)) for entry in entries]
+        uuids = [entry_uuid(entry) for entry in entries]
+        texts = [encode_entry(entry) for entry in entries]
         async with self._connection() as connection, connection.transaction():
             # The session row first: it takes the lock that serialises appends (and summary folds) per session.
             cursor = await connection.execute(
@@ -156,24 +157,27 @@ class PostgresSessionStore(SessionStore):
                 _columns(stored),
             )
             row = await cursor.fetchone()
-            async with connection.cursor() as insert:
-                await insert.executemany(
-                    self._sql(
-                        "INSERT INTO {entries} (project_key, session_id, subpath, uuid, entry)"
-                        " VALUES (%s, %s, %s, %s, %s::json)"
-                        " ON CONFLICT (project_key, session_id, subpath, uuid) WHERE uuid IS NOT NULL DO NOTHING"
-                    ),
-                    rows,
-                )
-            if stored.is_main:
-                summary = folded_summary(row[0] if row is not None else None, stored, entries)
+            # Then the entries (one statement, in order) and the summary, sent together.
+            async with connection.pipeline():
                 await connection.execute(
                     self._sql(
-                        "UPDATE {sessions} SET summary = %s::json"
-                        " WHERE project_key = %s AND session_id = %s AND subpath = %s"
+                        "INSERT INTO {entries} (project_key, session_id, subpath, uuid, entry)"
+                        " SELECT %s, %s, %s, batch.uuid, batch.entry::json"
+                        " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS batch(uuid, entry, position)"
+                        " ORDER BY batch.position"
+                        " ON CONFLICT (project_key, session_id, subpath, uuid) WHERE uuid IS NOT NULL DO NOTHING"
                     ),
-                    (summary, *_columns(stored)),
+                    (*_columns(stored), uuids, texts),
                 )
+                if stored.is_main:
+                    summary = folded_summary(row[0] if row is not None else None, stored, entries)
+                    await connection.execute(
+                        self._sql(
+                            "UPDATE {sessions} SET summary = %s::json"
+                            " WHERE project_key = %s AND session_id = %s AND subpath = %s"
+                        ),
+                        (summary, *_columns(stored)),
+                    )
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """Every entry of the transcript in append order, or ``None`` for a transcript never written."""
