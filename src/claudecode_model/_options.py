@@ -43,6 +43,9 @@ class RequestNeeds:
     allowed_tools: list[str] = field(default_factory=list)
     output_schema: dict[str, Any] | None = None
     resume: str | None = None
+    resume_at: str | None = None
+    """Resume the session only up to this transcript entry (and fork it: see ``fork``)."""
+    fork: bool = False
     can_use_tool: CanUseTool | None = None
     thinking: ThinkingLevel | None = None
     """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
@@ -110,6 +113,8 @@ def build_options(
         effort=_effort(settings, needs.thinking),
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
+        resume_session_at=needs.resume_at,
+        fork_session=needs.fork,
         can_use_tool=needs.can_use_tool,
         hooks=cast(Any, restriction_hooks(restrictions)) if restrictions else None,
         stderr=stderr,

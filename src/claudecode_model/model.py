@@ -42,6 +42,7 @@ from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
+from claudecode_model._resume import TRANSCRIPT_LEAF_KEY, recorded_leaf, resume_point, transcript_leaf
 from claudecode_model._run_context import current_run_context
 from claudecode_model._session import CLISession, SessionPool
 from claudecode_model._tool_servers import (
@@ -314,7 +315,21 @@ class ClaudeCodeModel(Model):
         if plan.continue_session_id is not None and plan.history_digest is not None:
             session = self._pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
             if session is None:
-                needs.resume = plan.continue_session_id
+                replay_env = {**os.environ, **base_env, **settings.get("claude_code_env", {})}
+                point = await resume_point(
+                    plan.continue_session_id,
+                    recorded_leaf(messages),
+                    store=self._session_store,
+                    env=replay_env,
+                    cwd=settings.get("claude_code_cwd"),
+                )
+                if point is None:  # the session is nowhere to be found: replay the history into a new one
+                    plan = plan_turn(messages, instructions, allow_continue=False)
+                    needs.resume = write_replay_transcript(
+                        plan.replay, env=replay_env, cwd=settings.get("claude_code_cwd")
+                    )
+                else:
+                    needs.resume, needs.resume_at, needs.fork = point.session_id, point.at, point.fork
         elif plan.replay:
             needs.resume = write_replay_transcript(
                 plan.replay,
@@ -658,6 +673,8 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
             response = ModelResponse(parts=self._parts_manager.get_parts())
             digest = _history.history_digest([*turn.messages_in, response])
             details[HISTORY_DIGEST_KEY] = digest
+            if (leaf := transcript_leaf(turn.raw_messages)) is not None:
+                details[TRANSCRIPT_LEAF_KEY] = leaf
             turn.session.seen_digest = digest
         self.provider_details = details
 

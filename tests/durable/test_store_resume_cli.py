@@ -104,6 +104,75 @@ async def test_a_follow_up_on_another_worker_resumes_the_session_from_the_store(
     assert "what was the word?" in user_texts
 
 
+async def test_a_history_cut_short_forks_the_stored_session_at_that_point(
+    claude_backend: OfflineBackend, store: Any, tmp_path: Path
+):
+    """Continuing from an earlier response gives Claude exactly that history, on any worker; the session that went
+    on stays intact for whoever continues it."""
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store)
+    agent = Agent(worker_a)
+    try:
+        one = await agent.run("one")
+        two = await agent.run("two", message_history=one.all_messages())
+        await agent.run("three", message_history=two.all_messages())
+    finally:
+        await worker_a.aclose()
+    original = session_of(two.all_messages())
+
+    worker_b = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store)
+    try:
+        branch = await Agent(worker_b).run("branch", message_history=one.all_messages())
+        assert claude_backend.requests[-1].user_texts() == ["one", "branch"]
+        assert branch.output == "echo: branch (prompts seen: 2)"
+        forked = session_of(branch.all_messages())
+        assert forked != original
+
+        more = await Agent(worker_b).run("more", message_history=branch.all_messages())
+        assert claude_backend.requests[-1].user_texts() == ["one", "branch", "more"]
+        assert session_of(more.all_messages()) == forked  # the branch goes on as a session of its own
+    finally:
+        await worker_b.aclose()
+
+    worker_c = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "c"), session_store=store)
+    try:
+        after_two = await Agent(worker_c).run("after two", message_history=two.all_messages())
+    finally:
+        await worker_c.aclose()
+    assert claude_backend.requests[-1].user_texts() == ["one", "two", "after two"]
+    assert session_of(after_two.all_messages()) != original  # "three" had continued it: this is another branch
+
+
+async def test_a_history_cut_short_forks_the_local_session_too(claude_backend: OfflineBackend):
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)
+    agent = Agent(model)
+    one = await agent.run("one")
+    two = await agent.run("two", message_history=one.all_messages())
+    assert session_of(two.all_messages()) == session_of(one.all_messages())  # resumed: nothing was cut
+
+    again = await agent.run("instead of two", message_history=one.all_messages())
+
+    assert claude_backend.requests[-1].user_texts() == ["one", "instead of two"]
+    assert session_of(again.all_messages()) != session_of(one.all_messages())
+
+
+async def test_without_a_store_another_worker_replays_the_history(claude_backend: OfflineBackend, tmp_path: Path):
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    env_b = worker_env(claude_backend, tmp_path, "b")
+    first = await Agent(ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), keep_sessions=0)).run("hello")
+    worker_b = ClaudeCodeModel(env=env_b)
+    try:
+        second = await Agent(worker_b).run("again", message_history=first.all_messages())
+    finally:
+        await worker_b.aclose()
+
+    assert second.output == "echo: again (prompts seen: 2)"
+    assert claude_backend.requests[-1].user_texts() == ["hello", "again"]
+    assert session_of(second.all_messages()) != session_of(first.all_messages())
+    assert len(transcripts(env_b)) == 1  # the replayed history, written for the new session
+
+
 def _content(entry: Any) -> list[Any]:
     content = entry.get("message", {}).get("content", [])
     return [content] if isinstance(content, str) else [block for block in content if block.get("type") == "text"]
