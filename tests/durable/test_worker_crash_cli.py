@@ -17,6 +17,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +27,14 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from claudecode_model.testing import OfflineBackend
+
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from tests._support.postgres import PostgresServer
 
-    from claudecode_model.testing import OfflineBackend
+    from claudecode_model.testing import RecordedRequest
 
 pytestmark = pytest.mark.cli
 
@@ -117,10 +123,101 @@ def _ledger(dsn: str) -> list[tuple[str, str, int]]:
 
 
 def _session_of(messages: list[Any]) -> str:
-    [last] = [m for m in messages[-1:] if m["kind"] == "response"]
+    last = messages[-1]
+    assert last["kind"] == "response"
     session_id = last["provider_details"]["session_id"]
     assert isinstance(session_id, str)
     return session_id
+
+
+def _eventually(check: Any, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return bool(check())
+
+
+@dataclass
+class Scenario:
+    """What the scenario observed, run once for the tests of this module."""
+
+    ledger_when_killed: list[tuple[str, str, int]]
+    survivors_of_a: list[int]
+    recovered: dict[str, Any]
+    followed: dict[str, Any]
+    follow_up_request: RecordedRequest
+    follow_up_transcripts: list[Path]
+    ledger: list[tuple[str, str, int]]
+
+
+@pytest.fixture(scope="module")
+def scenario(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    """Worker A starts the run and is killed while Claude answers the second tool's result; worker B recovers the
+    workflow, then continues the conversation in a new process."""
+    root = tmp_path_factory.mktemp("scenario")
+    database = postgres_server.create_database()
+    dsn = postgres_server.dsn(database)
+    brain = ChainBrain()
+    with OfflineBackend(FunctionModel(brain)) as backend:
+
+        def worker_env(name: str) -> dict[str, str]:
+            config_dir = root / f"config-{name}"
+            config_dir.mkdir()
+            return {**os.environ, **backend.cli_env(config_dir=config_dir), "DURABLE_DATABASE_URL": dsn}
+
+        log_a = root / "worker-a.log"
+        worker_a = _spawn("worker-a", ["start", "--workflow-id", "chain-1", "Start the chain."], worker_env("a"), log_a)
+        try:
+            assert brain.held.wait(_WORKER_TIMEOUT), f"worker A never reached the third step:\n{log_a.read_text()}"
+            ledger_when_killed = _ledger(dsn)
+            os.killpg(worker_a.pid, signal.SIGKILL)
+            worker_a.wait()
+        finally:
+            brain.release.set()
+            if worker_a.poll() is None:
+                os.killpg(worker_a.pid, signal.SIGKILL)
+                worker_a.wait()
+        _eventually(lambda: not _group_members(worker_a.pid))
+        survivors = _group_members(worker_a.pid)
+
+        log_b = root / "worker-b.log"
+        recovered = root / "recovered.json"
+        _finish(_spawn("worker-b", ["recover", "worker-a", "--out", str(recovered)], worker_env("b"), log_b), log_b)
+
+        follow_env = worker_env("b-follow-up")
+        followed = root / "followed.json"
+        arguments = ["follow-up", "--messages", str(recovered), "--out", str(followed), "Thanks!"]
+        _finish(_spawn("worker-b", arguments, follow_env, log_b), log_b)
+        yield Scenario(
+            ledger_when_killed=ledger_when_killed,
+            survivors_of_a=survivors,
+            recovered=json.loads(recovered.read_text()),
+            followed=json.loads(followed.read_text()),
+            follow_up_request=backend.requests[-1],
+            follow_up_transcripts=list(Path(follow_env["CLAUDE_CONFIG_DIR"]).glob("projects/*/*.jsonl")),
+            ledger=_ledger(dsn),
+        )
+    postgres_server.drop_database(database)
+
+
+def test_worker_a_died_after_its_second_tool_call_leaving_nothing_running(scenario: Scenario):
+    assert scenario.ledger_when_killed == [("one", "worker-a", 1), ("two", "worker-a", 11)]
+    assert scenario.survivors_of_a == []  # no CLI orphan: the whole process group is gone
+
+
+def test_worker_b_recovers_the_workflow_and_finishes_it_with_the_right_answer(scenario: Scenario):
+    assert scenario.recovered["workflow_id"] == "chain-1"
+    assert scenario.recovered["output"] == "chain result: 1123"
+    assert ("three", "worker-b", 112) in scenario.ledger
+
+
+def test_a_follow_up_on_worker_b_continues_the_same_session_through_the_store(scenario: Scenario):
+    assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
+    assert _session_of(scenario.followed["messages"]) == _session_of(scenario.recovered["messages"])
+    assert scenario.follow_up_request.user_texts() == ["Start the chain.", "Thanks!"]
+    assert scenario.follow_up_transcripts == []  # resumed from the store, nothing replayed on this worker
 
 
 @pytest.mark.xfail(
@@ -130,76 +227,9 @@ def _session_of(messages: list[Any]) -> str:
         "included, is one DBOS model-request step, so the recovered step runs tools one and two again on worker B"
     ),
 )
-async def test_a_run_survives_its_worker_and_the_conversation_continues_on_another(
-    claude_backend: OfflineBackend, postgres_server: PostgresServer, postgres_db: str, tmp_path: Path
-):
-    brain = ChainBrain()
-    claude_backend.set_brain(FunctionModel(brain))
-    dsn = postgres_server.dsn(postgres_db)
-
-    def worker_env(name: str) -> dict[str, str]:
-        config_dir = tmp_path / f"config-{name}"
-        config_dir.mkdir()
-        return {**os.environ, **claude_backend.cli_env(config_dir=config_dir), "DURABLE_DATABASE_URL": dsn}
-
-    # Worker A starts the run and is killed while Claude answers the second tool's result.
-    log_a = tmp_path / "worker-a.log"
-    worker_a = _spawn("worker-a", ["start", "--workflow-id", "chain-1", "Start the chain."], worker_env("a"), log_a)
-    try:
-        held = await asyncio.to_thread(brain.held.wait, _WORKER_TIMEOUT)
-        assert held, f"worker A never reached the third step:\n{log_a.read_text()[-4000:]}"
-        assert _ledger(dsn) == [("one", "worker-a", 1), ("two", "worker-a", 11)]
-        os.killpg(worker_a.pid, signal.SIGKILL)
-        worker_a.wait()
-    finally:
-        brain.release.set()
-        if worker_a.poll() is None:
-            os.killpg(worker_a.pid, signal.SIGKILL)
-            worker_a.wait()
-    # Nothing of worker A survives it: no CLI orphan in its process group.
-    assert await _eventually(lambda: not _group_members(worker_a.pid)), _group_members(worker_a.pid)
-
-    # Worker B recovers A's workflow and finishes it.
-    log_b = tmp_path / "worker-b.log"
-    recovered = tmp_path / "recovered.json"
-    env_b = worker_env("b")
-    worker_b = _spawn("worker-b", ["recover", "worker-a", "--out", str(recovered)], env_b, log_b)
-    await asyncio.to_thread(_finish, worker_b, log_b)
-    result = json.loads(recovered.read_text())
-    assert result["workflow_id"] == "chain-1"
-    assert result["output"] == "chain result: 1123"
-    session_id = _session_of(result["messages"])
-
-    # A follow-up turn on worker B (a new process, so nothing is live) continues the same Claude Code session
-    # from the store: the backend sees the whole earlier conversation and nothing is replayed.
-    follow_env = worker_env("b-follow-up")
-    followed = tmp_path / "followed.json"
-    follow_up = _spawn(
-        "worker-b", ["follow-up", "--messages", str(recovered), "--out", str(followed), "Thanks!"], follow_env, log_b
-    )
-    await asyncio.to_thread(_finish, follow_up, log_b)
-    answer = json.loads(followed.read_text())
-    assert answer["output"] == "follow-up after 3 tool results: Thanks!"
-    assert _session_of(answer["messages"]) == session_id
-    assert claude_backend.requests[-1].user_texts()[0] == "Start the chain."
-    assert not _transcripts(Path(follow_env["CLAUDE_CONFIG_DIR"])), "the follow-up replayed the history"
-
-    # Each tool ran exactly once: one and two on A (their steps were recorded before it died), three on B.
-    assert _ledger(dsn) == [("one", "worker-a", 1), ("two", "worker-a", 11), ("three", "worker-b", 112)]
-
-
-def _transcripts(config_dir: Path) -> list[Path]:
-    return list(config_dir.glob("projects/*/*.jsonl"))
-
-
-async def _eventually(check: Any, within: float = 10.0) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while loop.time() < deadline:
-        if check():
-            return True
-        await asyncio.sleep(0.05)
-    return bool(check())
+def test_each_tool_ran_exactly_once(scenario: Scenario):
+    # One and two on A (their steps were recorded before it died), three on B.
+    assert scenario.ledger == [("one", "worker-a", 1), ("two", "worker-a", 11), ("three", "worker-b", 112)]
 
 
 def test_the_worker_example_refuses_to_start_without_a_database():
