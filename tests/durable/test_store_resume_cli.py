@@ -173,6 +173,32 @@ async def test_without_a_store_another_worker_replays_the_history(claude_backend
     assert len(transcripts(env_b)) == 1  # the replayed history, written for the new session
 
 
+async def test_a_session_whose_last_turn_never_reached_the_store_is_replayed_not_resumed(
+    claude_backend: OfflineBackend, store: Any, tmp_path: Path
+):
+    """A worker killed mid-turn leaves the store without that turn: the next worker must not resume a session that
+    lacks what the history holds."""
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store, keep_sessions=0)
+    one = await Agent(worker_a).run("one")
+    key: Any = {"project_key": project_key_for_directory(os.getcwd()), "session_id": session_of(one.all_messages())}
+    first_turn = await store.load(key)
+    two = await Agent(worker_a).run("two", message_history=one.all_messages())
+    # What the store would hold had worker A died before the second turn's entries were flushed.
+    await store.delete(key)
+    await store.append(key, first_turn)
+
+    worker_b = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store)
+    try:
+        three = await Agent(worker_b).run("three", message_history=two.all_messages())
+    finally:
+        await worker_b.aclose()
+
+    assert claude_backend.requests[-1].user_texts() == ["one", "two", "three"]
+    assert three.output == "echo: three (prompts seen: 3)"
+    assert session_of(three.all_messages()) != key["session_id"]  # a new session, given the history
+
+
 def _content(entry: Any) -> list[Any]:
     content = entry.get("message", {}).get("content", [])
     return [content] if isinstance(content, str) else [block for block in content if block.get("type") == "text"]
