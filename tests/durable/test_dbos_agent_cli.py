@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.cli
 
-dbos = pytest.importorskip("dbos")
-
 
 @pytest.fixture
 def dbos_system_db(postgres_server: PostgresServer, postgres_db: str) -> Iterator[str]:

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.cli
 
-pytest.importorskip("dbos")
 
 WORKER = Path(__file__).resolve().parents[2] / "examples" / "durable_workers.py"
 CHAIN = ("one", "two", "three")
