@@ -7,6 +7,7 @@ worker's CLI wrote on its disk, the other cannot see. Only the store is shared.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,10 @@ def worker_env(backend: OfflineBackend, root: Path, name: str) -> dict[str, str]
     return backend.cli_env(config_dir=config_dir)
 
 
+def resume_copies() -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob("claude-resume-*"))
+
+
 def transcripts(env: dict[str, str]) -> list[Path]:
     return sorted(Path(env["CLAUDE_CONFIG_DIR"]).glob("projects/*/*.jsonl"))
 
@@ -83,6 +88,8 @@ async def test_a_follow_up_on_another_worker_resumes_the_session_from_the_store(
         await worker_b.aclose()
 
     assert second.output == "echo: what was the word? (prompts seen: 2)"
+    # The SDK resumed from a private copy of the transcript (with the CLI's credentials): gone with the CLI.
+    assert not resume_copies()
     assert session_of(second.all_messages()) == session_id  # the same Claude Code session, resumed
     seen = claude_backend.requests[-1]
     assert seen.user_texts()[-2:] == ["remember the word kiwi", "what was the word?"]
