@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_agent_sdk import AssistantMessage, UserMessage, project_key_for_directory
-from claude_agent_sdk.types import Message, SessionStore
+from claude_agent_sdk.types import Message, SessionKey, SessionStore
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
 from claudecode_model._replay import transcript_path
@@ -89,6 +89,21 @@ async def resume_point(
         return ResumePoint(session_id)
     logger.debug("session %s went on past this history's end: resuming it forked at %s", session_id, leaf)
     return ResumePoint(session_id, at=leaf, fork=True)
+
+
+async def mirror_transcript(
+    store: SessionStore, session_id: str, *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+) -> None:
+    """Copy a transcript written here (a replayed history) into the store.
+
+    The CLI mirrors only the entries it writes itself: without this, the store would hold a replayed session from
+    its first new turn on, and a worker resuming it from the store would give Claude a history without its start.
+    """
+    entries = await asyncio.to_thread(_local_entries, session_id, env, cwd)
+    if entries:
+        directory = str(cwd) if cwd is not None else os.getcwd()
+        key: SessionKey = {"project_key": project_key_for_directory(directory), "session_id": session_id}
+        await store.append(key, entries)
 
 
 def _tip(entries: Sequence[dict[str, Any]]) -> str | None:

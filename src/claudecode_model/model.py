@@ -42,7 +42,13 @@ from claudecode_model._cli_discovery import find_cli
 from claudecode_model._history import HISTORY_DIGEST_KEY, PROVIDER_NAME, TurnPlan, plan_turn
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._replay import write_replay_transcript
-from claudecode_model._resume import TRANSCRIPT_LEAF_KEY, recorded_leaf, resume_point, transcript_leaf
+from claudecode_model._resume import (
+    TRANSCRIPT_LEAF_KEY,
+    mirror_transcript,
+    recorded_leaf,
+    resume_point,
+    transcript_leaf,
+)
 from claudecode_model._run_context import current_run_context
 from claudecode_model._session import CLISession, SessionPool
 from claudecode_model._tool_servers import (
@@ -312,30 +318,26 @@ class ClaudeCodeModel(Model):
             stderr=stderr_lines.append,
         )
         session: CLISession | None = None
+        replay_env = {**os.environ, **base_env, **settings.get("claude_code_env", {})}
+        cwd = settings.get("claude_code_cwd")
         if plan.continue_session_id is not None and plan.history_digest is not None:
             session = self._pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
             if session is None:
-                replay_env = {**os.environ, **base_env, **settings.get("claude_code_env", {})}
                 point = await resume_point(
                     plan.continue_session_id,
                     recorded_leaf(messages),
                     store=self._session_store,
                     env=replay_env,
-                    cwd=settings.get("claude_code_cwd"),
+                    cwd=cwd,
                 )
                 if point is None:  # the session is nowhere to be found: replay the history into a new one
                     plan = plan_turn(messages, instructions, allow_continue=False)
-                    needs.resume = write_replay_transcript(
-                        plan.replay, env=replay_env, cwd=settings.get("claude_code_cwd")
-                    )
                 else:
                     needs.resume, needs.resume_at, needs.fork = point.session_id, point.at, point.fork
-        elif plan.replay:
-            needs.resume = write_replay_transcript(
-                plan.replay,
-                env={**os.environ, **base_env, **settings.get("claude_code_env", {})},
-                cwd=settings.get("claude_code_cwd"),
-            )
+        if session is None and needs.resume is None and plan.replay:
+            needs.resume = write_replay_transcript(plan.replay, env=replay_env, cwd=cwd)
+            if self._session_store is not None:
+                await mirror_transcript(self._session_store, needs.resume, env=replay_env, cwd=cwd)
         router = session.tool_router if session is not None else RunToolRouter()
         router.bind(run_context if runs_agent_tools else None)
         if session is None:

@@ -206,6 +206,30 @@ async def test_a_session_whose_last_turn_never_reached_the_store_is_replayed_not
     assert session_of(three.all_messages()) != key["session_id"]  # a new session, given the history
 
 
+async def test_a_replayed_history_reaches_the_store_whole(claude_backend: OfflineBackend, store: Any, tmp_path: Path):
+    """A session that began as a replay is resumed elsewhere with its whole history, not only its new turns (the
+    CLI mirrors only what it writes itself)."""
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    other = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("from another model")])))
+    earlier = await other.run("question for the other model")
+    worker_b = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store, keep_sessions=0)
+    replayed = await Agent(worker_b).run("now claude code", message_history=earlier.all_messages())
+    assert claude_backend.requests[-1].user_texts() == ["question for the other model", "now claude code"]
+
+    worker_c = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "c"), session_store=store)
+    try:
+        resumed = await Agent(worker_c).run("and on worker c", message_history=replayed.all_messages())
+    finally:
+        await worker_c.aclose()
+
+    assert session_of(resumed.all_messages()) == session_of(replayed.all_messages())
+    assert claude_backend.requests[-1].user_texts() == [
+        "question for the other model",
+        "now claude code",
+        "and on worker c",
+    ]
+
+
 def _content(entry: Any) -> list[Any]:
     content = entry.get("message", {}).get("content", [])
     return [content] if isinstance(content, str) else [block for block in content if block.get("type") == "text"]

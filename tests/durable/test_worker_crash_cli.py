@@ -41,6 +41,8 @@ pytestmark = pytest.mark.cli
 
 WORKER = Path(__file__).resolve().parents[2] / "examples" / "durable_workers.py"
 CHAIN = ("one", "two", "three")
+CLI_CONTINUATION_PROMPT = "Continue from where you left off."
+"""What the CLI sends when it resumes a session whose transcript ends with a tool result."""
 _WORKER_TIMEOUT = 240
 
 
@@ -57,7 +59,12 @@ class ChainBrain:
         self._holding = True
 
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts = [p.content for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
+        prompts = [
+            p.content
+            for m in messages
+            for p in m.parts
+            if isinstance(p, UserPromptPart) and p.content != CLI_CONTINUATION_PROMPT
+        ]
         returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
         if len(prompts) > 1:
             return ModelResponse(parts=[TextPart(f"follow-up after {len(returns)} tool results: {prompts[-1]}")])
