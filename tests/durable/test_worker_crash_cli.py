@@ -10,6 +10,7 @@ Worker B then recovers A's workflow and finishes it; a follow-up turn on B conti
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 
 if TYPE_CHECKING:
@@ -222,11 +224,13 @@ def test_worker_b_recovers_the_workflow_and_finishes_it_with_the_right_answer(sc
 def test_a_follow_up_on_worker_b_continues_the_same_session_through_the_store(scenario: Scenario):
     assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
     assert _session_of(scenario.followed["messages"]) == _session_of(scenario.recovered["messages"])
-    assert scenario.follow_up_request.user_texts() == ["Start the chain.", "Thanks!"]
+    prompts = [text for text in scenario.follow_up_request.user_texts() if text != CLI_CONTINUATION_PROMPT]
+    assert prompts == ["Start the chain.", "Thanks!"]
     assert scenario.follow_up_transcripts == []  # resumed from the store, nothing replayed on this worker
 
 
 @pytest.mark.xfail(
+    "tool_execution" not in inspect.signature(ClaudeCodeModel).parameters,
     strict=True,
     reason=(
         "needs pydantic-ai to run the agent's tools (issue 14): today the whole Claude Code loop, tool calls "
