@@ -1,14 +1,21 @@
-"""Project-wide test guards: no test may leave a child process or an IPC file behind."""
+"""Project-wide test guards (no test may leave a child process or an IPC file behind) and the shared CLI model."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 import time
-from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from tests._support.processes import live_descendants
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+    from claudecode_model import ClaudeCodeModel
+    from claudecode_model.testing import OfflineBackend
 
 # A private temp dir for the whole test session (short, because socket paths must stay under 108 bytes), so
 # the leak guard below sees only this session's files, not those of another process on the machine.
@@ -22,29 +29,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     import shutil
 
     shutil.rmtree(_SESSION_TMP, ignore_errors=True)
-
-
-def live_descendants(pid: int) -> set[int]:
-    """Every live (non-zombie) descendant of ``pid``, from a /proc scan."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("State", "").startswith("Z"):
-            continue
-        parents[int(entry.name)] = int(fields.get("PPid", "0").strip() or 0)
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        children = {child for child, parent in parents.items() if parent in frontier}
-        frontier = children - found
-        found |= children
-    return found
 
 
 def _ipc_files() -> set[str]:
@@ -64,3 +48,13 @@ def _nothing_leaks() -> Iterator[None]:
         left = live_descendants(os.getpid()) - processes_before
     assert not left, f"child processes left behind: {sorted(left)}"
     assert not (_ipc_files() - files_before), f"IPC files left behind: {sorted(_ipc_files() - files_before)}"
+
+
+@pytest.fixture
+async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+    """A ``ClaudeCodeModel`` whose CLI talks to ``claude_backend``, closed after the test."""
+    from claudecode_model import ClaudeCodeModel  # imported late: the temp dir above is set first
+
+    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    yield model
+    await model.aclose()

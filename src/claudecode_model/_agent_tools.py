@@ -23,8 +23,14 @@ from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedMo
 from pydantic_ai.messages import ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import ToolDenied
 
-from claudecode_model._inprocess_server import ToolSpec
-from claudecode_model.tool_converter import McpResponse, _format_return_value_as_mcp, _text_response
+from claudecode_model._mcp import (
+    DEFAULT_SERVER_NAME,
+    McpResponse,
+    ToolCallHandler,
+    ToolSpec,
+    format_result,
+    text_result,
+)
 
 if TYPE_CHECKING:
     from pydantic_ai.tool_manager import ToolManager
@@ -32,7 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-AGENT_TOOLS_SERVER = "pydantic_tools"
+AGENT_TOOLS_SERVER = DEFAULT_SERVER_NAME
 OUTPUT_TOOLS_SERVER = "pydantic_output"
 """Serves pydantic-ai's output tools when the function tools come from ``set_agent_toolsets`` registrations."""
 
@@ -66,19 +72,17 @@ class RunToolRouter:
         self.fatal_error = error
         if self.stop_turn is not None:
             self.stop_turn()
-        return _text_response(str(error), is_error=True)
+        return text_result(str(error), is_error=True)
 
     def capture_output(self, name: str, arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
         """Keep an output tool call for pydantic-ai and end the CLI turn: the run's result is in the call."""
         if self.output_call is not None:
-            return _text_response("A final result was already given in this turn.", is_error=True)
-        call = ToolCallPart(tool_name=name, args=arguments)
-        if tool_use_id:
-            call.tool_call_id = tool_use_id
+            return text_result("A final result was already given in this turn.", is_error=True)
+        call = _call_part(name, arguments, tool_use_id)
         self.output_call = call
         if self.stop_turn is not None:
             self.stop_turn()
-        return _text_response("Final result received.")
+        return text_result("Final result received.")
 
     def _check_tool_calls_limit(self, ctx: RunContext[Any]) -> UsageLimitExceeded | None:
         limits = ctx.usage_limits
@@ -94,12 +98,10 @@ class RunToolRouter:
     async def call(self, name: str, arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
         ctx = self.run_context
         if ctx is None or ctx.tool_manager is None:
-            return _text_response(f"Tool {name!r} cannot run: no agent run is in progress.", is_error=True)
-        call = ToolCallPart(tool_name=name, args=arguments)
-        if tool_use_id:
-            call.tool_call_id = tool_use_id
+            return text_result(f"Tool {name!r} cannot run: no agent run is in progress.", is_error=True)
+        call = _call_part(name, arguments, tool_use_id)
         if self.fatal_error is not None or self.output_call is not None:
-            return _text_response(f"Tool {name!r} was not run: the agent run is ending.", is_error=True)
+            return text_result(f"Tool {name!r} was not run: the agent run is ending.", is_error=True)
         if (limit_error := self._check_tool_calls_limit(ctx)) is not None:
             return self._fail(limit_error)
         manager = ctx.tool_manager
@@ -113,19 +115,19 @@ class RunToolRouter:
             exhausted = self._count_failure(manager, name)
             if exhausted is not None:
                 return self._fail(exhausted)
-            return _text_response(_retry_text(retry), is_error=True)
+            return text_result(_retry_text(retry), is_error=True)
         except ToolFailedError as failed:
-            return _text_response(failed.tool_failed.model_response_str(wrap_if_error=False), is_error=True)
+            return text_result(failed.tool_failed.model_response_str(wrap_if_error=False), is_error=True)
         except UnexpectedModelBehavior as error:
             return self._fail(error)
         finally:
             self._in_flight -= 1
         self.failures.pop(name, None)
         if isinstance(result, ToolDenied):
-            return _text_response(result.message, is_error=True)
+            return text_result(result.message, is_error=True)
         if isinstance(result, ToolReturn):
-            return _format_return_value_as_mcp(result.return_value)
-        return _format_return_value_as_mcp(result)
+            return format_result(result.return_value)
+        return format_result(result)
 
     def _count_failure(self, manager: ToolManager[Any], name: str) -> UnexpectedModelBehavior | None:
         """Count a failed attempt; the error pydantic-ai raises once the tool's retry budget is spent."""
@@ -136,6 +138,14 @@ class RunToolRouter:
         if earlier + failures <= max_retries:
             return None
         return UnexpectedModelBehavior(f"Tool {name!r} exceeded max retries count of {max_retries}")
+
+
+def _call_part(name: str, arguments: dict[str, Any], tool_use_id: str | None) -> ToolCallPart:
+    """The call as pydantic-ai sees it, with Claude's ``tool_use`` id when the CLI sent one."""
+    call = ToolCallPart(tool_name=name, args=arguments)
+    if tool_use_id:
+        call.tool_call_id = tool_use_id
+    return call
 
 
 def _retry_text(retry: ToolRetryError) -> str:
@@ -152,46 +162,44 @@ def tools_signature(tool_defs: list[ToolDefinition]) -> str:
     return hashlib.sha256(json.dumps(source, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _specs(
+    tool_defs: list[ToolDefinition], handler: Callable[[str], ToolCallHandler], *, parallel: bool
+) -> list[ToolSpec]:
+    return [
+        ToolSpec(
+            name=tool.name,
+            description=tool.description or "",
+            input_schema=dict(tool.parameters_json_schema),
+            handler=handler(tool.name),
+            read_only=parallel and not tool.sequential,
+        )
+        for tool in tool_defs
+    ]
+
+
 def agent_tool_specs(tool_defs: list[ToolDefinition], router: RunToolRouter) -> list[ToolSpec]:
     """The agent's tools as MCP tool specs, each call executed through ``router``.
 
     Tools pydantic-ai may run concurrently (not ``sequential``) are marked read-only, which lets Claude Code run
     several calls of them at once.
     """
-    return [
-        ToolSpec(
-            name=tool.name,
-            description=tool.description or "",
-            input_schema=dict(tool.parameters_json_schema),
-            handler=_handler(router, tool.name),
-            read_only=not tool.sequential,
-        )
-        for tool in tool_defs
-    ]
+
+    def handler(name: str) -> ToolCallHandler:
+        async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+            return await router.call(name, arguments, tool_use_id)
+
+        return handle
+
+    return _specs(tool_defs, handler, parallel=True)
 
 
 def output_tool_specs(output_defs: list[ToolDefinition], router: RunToolRouter) -> list[ToolSpec]:
     """pydantic-ai's output tools as MCP tool specs: a call is captured for the agent to validate."""
-    return [
-        ToolSpec(
-            name=tool.name,
-            description=tool.description or "",
-            input_schema=dict(tool.parameters_json_schema),
-            handler=_output_handler(router, tool.name),
-        )
-        for tool in output_defs
-    ]
 
+    def handler(name: str) -> ToolCallHandler:
+        async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+            return router.capture_output(name, arguments, tool_use_id)
 
-def _output_handler(router: RunToolRouter, name: str) -> Any:
-    async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
-        return router.capture_output(name, arguments, tool_use_id)
+        return handle
 
-    return handle
-
-
-def _handler(router: RunToolRouter, name: str) -> Any:
-    async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
-        return await router.call(name, arguments, tool_use_id)
-
-    return handle
+    return _specs(output_defs, handler, parallel=False)

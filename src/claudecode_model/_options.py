@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +12,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._digest import canonical_digest
 from claudecode_model._restrictions import restriction_hooks
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -39,13 +38,11 @@ class RequestNeeds:
 
     system_prompt: str | None
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
-    mcp_tools_signature: Any = None
+    mcp_tools_signature: list[list[Any]] | None = None
+    """What the request's tool servers serve (``None``: no tool servers), part of the session signature."""
     allowed_tools: list[str] = field(default_factory=list)
     output_schema: dict[str, Any] | None = None
     resume: str | None = None
-    resume_at: str | None = None
-    """Resume the session only up to this transcript entry (and fork it: see ``fork``)."""
-    fork: bool = False
     can_use_tool: CanUseTool | None = None
     thinking: ThinkingLevel | None = None
     """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
@@ -113,8 +110,6 @@ def build_options(
         effort=_effort(settings, needs.thinking),
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
-        resume_session_at=needs.resume_at,
-        fork_session=needs.fork,
         can_use_tool=needs.can_use_tool,
         hooks=cast(Any, restriction_hooks(restrictions)) if restrictions else None,
         stderr=stderr,
@@ -139,8 +134,7 @@ def build_options(
         "output_format": options.output_format,
         "restrictions": restrictions,
     }
-    encoded = json.dumps(signature_source, sort_keys=True, default=str).encode()
-    return options, hashlib.sha256(encoded).hexdigest()
+    return options, canonical_digest(signature_source)
 
 
 _THINKING_BUDGETS = {"minimal": 1024, "low": 4096, "medium": 10000, "high": 31999, "xhigh": 48000, "max": 63999}

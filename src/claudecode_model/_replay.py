@@ -1,4 +1,4 @@
-"""Replaying a history into a new CLI session by writing a session transcript the CLI can ``--resume``.
+"""Replaying a history into a new CLI session: the Anthropic transcript of a history, written as a session file.
 
 The CLI keeps each session as JSONL under ``<CLAUDE_CONFIG_DIR>/projects/<sanitised cwd>/<session id>.jsonl``;
 ``--resume <id>`` sends the whole transcript to the API as real messages. Writing the history in that format makes a
@@ -11,20 +11,101 @@ import json
 import os
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from claude_agent_sdk._internal import sessions as _sdk_sessions
+from pydantic_ai.messages import (
+    FilePart,
+    ModelMessage,
+    ModelRequest,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 
-from claudecode_model._history import TranscriptEntry
+from claudecode_model._compat import session_transcript_path
+from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
+from claudecode_model._to_anthropic import ContentBlock, request_blocks
+from claudecode_model.exceptions import MessageConversionError
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """One message of a conversation as the Anthropic API sees it."""
+
+    role: Literal["user", "assistant"]
+    content: list[ContentBlock]
+
+
+def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
+    """The Anthropic message sequence equivalent to ``history``, for replay into a new session.
+
+    A Claude Code response holds tool calls the CLI executed and their results in one ``ModelResponse``; on the
+    wire these alternate between assistant ``tool_use`` and user ``tool_result`` messages, so they are split.
+    """
+    entries: list[TranscriptEntry] = []
+
+    def add(role: Literal["user", "assistant"], blocks: list[ContentBlock]) -> None:
+        if not blocks:
+            return
+        if entries and entries[-1].role == role:
+            entries[-1].content.extend(blocks)
+        else:
+            entries.append(TranscriptEntry(role=role, content=list(blocks)))
+
+    for message in history:
+        if isinstance(message, ModelRequest):
+            add("user", request_blocks(message))
+            continue
+        pending: list[ContentBlock] = []
+        for part in message.parts:
+            match part:
+                case TextPart():
+                    if part.content:
+                        pending.append({"type": "text", "text": part.content})
+                case ThinkingPart():
+                    if part.signature and part.provider_name in (PROVIDER_NAME, "anthropic"):
+                        pending.append({"type": "thinking", "thinking": part.content, "signature": part.signature})
+                case ToolCallPart() | NativeToolCallPart():
+                    name = (part.provider_details or {}).get(CLI_TOOL_NAME_KEY, part.tool_name)
+                    pending.append(
+                        {
+                            "type": "tool_use",
+                            "id": part.tool_call_id,
+                            "name": name,
+                            "input": part.args_as_dict(),
+                        }
+                    )
+                case NativeToolReturnPart():
+                    add("assistant", pending)
+                    pending = []
+                    is_error = part.outcome != "success"
+                    add(
+                        "user",
+                        [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": part.tool_call_id,
+                                "content": part.model_response_str(),
+                                "is_error": is_error,
+                            }
+                        ],
+                    )
+                case FilePart():
+                    raise MessageConversionError("Claude Code cannot replay a response that holds a file part.")
+                case _:
+                    continue
+        add("assistant", pending)
+    return entries
 
 
 def transcript_path(session_id: str, *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> Path:
     """Where the CLI keeps (or looks for) the transcript of ``session_id`` for this config dir and cwd."""
-    project = _sdk_sessions._canonicalize_path(str(cwd) if cwd is not None else os.getcwd())
-    projects_dir = _sdk_sessions._get_projects_dir(dict(env))
-    return projects_dir / _sdk_sessions._sanitize_path(project) / f"{session_id}.jsonl"
+    return session_transcript_path(session_id, env=env, cwd=str(cwd) if cwd is not None else os.getcwd())
 
 
 def write_replay_transcript(

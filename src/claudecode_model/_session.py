@@ -9,22 +9,27 @@ disconnects the client, which stops the CLI and its stdio MCP children.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
 import signal
 import time
 import uuid
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
+from claudecode_model._compat import cli_process
 from claudecode_model.exceptions import CLIInterruptedError
 
 if TYPE_CHECKING:
+    from claudecode_model._agent_tools import RunToolRouter
     from claudecode_model._tool_servers import ServedTools
 
 logger = logging.getLogger(__name__)
@@ -33,40 +38,84 @@ _STOP_GRACE_SECONDS = 2.0
 
 
 @dataclass
-class _Turn:
+class _TurnRequest:
     message: dict[str, Any]
     output: asyncio.Queue[Message | BaseException | None] = field(default_factory=asyncio.Queue)
+
+
+class PooledSession(Protocol):
+    """What :class:`SessionPool` needs of a session it keeps."""
+
+    session_id: str | None
+    signature: str
+    seen_digest: str | None
+    last_used: float
+    busy: bool
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def close(self) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 class CLISession:
     """A Claude Code CLI process serving one conversation, one turn at a time."""
 
-    def __init__(self, options: ClaudeAgentOptions, *, signature: str) -> None:
+    def __init__(
+        self,
+        options: ClaudeAgentOptions,
+        *,
+        signature: str,
+        tool_router: RunToolRouter | None = None,
+        tool_servers: Sequence[ServedTools] = (),
+    ) -> None:
+        """A session for the CLI ``options`` describe (started by :meth:`start`).
+
+        Args:
+            options: The SDK options the CLI process is started with.
+            signature: A digest of everything that fixes the session's behaviour; a turn continues the session only
+                with the same signature.
+            tool_router: Routes in-process tool calls to the run that owns the turn; the session lets it stop a turn.
+            tool_servers: The tool servers the CLI process uses, stopped with it (IPC sessions of the stdio transport).
+        """
         self.options = options
         self.signature = signature
         self.session_id: str | None = None
         self.seen_digest: str | None = None
+        """Digest of the conversation the CLI's transcript holds after the last turn."""
+        self.reported_cost_usd = 0.0
+        """The cumulative cost this CLI process reported at the end of its last turn."""
         self.last_used = time.monotonic()
-        self.loop = asyncio.get_running_loop()
+        self._loop = asyncio.get_running_loop()
         self.busy = False
-        self._commands: asyncio.Queue[_Turn | None] = asyncio.Queue()
-        self._ready: asyncio.Future[None] = self.loop.create_future()
+        self.tool_router = tool_router
+        self.tool_servers: list[ServedTools] = list(tool_servers)
+        if tool_router is not None:
+            tool_router.stop_turn = self.interrupt_soon
+        self._commands: asyncio.Queue[_TurnRequest | None] = asyncio.Queue()
+        self._ready: asyncio.Future[None] = self._loop.create_future()
         self._owner: asyncio.Task[None] | None = None
         self._pid: int | None = None
-        self._process: Any = None
+        self._process: Process | None = None
         self._client: ClaudeSDKClient | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._serving = False
-        self.tool_router: Any = None
-        """Set per turn by the model: routes in-process tool calls to the run that owns the turn."""
-        self.tool_servers: list[ServedTools] = []
-        """The tool servers this CLI process uses, stopped with it (IPC sessions for the stdio transport)."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the session was created on (and its owner task runs on)."""
+        return self._loop
 
     @property
     def closed(self) -> bool:
         """Whether the session can serve no more turns: its owner task ended, or its CLI process is known to have
         exited (killed or crashed while idle, before the owner task noticed)."""
-        exited = getattr(self._process, "returncode", None) is not None
+        exited = self._process is not None and self._process.returncode is not None
         return self._owner is not None and (self._owner.done() or exited)
 
     async def start(self) -> None:
@@ -86,8 +135,8 @@ class CLISession:
             if not self._ready.done():
                 self._ready.set_exception(error)
             return
-        self._process = _client_process(client)
-        self._pid = _client_pid(client)
+        self._process = cli_process(client)
+        self._pid = self._process.pid if self._process is not None else None
         self._client = client
         self._ready.set_result(None)
         try:
@@ -100,7 +149,7 @@ class CLISession:
                 _kill_if_alive(self._pid)
                 raise
 
-    async def _serve(self, client: ClaudeSDKClient, turn: _Turn) -> None:
+    async def _serve(self, client: ClaudeSDKClient, turn: _TurnRequest) -> None:
         async def one_message() -> AsyncIterator[dict[str, Any]]:
             yield turn.message
 
@@ -123,12 +172,12 @@ class CLISession:
             self._serving = False
             turn.output.put_nowait(None)
 
-    async def run_turn(self, message: dict[str, Any]) -> AsyncIterator[Message]:
+    async def run_turn(self, message: dict[str, Any]) -> AsyncGenerator[Message, None]:
         """Send one user message and yield the SDK messages up to and including the ``ResultMessage``."""
         if self._owner is not None and self._owner.done():
             raise RuntimeError("CLI session is closed")
         self.busy = True
-        turn = _Turn(message)
+        turn = _TurnRequest(message)
         self._commands.put_nowait(turn)
         try:
             while (item := await turn.output.get()) is not None:
@@ -151,7 +200,7 @@ class CLISession:
             except Exception as error:
                 logger.debug("could not interrupt the CLI turn: %s", error)
 
-        task = self.loop.create_task(interrupt())
+        task = self._loop.create_task(interrupt())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -194,7 +243,7 @@ class CLISession:
         _terminate(self._pid)
         for server in self.tool_servers:
             server.discard()
-        cleanup = self.loop.create_task(self.close())
+        cleanup = self._loop.create_task(self.close())
         self._background.add(cleanup)
         cleanup.add_done_callback(self._background.discard)
         await asyncio.shield(cleanup)
@@ -208,18 +257,6 @@ class CLISession:
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
     await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
-
-
-def _client_process(client: ClaudeSDKClient) -> Any:
-    """The CLI process object of the SDK's subprocess transport (private API, guarded; None if unknown)."""
-    transport = getattr(client, "_transport", None)
-    return getattr(transport, "_process", None)
-
-
-def _client_pid(client: ClaudeSDKClient) -> int | None:
-    """The CLI process id, read from the SDK's subprocess transport (private API, guarded)."""
-    pid = getattr(_client_process(client), "pid", None)
-    return pid if isinstance(pid, int) else None
 
 
 def _terminate(pid: int | None) -> None:
@@ -249,8 +286,14 @@ def _kill_if_alive(pid: int | None) -> None:
             time.sleep(0.01)
 
 
-class SessionPool:
+S = TypeVar("S", bound=PooledSession)
+
+
+class SessionPool(Generic[S]):
     """Idle CLI sessions kept for continuation, bounded in number and idle time.
+
+    The one place sessions are kept between turns: a turn takes the session it continues from here, and gives it
+    back when it ends cleanly.
 
     Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
     which no turn should wait for. :meth:`close_all` waits for those closes too.
@@ -259,10 +302,11 @@ class SessionPool:
     def __init__(self, *, max_idle: int, idle_timeout: float) -> None:
         self.max_idle = max_idle
         self.idle_timeout = idle_timeout
-        self._sessions: dict[str, CLISession] = {}
-        self._closing: dict[CLISession, asyncio.Task[None]] = {}
+        self._sessions: dict[str, S] = {}
+        self._closing: dict[S, asyncio.Task[None]] = {}
+        _LIVE_POOLS.add(self)
 
-    def take(self, session_id: str, *, signature: str, digest: str) -> CLISession | None:
+    def take(self, session_id: str, *, signature: str, digest: str) -> S | None:
         """Remove and return a live session that has seen exactly ``digest`` with the same options."""
         session = self._sessions.get(session_id)
         if session is None:
@@ -274,7 +318,7 @@ class SessionPool:
         del self._sessions[session_id]
         return session
 
-    async def put(self, session: CLISession) -> None:
+    async def put(self, session: S) -> None:
         """Keep ``session`` for a later turn, closing what falls out of the bounds."""
         if self.max_idle <= 0 or session.session_id is None or session.closed:
             await session.close()
@@ -304,7 +348,7 @@ class SessionPool:
                 self._sessions.pop(session.session_id, None)
             self._retire(session)
 
-    def _retire(self, session: CLISession) -> None:
+    def _retire(self, session: S) -> None:
         """Close ``session`` in a background task of its loop (tracked until done)."""
         if session in self._closing:
             return
@@ -335,7 +379,17 @@ class SessionPool:
         return len(self._sessions)
 
 
-async def _close_or_kill(session: CLISession) -> None:
+_LIVE_POOLS: weakref.WeakSet[SessionPool[Any]] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_sessions_at_exit() -> None:
+    """Kill the CLI processes of every pool still alive when the interpreter exits."""
+    for pool in list(_LIVE_POOLS):
+        pool.kill_all()
+
+
+async def _close_or_kill(session: PooledSession) -> None:
     """Close a retired session; if that fails or is cancelled (the loop shutting down), kill its process."""
     try:
         await session.close()

@@ -13,23 +13,21 @@ run within the noise; the bridge adds a process per CLI session and costs more f
 from __future__ import annotations
 
 import logging
-import re
-import subprocess
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
-from claudecode_model._inprocess_server import ToolCallHandler, ToolSpec, build_inprocess_server
+from claudecode_model._cli import cli_version
+from claudecode_model._inprocess_server import build_inprocess_server
+from claudecode_model._mcp import ToolSpec, run_tool_call, tool_spec
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
 from claudecode_model.ipc._constants import SECRET_ENV_VAR
 from claudecode_model.ipc._session import IPCSession
 from claudecode_model.ipc._types import MetaToolHandler, ToolSchema, TransportType
-from claudecode_model.tool_converter import McpResponse, convert_tool
 
 __all__ = [
     "ResolvedTransport",
@@ -71,44 +69,6 @@ def resolve_transport(transport: TransportType, cli_path: Path) -> ResolvedTrans
     return "stdio"
 
 
-def cli_version(cli_path: Path) -> tuple[int, ...] | None:
-    """The version of the CLI at ``cli_path`` (``None`` if unknown), cached per binary."""
-    try:
-        stat = cli_path.stat()
-    except OSError:
-        return None
-    return _cli_version(str(cli_path), stat.st_mtime_ns, stat.st_size)
-
-
-@cache
-def _cli_version(path: str, mtime_ns: int, size: int) -> tuple[int, ...] | None:
-    bundled = _bundled_cli_version(path)
-    if bundled is not None:
-        return bundled
-    try:
-        completed = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        logger.debug("could not ask %s for its version: %s", path, error)
-        return None
-    return _parse_version(completed.stdout)
-
-
-def _bundled_cli_version(path: str) -> tuple[int, ...] | None:
-    """The version of the CLI bundled with claude-agent-sdk, known without running it."""
-    import claude_agent_sdk
-    from claude_agent_sdk._cli_version import __cli_version__
-
-    bundled_dir = Path(claude_agent_sdk.__file__).parent / "_bundled"
-    if Path(path).parent != bundled_dir:
-        return None
-    return _parse_version(__cli_version__)
-
-
-def _parse_version(text: str) -> tuple[int, ...] | None:
-    match = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
-    return tuple(int(part) for part in match.groups()) if match else None
-
-
 @dataclass
 class ServedTools:
     """An MCP server config for the CLI, and what must be stopped with the CLI process."""
@@ -131,7 +91,11 @@ class ServedTools:
 
 
 async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: ResolvedTransport) -> ServedTools:
-    """Serve ``specs`` as the MCP server ``server_name`` over ``transport`` (started, for ``"stdio"``)."""
+    """Serve ``specs`` as the MCP server ``server_name`` over ``transport`` (started, for ``"stdio"``).
+
+    Both transports run each call with :func:`~claudecode_model._mcp.run_tool_call`: the same handler, the same
+    ``tool_use`` id, the same error results.
+    """
     if transport == "sdk":
         return ServedTools(config=build_inprocess_server(server_name, specs))
     schemas: list[ToolSchema] = []
@@ -152,33 +116,11 @@ async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: Re
 
 def _meta_handler(spec: ToolSpec) -> MetaToolHandler:
     async def handle(arguments: dict[str, object], meta: dict[str, object]) -> dict[str, object]:
-        response = await spec.handler(dict(arguments), tool_use_id(meta))
-        return dict(response)
+        return dict(await run_tool_call(spec, arguments, tool_use_id(meta)))
 
     return handle
 
 
-def registered_tool_specs(tools: Sequence[Any]) -> list[ToolSpec]:
-    """Tools registered with ``set_agent_toolsets`` as tool specs, converted with ``convert_tool``."""
-    specs = []
-    for tool in tools:
-        sdk_tool = convert_tool(tool)
-        annotations = sdk_tool.annotations
-        specs.append(
-            ToolSpec(
-                name=sdk_tool.name,
-                description=sdk_tool.description,
-                input_schema=dict(cast("dict[str, Any]", sdk_tool.input_schema)),
-                handler=_sdk_handler(sdk_tool.handler),
-                read_only=bool(annotations is not None and annotations.read_only_hint),
-            )
-        )
-    return specs
-
-
-def _sdk_handler(handler: Callable[[Any], Awaitable[dict[str, Any]]]) -> ToolCallHandler:
-    async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
-        result = await handler(arguments)
-        return {"content": result["content"], "isError": bool(result.get("isError", result.get("is_error", False)))}
-
-    return handle
+def registered_tool_specs(tools: Sequence[object]) -> list[ToolSpec]:
+    """Tools registered with ``set_agent_toolsets`` as tool specs (the same specs ``convert_tool`` wraps)."""
+    return [tool_spec(tool, check_arguments=True) for tool in tools]

@@ -10,7 +10,6 @@ import asyncio
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, NativeToolCallPart, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model._cli_discovery import find_cli
+from claudecode_model._cli import cli_version_text, find_cli
 from claudecode_model.exceptions import ClaudeCodeError
 from claudecode_model.model import ClaudeCodeModel
 
@@ -228,7 +227,7 @@ async def _doctor(args: argparse.Namespace) -> int:
     except ClaudeCodeError as error:
         print(f"[fail] Claude Code CLI: {error}")
         return 1
-    version = _cli_version(cli)
+    version = cli_version_text(cli)
     print(f"[ok]   Claude Code CLI: {cli} ({version})")
     for line in _credentials():
         print(line)
@@ -241,20 +240,6 @@ async def _doctor(args: argparse.Namespace) -> int:
     else:
         print(f"[ok]   offline round trip through the real CLI in {time.perf_counter() - started:.2f} s")
     return 1 if problems else 0
-
-
-def _cli_version(cli: Path) -> str:
-    try:
-        completed = subprocess.run(
-            [str(cli), "--version"], capture_output=True, text=True, timeout=30, env=_quiet_env(), check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"version unknown: {error}"
-    return completed.stdout.strip() or completed.stderr.strip() or f"exit code {completed.returncode}"
-
-
-def _quiet_env() -> dict[str, str]:
-    return {**os.environ, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 
 
 def _credentials() -> list[str]:

@@ -33,7 +33,7 @@ import json
 import logging
 import types
 import typing
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 
 import dacite
 import pydantic
@@ -45,8 +45,12 @@ if typing.TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = [
+    "DepsBearer",
     "DepsContext",
+    "ToolCallContext",
+    "create_deps_context",
     "deserialize_deps",
+    "is_instance_serializable",
     "is_serializable_type",
     "serialize_deps",
     "validate_deps",
@@ -55,6 +59,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 _PRIMITIVES: tuple[type, ...] = (str, int, float, bool, type(None))
 _SUPPORTED = "None, bool, int, float, str, dict with str keys, list, tuple, Enum, dataclass and pydantic BaseModel"
@@ -71,7 +76,9 @@ def _dataclass_hints(cls: type) -> dict[str, Any]:
         raise TypeHintResolutionError(
             f"Cannot resolve the type hints of dataclass {cls.__qualname__!r}: {e}. Define every type "
             "its fields refer to at module level (not only under TYPE_CHECKING) so the dependencies can be "
-            "rebuilt from JSON."
+            "rebuilt from JSON.",
+            type_name=cls.__qualname__,
+            original_error=e,
         ) from e
 
 
@@ -149,7 +156,8 @@ def _unsupported(value: object, path: str) -> UnsupportedDepsTypeError:
     return UnsupportedDepsTypeError(
         f"Dependencies must be serialisable, but {path} is a {kind.__module__}.{kind.__qualname__}. "
         f"Supported: {_SUPPORTED}. Keep clients, connections and handles out of the deps, or build them "
-        "inside the tool from serialisable settings."
+        "inside the tool from serialisable settings.",
+        type_name=kind.__qualname__,
     )
 
 
@@ -160,7 +168,8 @@ def _children(value: object, path: str) -> Iterator[tuple[object, str]]:
                 if not isinstance(key, str):
                     raise UnsupportedDepsTypeError(
                         f"Dependencies must be serialisable, but {path} has a {type(key).__qualname__} key "
-                        f"({key!r}); JSON objects only have string keys."
+                        f"({key!r}); JSON objects only have string keys.",
+                        type_name=type(key).__qualname__,
                     )
                 yield item, f"{path}[{key!r}]"
         case list() | tuple():
@@ -170,7 +179,8 @@ def _children(value: object, path: str) -> Iterator[tuple[object, str]]:
             if not _class_is_serializable(type(value), set()):
                 raise UnsupportedDepsTypeError(
                     f"Dependencies must be serialisable, but {path} is a {type(value).__qualname__} whose "
-                    f"field types are not. Supported: {_SUPPORTED}."
+                    f"field types are not. Supported: {_SUPPORTED}.",
+                    type_name=type(value).__qualname__,
                 )
             for f in dataclasses.fields(value):
                 yield getattr(value, f.name), f"{path}.{f.name}"
@@ -194,7 +204,9 @@ def _check_value(value: object, path: str, active: set[int]) -> None:
     if not is_container and not (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         raise _unsupported(value, path)
     if id(value) in active:
-        raise UnsupportedDepsTypeError(f"Dependencies must be serialisable, but {path} refers back to itself.")
+        raise UnsupportedDepsTypeError(
+            f"Dependencies must be serialisable, but {path} refers back to itself.", type_name=type(value).__qualname__
+        )
     active.add(id(value))
     try:
         for child, child_path in _children(value, path):
@@ -212,6 +224,19 @@ def validate_deps(deps: object) -> None:
         TypeHintResolutionError: a dataclass's annotations name undefined types.
     """
     _check_value(deps, "deps", set())
+
+
+def is_instance_serializable(obj: object) -> bool:
+    """Whether ``obj`` passes :func:`validate_deps` (experimental); never raises for an unsupported value.
+
+    Raises:
+        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    """
+    try:
+        validate_deps(obj)
+    except UnsupportedDepsTypeError:
+        return False
+    return True
 
 
 # --- JSON round trip ----------------------------------------------------------------------------------------
@@ -284,7 +309,9 @@ def deserialize_deps(json_str: str, deps_type: type[T]) -> T:
             return cast("T", dacite.from_dict(data_class=deps_type, data=json.loads(json_str), config=config))
         except dacite.ForwardReferenceError as e:
             raise TypeHintResolutionError(
-                f"Cannot resolve the type hints of dataclass {deps_type.__qualname__!r}: {e}"
+                f"Cannot resolve the type hints of dataclass {deps_type.__qualname__!r}: {e}",
+                type_name=deps_type.__qualname__,
+                original_error=e,
             ) from e
     return pydantic.TypeAdapter(deps_type).validate_json(json_str, strict=True)
 
@@ -292,18 +319,23 @@ def deserialize_deps(json_str: str, deps_type: type[T]) -> T:
 # --- DepsContext --------------------------------------------------------------------------------------------
 
 
+@runtime_checkable
+class DepsBearer(Protocol[T_co]):
+    """Anything that carries dependencies as ``deps``: :class:`ToolCallContext`, :class:`DepsContext`, pydantic-ai's
+    ``RunContext``."""
+
+    @property
+    def deps(self) -> T_co: ...
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class DepsContext(Generic[T]):
-    """A lightweight stand-in for pydantic-ai's ``RunContext`` that carries serialisable deps (experimental).
+class ToolCallContext(Generic[T]):
+    """What a tool converted with a context receives as its ``ctx`` argument: the ``RunContext`` attributes tools
+    commonly read (experimental).
 
-    A tool converted with :func:`~claudecode_model.tool_converter.convert_tool_with_deps` receives one as its
-    ``ctx`` argument. It offers the ``RunContext`` attributes tools commonly read: ``deps``, ``tool_name``,
-    ``tool_call_id`` (``None`` when the transport does not report it) and ``retry`` (always 0: there is no
-    retry loop on this path). The deps object is shared, not copied, as in pydantic-ai.
-
-    Raises:
-        UnsupportedDepsTypeError: ``deps`` is not serialisable.
-        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    ``deps`` (any value, shared, not copied, as in pydantic-ai), ``tool_name``, ``tool_call_id`` (the Anthropic
+    ``tool_use`` id when the transport reports it, else ``None``) and ``retry`` (always 0: there is no retry loop
+    on this path). Unlike :class:`DepsContext`, the deps are not checked for serialisability.
     """
 
     deps: T
@@ -311,12 +343,35 @@ class DepsContext(Generic[T]):
     tool_call_id: str | None = None
     retry: int = 0
 
-    def __post_init__(self) -> None:
-        validate_deps(self.deps)
-
-    def for_call(self, tool_name: str, tool_call_id: str | None = None) -> DepsContext[T]:
+    def for_call(self, tool_name: str, tool_call_id: str | None = None) -> Self:
         """The context one tool call sees: the same deps (not re-validated), the call's tool name and id."""
         call = copy.copy(self)
         object.__setattr__(call, "tool_name", tool_name)
         object.__setattr__(call, "tool_call_id", tool_call_id)
         return call
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DepsContext(ToolCallContext[T]):
+    """A lightweight stand-in for pydantic-ai's ``RunContext`` that carries serialisable deps (experimental).
+
+    A tool converted with :func:`~claudecode_model.tool_converter.convert_tool_with_deps` receives one as its
+    ``ctx`` argument: a :class:`ToolCallContext` whose deps were checked with :func:`validate_deps`.
+
+    Raises:
+        UnsupportedDepsTypeError: ``deps`` is not serialisable.
+        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    """
+
+    def __post_init__(self) -> None:
+        validate_deps(self.deps)
+
+
+def create_deps_context(deps: T) -> DepsContext[T]:
+    """A :class:`DepsContext` for ``deps`` (experimental).
+
+    Raises:
+        UnsupportedDepsTypeError: ``deps`` is not serialisable.
+        TypeHintResolutionError: a dataclass's annotations name undefined types.
+    """
+    return DepsContext(deps)

@@ -8,7 +8,7 @@ provider's errors.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_ai.exceptions import (
     ModelAuthenticationError,
@@ -25,6 +25,7 @@ from pydantic_ai.exceptions import (
 __all__ = [
     "BridgeStartupError",
     "CLIConnectionError",
+    "CLIExecutionError",
     "CLIInterruptedError",
     "CLINotFoundError",
     "CLIProcessError",
@@ -40,11 +41,13 @@ __all__ = [
     "ClaudeCodeServerError",
     "ClaudeCodeUnavailableError",
     "DependencyResolutionError",
+    "ErrorType",
     "IPCConnectionError",
     "IPCError",
     "IPCMessageSizeError",
     "IPCToolExecutionError",
     "MessageConversionError",
+    "MissingDepsError",
     "StructuredOutputError",
     "ToolNotFoundError",
     "ToolValidationError",
@@ -71,13 +74,37 @@ class CLINotFoundError(ClaudeCodeError):
         self.searched: list[str] = list(searched or [])
 
 
-class CLIProcessError(ClaudeCodeError):
-    """The CLI process failed to start or exited abnormally."""
+ErrorType = Literal["timeout", "permission", "cli_not_found", "invalid_response", "unknown"]
+"""The kinds of :class:`CLIExecutionError` (``error_type``)."""
 
-    def __init__(self, message: str, *, exit_code: int | None = None, stderr: str | None = None) -> None:
+
+class CLIExecutionError(ClaudeCodeError):
+    """The CLI run failed: base of :class:`CLIProcessError` and :class:`CLITimeoutError`.
+
+    ``exit_code``, ``stderr``, ``error_type`` and ``recoverable`` describe the failure where known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        exit_code: int | None = None,
+        stderr: str | None = None,
+        error_type: ErrorType | None = None,
+        recoverable: bool = False,
+    ) -> None:
         super().__init__(message)
         self.exit_code = exit_code
         self.stderr = stderr
+        self.error_type = error_type
+        self.recoverable = recoverable
+
+
+class CLIProcessError(CLIExecutionError):
+    """The CLI process failed to start or exited abnormally."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, stderr: str | None = None) -> None:
+        super().__init__(message, exit_code=exit_code, stderr=stderr)
 
 
 class CLIConnectionError(CLIProcessError):
@@ -85,14 +112,18 @@ class CLIConnectionError(CLIProcessError):
 
 
 class CLIResponseParseError(ClaudeCodeError):
-    """The CLI produced output that could not be understood."""
+    """The CLI produced output that could not be understood (``raw_output``, when known)."""
+
+    def __init__(self, message: str, *, raw_output: str = "") -> None:
+        super().__init__(message)
+        self.raw_output = raw_output
 
 
-class CLITimeoutError(ClaudeCodeError, TimeoutError):
+class CLITimeoutError(CLIExecutionError, TimeoutError):
     """A request did not finish within its timeout; the CLI process was stopped."""
 
     def __init__(self, message: str, *, timeout: float) -> None:
-        super().__init__(message)
+        super().__init__(message, error_type="timeout", recoverable=True)
         self.timeout = timeout
 
 
@@ -102,6 +133,10 @@ class CLIInterruptedError(ClaudeCodeError):
 
 class StructuredOutputError(ClaudeCodeError):
     """Claude finished without producing the structured output the request asked for."""
+
+    session_id: str | None = None
+    num_turns: int | None = None
+    duration_ms: int | None = None
 
 
 class MessageConversionError(ClaudeCodeError):
@@ -200,19 +235,55 @@ class ToolValidationError(ClaudeCodeError, ValueError):
 
 
 class UnsupportedDepsTypeError(ClaudeCodeError):
-    """Dependencies of this type cannot be serialised (e.g. ``httpx.AsyncClient``, connections, file handles)."""
+    """Dependencies of this type cannot be serialised (e.g. ``httpx.AsyncClient``, connections, file handles).
+
+    ``type_name`` names the type. Given a bare type name as its only argument (as in earlier releases), the
+    message is built from it.
+    """
+
+    def __init__(self, message: str, *, type_name: str | None = None) -> None:
+        if type_name is None and message.isidentifier():
+            type_name = message
+            message = (
+                f"Unsupported dependency type: {type_name}. Only serialisable types are supported: dict, list, "
+                "tuple, str, int, float, bool, None, Enum, dataclass and pydantic BaseModel."
+            )
+        super().__init__(message)
+        self.type_name = type_name
 
 
 class ToolsetNotRegisteredError(ClaudeCodeError):
-    """The request names function tools, but ``set_agent_toolsets()`` was never called."""
+    """The request names function tools, but ``set_agent_toolsets()`` was never called (``requested_tools``)."""
+
+    def __init__(self, message: str, *, requested_tools: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.requested_tools = list(requested_tools or [])
 
 
 class ToolNotFoundError(ClaudeCodeError):
-    """The request names a function tool that no registered toolset holds."""
+    """The request names a function tool that no registered toolset holds (``missing_tools``, ``available_tools``)."""
+
+    def __init__(
+        self, message: str, *, missing_tools: list[str] | None = None, available_tools: list[str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.missing_tools = list(missing_tools or [])
+        self.available_tools = list(available_tools or [])
 
 
 class TypeHintResolutionError(ClaudeCodeError):
-    """The type hints of a dependencies dataclass could not be resolved (unresolved forward reference)."""
+    """The type hints of a dependencies dataclass could not be resolved (``type_name``, ``original_error``)."""
+
+    def __init__(
+        self, message: str, *, type_name: str | None = None, original_error: BaseException | None = None
+    ) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+        self.original_error = original_error
+
+
+class MissingDepsError(ClaudeCodeError, NotImplementedError):
+    """A tool takes a ``RunContext`` but was converted without dependencies to give it."""
 
 
 # --- the tool runtime (seed 003) -------------------------------------------------------------------------------

@@ -1,54 +1,80 @@
 """High-level conversion: pydantic-ai toolsets → an in-process MCP server for Claude Code.
 
-Tools of a server named ``pydantic_tools`` (the default) reach Claude as ``mcp__pydantic_tools__<tool name>``;
-grant them with :func:`allowed_tool_names`. :func:`filter_tools_for_request` implements the tool matching of
-``ClaudeCodeModel._process_function_tools()``.
+A thin layer over the package's tool core: the servers built here are the same in-process servers that serve the
+agent's own tools, so registered tools and run tools share one serving path, error semantics and ``tool_use`` id
+handling. Tools of a server named ``pydantic_tools`` (the default) reach Claude as
+``mcp__pydantic_tools__<tool name>``; grant them with :func:`allowed_tool_names`. :func:`filter_tools_for_request`
+implements the tool matching of ``ClaudeCodeModel._process_function_tools()``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard, cast, overload
 
-from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool, create_sdk_mcp_server
+from claude_agent_sdk import McpSdkServerConfig
 
-from claudecode_model.exceptions import ToolNotFoundError, ToolsetNotRegisteredError, ToolValidationError
-from claudecode_model.tool_converter import (
+from claudecode_model._inprocess_server import build_inprocess_server
+from claudecode_model._mcp import (
+    DEFAULT_SERVER_NAME,
     AgentToolset,
     JsonSchema,
     PydanticAITool,
-    _format_return_value_as_mcp,
-    _get_parameters_json_schema,
-    _Invoker,
-    _sdk_result,
-    convert_tool,
-    convert_tool_with_deps,
+    ToolInvoker,
+    allowed_tool_names,
+    checked_server_name,
+    checked_tool_name,
+    format_result,
+    mcp_tool_name,
+    parameters_json_schema,
+    sdk_result,
+    tool_spec,
 )
+from claudecode_model.deps_support import create_deps_context
+from claudecode_model.exceptions import (
+    MissingDepsError,
+    ToolNotFoundError,
+    ToolsetNotRegisteredError,
+    ToolValidationError,
+)
+from claudecode_model.ipc._types import ToolHandler
 
 if TYPE_CHECKING:
-    from claudecode_model.deps_support import DepsContext
+    from claude_agent_sdk import SdkMcpTool
+
+    from claudecode_model.deps_support import ToolCallContext
+    from claudecode_model.tool_converter import McpServerConfig
 
 __all__ = [
     "DEFAULT_SERVER_NAME",
+    "MCP_SERVER_NAME",
+    "AgentToolset",
+    "PydanticAITool",
     "ToolDefinition",
     "ToolHandler",
     "ToolSource",
+    "ToolValidationError",
+    "ToolWrapperFunc",
     "allowed_tool_names",
     "collect_tools",
+    "convert_tool_definition",
     "convert_tools_to_mcp_server",
     "create_mcp_server_from_tools",
     "create_tool_wrapper",
     "extract_tool_definitions",
+    "extract_tools_from_toolsets",
     "filter_tools_for_request",
+    "get_parameters_json_schema",
     "mcp_tool_name",
+    "tool_server",
 ]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SERVER_NAME = "pydantic_tools"
-"""The MCP server name tools are published under unless another is given."""
+MCP_SERVER_NAME = DEFAULT_SERVER_NAME
+"""The earlier name of :data:`DEFAULT_SERVER_NAME`."""
 
 
 class ToolDefinition(TypedDict):
@@ -60,8 +86,8 @@ class ToolDefinition(TypedDict):
     function: Callable[..., Any]
 
 
-ToolHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-"""An async tool handler: MCP arguments in, an MCP result dict (``content``, ``isError``, ``is_error``)."""
+ToolWrapperFunc = ToolHandler
+"""The earlier name of :data:`ToolHandler`."""
 
 ToolSource = AgentToolset | PydanticAITool | Iterable[AgentToolset | PydanticAITool]
 """A toolset (``agent._function_toolset``), a tool, or a sequence mixing both."""
@@ -79,7 +105,7 @@ _NO_DEPS: Any = _NoDeps()
 
 @dataclass(frozen=True, slots=True)
 class _DefinitionTool:
-    """A :class:`ToolDefinition` seen through the attributes the converter reads."""
+    """A :class:`ToolDefinition` seen through the attributes the core reads."""
 
     name: str
     description: str
@@ -104,14 +130,22 @@ def collect_tools(source: ToolSource) -> list[PydanticAITool]:
     seen: set[str] = set()
     for item in items:
         for tool in item.tools.values() if _is_toolset(item) else [item]:
-            name = getattr(tool, "name", None)
-            if not isinstance(name, str) or not name.strip():
-                raise ToolValidationError(f"Tool name must be a non-empty string, got {name!r} (tool {tool!r}).")
+            name = checked_tool_name(getattr(tool, "name", None), tool)
             if name in seen:
                 raise ToolValidationError(f"Two tools are named {name!r}; tool names must be unique per server.")
             seen.add(name)
             tools.append(tool)  # type: ignore[arg-type]
     return tools
+
+
+def get_parameters_json_schema(tool: object) -> JsonSchema:
+    """A tool's parameters JSON schema (``parameters_json_schema``, ``function_schema.json_schema`` or
+    ``tool_def.parameters_json_schema``, the first found).
+
+    Raises:
+        ToolValidationError: none found, or the value found is not a ``dict``.
+    """
+    return parameters_json_schema(tool)
 
 
 def extract_tool_definitions(source: ToolSource) -> list[ToolDefinition]:
@@ -122,77 +156,133 @@ def extract_tool_definitions(source: ToolSource) -> list[ToolDefinition]:
     """
     definitions: list[ToolDefinition] = []
     for tool in collect_tools(source):
-        invoker = _Invoker.of(tool)
+        invoker = ToolInvoker.of(tool)
         definitions.append(
             {
                 "name": invoker.name,
                 "description": tool.description or "",
-                "input_schema": _get_parameters_json_schema(tool),
+                "input_schema": parameters_json_schema(tool),
                 "function": invoker.function,
             }
         )
     return definitions
 
 
+def extract_tools_from_toolsets(toolsets: ToolSource | None) -> list[ToolDefinition]:
+    """:func:`extract_tool_definitions`, with ``None`` meaning no tools."""
+    return [] if toolsets is None else extract_tool_definitions(toolsets)
+
+
+def _definition_view(tool: PydanticAITool | ToolDefinition) -> object:
+    if not isinstance(tool, dict):
+        return tool
+    return _DefinitionTool(
+        name=tool.get("name", ""),
+        description=tool.get("description", ""),
+        parameters_json_schema=tool.get("input_schema", {}),
+        function=tool.get("function"),
+    )
+
+
+@overload
 def create_tool_wrapper(
-    tool: PydanticAITool | ToolDefinition, *, deps_context: DepsContext[Any] | None = None
+    tool: PydanticAITool | ToolDefinition, *, deps_context: ToolCallContext[Any] | None = None
+) -> ToolHandler: ...
+@overload
+def create_tool_wrapper(tool: str, original_function: Callable[..., Any]) -> ToolHandler: ...
+def create_tool_wrapper(
+    tool: PydanticAITool | ToolDefinition | str,
+    original_function: Callable[..., Any] | None = None,
+    *,
+    deps_context: ToolCallContext[Any] | None = None,
 ) -> ToolHandler:
     """Build a :data:`ToolHandler` that runs ``tool`` and returns its result in MCP form.
 
-    Arguments are validated with the tool's pydantic-ai schema when it has one; sync functions run in a worker
-    thread. Unlike :func:`~claudecode_model.tool_converter.convert_tool`'s handler, an exception is logged and
-    re-raised: the caller decides how to report it (the SDK's in-process server reports it to Claude as an
-    error result carrying the message; the IPC bridge sends it as an error payload).
+    ``tool`` is a tool or a :class:`ToolDefinition`; the earlier form ``create_tool_wrapper(name, function)``
+    works too. Arguments are validated with the tool's pydantic-ai schema when it has one; sync functions run in
+    a worker thread. Unlike :func:`~claudecode_model.tool_converter.convert_tool`'s handler, an exception is
+    logged and re-raised: the caller decides how to report it (the servers of this package report it to Claude
+    as an error result carrying the message).
 
     Raises:
         ToolValidationError: empty name or no function.
         NotImplementedError: the tool takes a ``RunContext`` and no ``deps_context`` was given.
     """
-    if isinstance(tool, dict):
-        view: object = _DefinitionTool(
-            name=tool.get("name", ""),
-            description=tool.get("description", ""),
-            parameters_json_schema=tool.get("input_schema", {}),
-            function=tool.get("function"),
-        )
+    if isinstance(tool, str):
+        view: object = _DefinitionTool(tool, "", {}, original_function)  # type: ignore[arg-type]
     else:
-        view = tool
-    invoker = _Invoker.of(view)
+        view = _definition_view(tool)
+    invoker = ToolInvoker.of(view)
     if invoker.takes_ctx and deps_context is None:
-        raise NotImplementedError(f"Tool {invoker.name!r} takes a RunContext; pass deps_context=DepsContext(deps).")
+        raise MissingDepsError(f"Tool {invoker.name!r} takes a RunContext; pass deps_context=DepsContext(deps).")
 
-    async def wrapper(arguments: dict[str, Any]) -> dict[str, Any]:
-        ctx = deps_context.for_call(invoker.name) if deps_context is not None else None
+    async def wrapper(arguments: dict[str, object]) -> dict[str, object]:
         try:
-            value = await invoker(arguments, ctx)
+            value = await invoker(dict(arguments), invoker.context_for(deps_context, None))
         except Exception:
             logger.error("Tool %r failed", invoker.name, exc_info=True)
             raise
-        return _sdk_result(_format_return_value_as_mcp(value))
+        return sdk_result(format_result(value))
 
     return wrapper
 
 
-def _validated_server_name(server_name: str) -> str:
-    if not server_name or not server_name.strip():
-        raise ToolValidationError("The MCP server name must be a non-empty string.")
-    return server_name
+def convert_tool_definition(tool_def: ToolDefinition) -> SdkMcpTool[Any]:
+    """A :class:`ToolDefinition` as an ``SdkMcpTool`` (errors become ``isError`` results).
+
+    Raises:
+        ToolValidationError: empty name or no function.
+    """
+    from claudecode_model.tool_converter import convert_tool
+
+    return convert_tool(_definition_view(tool_def))  # type: ignore[arg-type]
 
 
-def create_mcp_server_from_tools(
-    tools: ToolSource,
+def tool_server(
+    tools: Iterable[object],
     server_name: str = DEFAULT_SERVER_NAME,
     *,
     version: str = "1.0.0",
+    deps_context: ToolCallContext[Any] | None = None,
+    read_only: bool = False,
+) -> McpSdkServerConfig:
+    """The in-process MCP server for ``tools``; tools that take a ``RunContext`` get ``deps_context``.
+
+    Raises:
+        ToolValidationError: an empty or duplicate tool name, a tool without function, a bad schema, or an
+            empty server name.
+        NotImplementedError: a tool takes a ``RunContext`` and no ``deps_context`` was given.
+    """
+    checked_server_name(server_name)
+    specs = [
+        tool_spec(
+            tool,
+            deps_context=deps_context if getattr(tool, "takes_ctx", False) else None,
+            read_only=read_only,
+            check_arguments=True,
+        )
+        for tool in tools
+    ]
+    logger.debug("MCP server %r: %s", server_name, [spec.name for spec in specs])
+    return build_inprocess_server(server_name, specs, version=version)
+
+
+def create_mcp_server_from_tools(
+    tools: ToolSource | str = DEFAULT_SERVER_NAME,
+    server_name: str | ToolSource | None = DEFAULT_SERVER_NAME,
+    version: str = "1.0.0",
+    *,
     deps: Any = _NO_DEPS,
     read_only: bool = False,
+    name: str | None = None,
+    toolsets: ToolSource | None = None,
 ) -> McpSdkServerConfig:
     """Build an in-process MCP server (for ``ClaudeAgentOptions.mcp_servers``) from toolsets or tools.
 
-    Each tool is converted with :func:`~claudecode_model.tool_converter.convert_tool`; a tool that takes a
-    ``RunContext`` is converted with :func:`~claudecode_model.tool_converter.convert_tool_with_deps` when
-    ``deps`` is given (experimental). Claude sees the tools as ``mcp__<server_name>__<tool name>``.
-    ``read_only=True`` marks every tool ``readOnlyHint`` so Claude Code may run several at once.
+    Claude sees the tools as ``mcp__<server_name>__<tool name>``. A tool that takes a ``RunContext`` gets a
+    :class:`~claudecode_model.deps_support.DepsContext` of ``deps`` (experimental). ``read_only=True`` marks every
+    tool ``readOnlyHint`` so Claude Code may run several at once. The earlier argument order
+    ``create_mcp_server_from_tools(name, toolsets, version)`` and keywords ``name=`` / ``toolsets=`` work too.
 
     Raises:
         ToolValidationError: an empty or duplicate tool name, a tool without function, a bad schema, or an
@@ -200,30 +290,67 @@ def create_mcp_server_from_tools(
         NotImplementedError: a tool takes a ``RunContext`` and no ``deps`` were given.
         UnsupportedDepsTypeError: ``deps`` are needed and not serialisable.
     """
-    _validated_server_name(server_name)
-    sdk_tools: list[SdkMcpTool[Any]] = []
-    for tool in collect_tools(tools):
-        if getattr(tool, "takes_ctx", False) and deps is not _NO_DEPS:
-            sdk_tools.append(convert_tool_with_deps(tool, deps, read_only=read_only))
-        else:
-            sdk_tools.append(convert_tool(tool, read_only=read_only))
-    logger.debug("MCP server %r: %s", server_name, [t.name for t in sdk_tools])
-    return create_sdk_mcp_server(name=server_name, version=version, tools=sdk_tools)
+    if isinstance(tools, str):  # the earlier order: (name, toolsets, version)
+        given = [] if server_name is None or isinstance(server_name, str) else server_name
+        tools, server_name = given, tools
+    if toolsets is not None:
+        tools = toolsets
+    if name is not None:
+        server_name = name
+    if not isinstance(server_name, str):
+        raise ToolValidationError(f"The MCP server name must be a string, got {type(server_name).__qualname__}.")
+    collected = collect_tools(tools)
+    needs_deps = deps is not _NO_DEPS and any(getattr(tool, "takes_ctx", False) for tool in collected)
+    context = create_deps_context(deps) if needs_deps else None
+    return tool_server(collected, server_name, version=version, deps_context=context, read_only=read_only)
 
 
+@overload
 def convert_tools_to_mcp_server(
     toolsets: ToolSource,
     server_name: str = DEFAULT_SERVER_NAME,
     *,
+    server_version: None = None,
     version: str = "1.0.0",
     deps: Any = _NO_DEPS,
     read_only: bool = False,
-) -> McpSdkServerConfig:
+) -> McpSdkServerConfig: ...
+@overload
+def convert_tools_to_mcp_server(
+    toolsets: ToolSource,
+    server_name: str = DEFAULT_SERVER_NAME,
+    *,
+    server_version: str,
+    version: str = "1.0.0",
+    deps: Any = _NO_DEPS,
+    read_only: bool = False,
+) -> McpServerConfig: ...
+def convert_tools_to_mcp_server(
+    toolsets: ToolSource,
+    server_name: str = DEFAULT_SERVER_NAME,
+    *,
+    server_version: str | None = None,
+    version: str = "1.0.0",
+    deps: Any = _NO_DEPS,
+    read_only: bool = False,
+) -> McpSdkServerConfig | McpServerConfig:
     """Convert pydantic-ai toolsets (e.g. ``agent._function_toolset``) into an in-process MCP server config.
 
-    Same as :func:`create_mcp_server_from_tools`; the public name of FR-013.
+    Same as :func:`create_mcp_server_from_tools`. Called with ``server_version`` (as in earlier releases), it
+    returns the converted tools instead: ``{"name": server_name, "version": server_version, "tools": [SdkMcpTool,
+    ...]}``.
     """
-    return create_mcp_server_from_tools(toolsets, server_name, version=version, deps=deps, read_only=read_only)
+    if server_version is None:
+        return create_mcp_server_from_tools(toolsets, server_name, version=version, deps=deps, read_only=read_only)
+    from claudecode_model.tool_converter import convert_tool, convert_tool_with_deps
+
+    sdk_tools = [
+        convert_tool_with_deps(tool, deps, read_only=read_only)
+        if deps is not _NO_DEPS and getattr(tool, "takes_ctx", False)
+        else convert_tool(tool, read_only=read_only)
+        for tool in collect_tools(toolsets)
+    ]
+    return {"name": checked_server_name(server_name), "version": server_version, "tools": sdk_tools}
 
 
 def filter_tools_for_request(
@@ -243,25 +370,16 @@ def filter_tools_for_request(
     if registered_toolsets is None:
         raise ToolsetNotRegisteredError(
             f"The request uses function tools ({', '.join(names)}) but no toolsets are registered; call "
-            "model.set_agent_toolsets(agent._function_toolset) after defining the agent's tools."
+            "model.set_agent_toolsets(agent._function_toolset) after defining the agent's tools.",
+            requested_tools=names,
         )
     available = {tool.name: tool for tool in collect_tools(registered_toolsets)}
     missing = [name for name in names if name not in available]
     if missing:
         raise ToolNotFoundError(
             f"Tools not found in the registered toolsets: {', '.join(missing)}. "
-            f"Available tools: {', '.join(available) or 'none'}."
+            f"Available tools: {', '.join(available) or 'none'}.",
+            missing_tools=missing,
+            available_tools=list(available),
         )
     return [available[name] for name in names]
-
-
-def mcp_tool_name(tool_name: str, server_name: str = DEFAULT_SERVER_NAME) -> str:
-    """The name Claude Code gives a tool of an MCP server: ``mcp__<server_name>__<tool_name>``."""
-    return f"mcp__{server_name}__{tool_name}"
-
-
-def allowed_tool_names(server_name: str = DEFAULT_SERVER_NAME, tool_names: Iterable[str] | None = None) -> list[str]:
-    """``allowed_tools`` entries for a server: each named tool, or the whole server (``mcp__<server>``)."""
-    if tool_names is None:
-        return [f"mcp__{server_name}"]
-    return [mcp_tool_name(name, server_name) for name in tool_names]

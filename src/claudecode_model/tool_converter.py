@@ -1,4 +1,5 @@
-"""Low-level conversion of one pydantic-ai tool into a Claude Agent SDK ``SdkMcpTool``.
+"""Low-level conversion of one pydantic-ai tool into a Claude Agent SDK ``SdkMcpTool`` (a thin layer over the
+package's tool core, which also serves registered tools and the agent's own tools).
 
 :func:`convert_tool` keeps the tool's name, description and JSON schema and wraps its function (sync
 or async) in an async MCP handler. The handler validates the arguments with the tool's pydantic-ai schema
@@ -18,278 +19,133 @@ when it has one, runs sync functions in a worker thread (as pydantic-ai does), a
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypedDict, TypeGuard, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
-import pydantic
 from claude_agent_sdk import SdkMcpTool
 from mcp.types import ToolAnnotations
-from pydantic_ai.messages import ToolReturnPart
 
-from claudecode_model.deps_support import DepsContext
-from claudecode_model.exceptions import ToolValidationError
+from claudecode_model._mcp import (
+    DEFAULT_SERVER_NAME,
+    AgentToolset,
+    JsonSchema,
+    McpResponse,
+    McpTextContent,
+    PydanticAITool,
+    ToolSpec,
+    format_result,
+    parameters_json_schema,
+    run_tool_call,
+    sdk_result,
+    tool_spec,
+)
+from claudecode_model.deps_support import DepsContext, ToolCallContext, create_deps_context
+from claudecode_model.exceptions import MissingDepsError
+from claudecode_model.mcp_integration import convert_tools_to_mcp_server, tool_server
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import McpSdkServerConfig
 
 __all__ = [
     "AgentToolset",
     "JsonSchema",
-    "McpHandler",
     "McpResponse",
+    "McpServerConfig",
     "McpTextContent",
     "PydanticAITool",
+    "convert_mixed_tools_to_mcp_server",
     "convert_tool",
+    "convert_tool_with_context",
     "convert_tool_with_deps",
+    "convert_tools_to_mcp_server",
+    "create_async_handler",
 ]
 
 logger = logging.getLogger(__name__)
 
-JsonSchema = dict[str, Any]
-"""A JSON Schema object."""
 
-
-class McpTextContent(TypedDict):
-    """One text block of an MCP tool result."""
-
-    type: Literal["text"]
-    text: str
-
-
-class McpResponse(TypedDict):
-    """An MCP tool result: text blocks and the error flag."""
-
-    content: list[McpTextContent]
-    isError: bool
-
-
-McpHandler = Callable[[dict[str, Any]], Awaitable[McpResponse]]
-"""An async tool handler: MCP arguments in, :class:`McpResponse` out."""
-
-
-@runtime_checkable
-class PydanticAITool(Protocol):
-    """What the conversion reads from a tool (pydantic-ai's ``Tool`` satisfies it).
-
-    Optional attributes, read when present: ``takes_ctx`` (the function's first parameter is a run context),
-    ``parameters_json_schema``, ``function_schema`` (pydantic-ai's schema and validator) and ``tool_def``.
-    """
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def description(self) -> str | None: ...
-
-    @property
-    def function(self) -> Callable[..., Any]: ...
-
-
-@runtime_checkable
-class AgentToolset(Protocol):
-    """A toolset holding tools by name, such as ``agent._function_toolset`` or any ``FunctionToolset``.
-
-    ``tools`` is read-only here (a ``Mapping``), so a ``dict[str, Tool[Deps]]`` satisfies it.
-    """
-
-    @property
-    def tools(self) -> Mapping[str, PydanticAITool]: ...
-
-
-# --- validation ---------------------------------------------------------------------------------------------
-
-
-def _validated_name(tool: object) -> str:
-    name = getattr(tool, "name", None)
-    if not isinstance(name, str) or not name.strip():
-        raise ToolValidationError(f"Tool name must be a non-empty string, got {name!r} (tool {tool!r}).")
-    return name
-
-
-def _validated_function(tool: object, name: str) -> Callable[..., Any]:
-    function = getattr(tool, "function", None)
-    if function is None or not callable(function):
-        raise ToolValidationError(f"Tool {name!r} has no callable function registered (got {function!r}).")
-    return function  # type: ignore[no-any-return]
-
-
-_SCHEMA_PATTERNS: tuple[tuple[str, ...], ...] = (
-    ("parameters_json_schema",),
-    ("function_schema", "json_schema"),
-    ("tool_def", "parameters_json_schema"),
-)
-
-
-def _get_parameters_json_schema(tool: object) -> JsonSchema:
-    """Read a tool's parameters JSON schema.
-
-    Tries ``tool.parameters_json_schema``, ``tool.function_schema.json_schema`` and
-    ``tool.tool_def.parameters_json_schema`` in that order; a pattern fails when an attribute on its path is
-    missing or ``None``. The first pattern that yields a value decides.
-
-    Raises:
-        ToolValidationError: every pattern failed, or the value found is not a ``dict``.
-    """
-    name = getattr(tool, "name", repr(tool))
-    for path in _SCHEMA_PATTERNS:
-        value: object = tool
-        for attribute in path:
-            try:
-                value = getattr(value, attribute)
-            except AttributeError:
-                value = None
-            if value is None:
-                break
-        if value is None:
-            continue
-        if not isinstance(value, dict):
-            raise ToolValidationError(
-                f"The parameters schema of tool {name!r} ({'.'.join(path)}) must be a dict, "
-                f"got {type(value).__qualname__}."
-            )
-        return value
-    tried = ", ".join(".".join(path) for path in _SCHEMA_PATTERNS)
-    raise ToolValidationError(f"Cannot find a parameters JSON schema for tool {name!r} (tried {tried}).")
-
-
-def _mcp_input_schema(schema: JsonSchema) -> JsonSchema:
-    """An MCP ``inputSchema`` must be an object schema with ``properties``; fill in what a bare one lacks."""
-    if schema.get("type") == "object" and "properties" in schema:
-        return schema
-    return {"type": "object", "properties": {}, **schema}
-
-
-# --- invocation ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Invoker:
-    """Calls one tool function with MCP arguments, the way pydantic-ai would."""
+class McpServerConfig(TypedDict):
+    """Converted tools with a server name and version (what :func:`convert_tools_to_mcp_server` returns when
+    called with ``server_version``, as in earlier releases)."""
 
     name: str
-    function: Callable[..., Any]
-    takes_ctx: bool
-    function_schema: Any | None
-
-    @classmethod
-    def of(cls, tool: object) -> _Invoker:
-        name = _validated_name(tool)
-        function = _validated_function(tool, name)
-        schema = getattr(tool, "function_schema", None)
-        # pydantic-ai's FunctionSchema validates (and converts) the arguments and knows how to call the
-        # function (positional fields, sync functions in a thread); use it when it belongs to this function.
-        usable = schema is not None and getattr(schema, "function", None) is function and hasattr(schema, "call")
-        return cls(name, function, bool(getattr(tool, "takes_ctx", False)), schema if usable else None)
-
-    async def __call__(self, arguments: dict[str, Any], ctx: object) -> Any:
-        if self.function_schema is not None:
-            try:
-                validated = self.function_schema.validator.validate_python(arguments)
-            except pydantic.ValidationError as e:
-                details = e.json(include_url=False, include_context=False)
-                raise ValueError(f"Invalid arguments for tool {self.name!r}: {details}") from e
-            return await self.function_schema.call(validated, ctx)
-        args = (ctx,) if self.takes_ctx else ()
-        if inspect.iscoroutinefunction(self.function):
-            return await self.function(*args, **arguments)
-        result = await asyncio.to_thread(self.function, *args, **arguments)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-
-# --- results ------------------------------------------------------------------------------------------------
-
-
-def _text_response(text: str, *, is_error: bool = False) -> McpResponse:
-    return {"content": [{"type": "text", "text": text}], "isError": is_error}
-
-
-def _is_mcp_shaped(value: object) -> TypeGuard[dict[str, Any]]:
-    if not isinstance(value, dict) or "content" not in value or not set(value) <= {"content", "isError", "is_error"}:
-        return False
-    content = value["content"]
-    flags_ok = all(isinstance(value.get(key, False), bool) for key in ("isError", "is_error"))
-    return (
-        flags_ok
-        and isinstance(content, list)
-        and all(
-            isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)
-            for item in content
-        )
-    )
+    version: str
+    tools: list[SdkMcpTool[Any]]
 
 
 def _format_return_value_as_mcp(value: object) -> McpResponse:
-    """Turn a tool's return value into an :class:`McpResponse` (the rules are in the module documentation)."""
-    if _is_mcp_shaped(value):
-        items: list[McpTextContent] = [{"type": "text", "text": item["text"]} for item in value["content"]]
-        return {
-            "content": items,
-            "isError": bool(value.get("isError", False) or value.get("is_error", False)),
-        }
-    part = ToolReturnPart(tool_name="", content=value)
-    if part.files:
-        kinds = ", ".join(sorted({type(file).__name__ for file in part.files}))
-        raise ValueError(f"The tool returned files ({kinds}); tools served over MCP here can only return text.")
-    return _text_response(part.model_response_str())
+    """Turn a tool's return value into an :data:`McpResponse` (the rules are in the module documentation)."""
+    return format_result(value)
 
 
-def _error_message(error: BaseException) -> str:
-    return str(error) or type(error).__name__
+def _get_parameters_json_schema(tool: object) -> JsonSchema:
+    """A tool's parameters JSON schema (see :func:`claudecode_model.mcp_integration.get_parameters_json_schema`)."""
+    return parameters_json_schema(tool)
 
 
-def _create_async_handler(tool: object, deps_context: DepsContext[Any] | None = None) -> McpHandler:
-    """Wrap a tool's function in an async handler that never raises (except on cancellation).
+def _create_async_handler(
+    tool: object, deps_context: DepsContext[Any] | None = None
+) -> Callable[[dict[str, Any]], Awaitable[McpResponse]]:
+    """An async handler for ``tool`` that never raises (except on cancellation): errors become ``isError``.
 
     Raises:
         ToolValidationError: the tool has an empty name or no function.
         NotImplementedError: the tool takes a run context and no ``deps_context`` was given.
     """
-    invoker = _Invoker.of(tool)
-    if invoker.takes_ctx and deps_context is None:
-        raise NotImplementedError(
-            f"Tool {invoker.name!r} takes a RunContext; convert it with convert_tool_with_deps(tool, deps) "
-            "(experimental), or let ClaudeCodeModel run it with the agent's own RunContext."
-        )
+    return _arguments_only(tool_spec(tool, deps_context=deps_context))
 
+
+def _arguments_only(spec: ToolSpec) -> Callable[[dict[str, Any]], Awaitable[McpResponse]]:
     async def handler(arguments: dict[str, Any]) -> McpResponse:
-        ctx = deps_context.for_call(invoker.name) if deps_context is not None else None
-        try:
-            value = await invoker(arguments, ctx)
-            return _format_return_value_as_mcp(value)
-        except Exception as e:  # CancelledError is a BaseException and propagates
-            logger.warning(
-                "Tool %r failed: %s: %s",
-                invoker.name,
-                type(e).__name__,
-                e,
-                exc_info=logger.isEnabledFor(logging.DEBUG),
-            )
-            return _text_response(_error_message(e), is_error=True)
+        return await run_tool_call(spec, arguments, None)
 
     return handler
 
 
-def _sdk_result(response: McpResponse) -> dict[str, Any]:
-    """The SDK reads a handler result's error flag as ``is_error``; MCP calls it ``isError``: set both."""
-    return {**response, "is_error": response["isError"]}
-
-
-def _sdk_tool(tool: object, handler: McpHandler, *, read_only: bool) -> SdkMcpTool[Any]:
-    name = _validated_name(tool)
-
+def _sdk_tool(spec: ToolSpec) -> SdkMcpTool[Any]:
     async def sdk_handler(arguments: dict[str, Any]) -> dict[str, Any]:
-        return _sdk_result(await handler(arguments))
+        return sdk_result(await run_tool_call(spec, arguments, None))
 
     return SdkMcpTool(
-        name=name,
-        description=getattr(tool, "description", None) or "",
-        input_schema=_mcp_input_schema(_get_parameters_json_schema(tool)),
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.input_schema,
         handler=sdk_handler,
-        annotations=ToolAnnotations(read_only_hint=True) if read_only else None,
+        annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None,
     )
+
+
+def create_async_handler(
+    func: Callable[..., Any],
+    takes_ctx: bool,
+    deps_context: ToolCallContext[Any] | DepsContext[Any] | None = None,
+) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """Wrap a bare function (sync or async) in an async SDK handler that answers in MCP form.
+
+    ``takes_ctx=True`` passes ``deps_context`` as the function's first argument. Errors become ``isError``
+    results carrying the message.
+
+    Raises:
+        NotImplementedError: ``takes_ctx`` is true and no ``deps_context`` was given.
+    """
+    name = getattr(func, "__name__", "tool")
+    if takes_ctx and deps_context is None:
+        raise MissingDepsError(f"Tool {name!r} takes a RunContext; pass a deps_context.")
+
+    async def call(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
+        args = (deps_context,) if takes_ctx else ()
+        result = func(*args, **arguments)
+        if isinstance(result, Awaitable):
+            result = await result
+        return format_result(result)
+
+    spec = ToolSpec(name=name, description="", input_schema={}, handler=call)
+
+    async def handler(arguments: dict[str, Any]) -> dict[str, Any]:
+        return sdk_result(await run_tool_call(spec, arguments, None))
+
+    return handler
 
 
 def convert_tool(tool: PydanticAITool, *, read_only: bool = False) -> SdkMcpTool[Any]:
@@ -302,7 +158,7 @@ def convert_tool(tool: PydanticAITool, *, read_only: bool = False) -> SdkMcpTool
         ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
         NotImplementedError: the tool takes a ``RunContext`` (use :func:`convert_tool_with_deps`).
     """
-    return _sdk_tool(tool, _create_async_handler(tool), read_only=read_only)
+    return _sdk_tool(tool_spec(tool, read_only=read_only))
 
 
 def convert_tool_with_deps(tool: PydanticAITool, deps: object, *, read_only: bool = False) -> SdkMcpTool[Any]:
@@ -317,5 +173,34 @@ def convert_tool_with_deps(tool: PydanticAITool, deps: object, *, read_only: boo
         TypeHintResolutionError: a dataclass in ``deps`` has annotations naming undefined types.
         ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
     """
-    context: DepsContext[Any] = DepsContext(deps)
-    return _sdk_tool(tool, _create_async_handler(tool, context), read_only=read_only)
+    return convert_tool_with_context(tool, create_deps_context(deps), read_only=read_only)
+
+
+def convert_tool_with_context(
+    tool: PydanticAITool, deps_context: ToolCallContext[Any] | DepsContext[Any], *, read_only: bool = False
+) -> SdkMcpTool[Any]:
+    """Convert a tool with a context built beforehand: a :class:`DepsContext` (serialisable deps, checked) or
+    a :class:`ToolCallContext` (any deps, not checked). Experimental.
+
+    Raises:
+        ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
+    """
+    return _sdk_tool(tool_spec(tool, deps_context=deps_context, read_only=read_only))
+
+
+def convert_mixed_tools_to_mcp_server(
+    tools: Sequence[object],
+    tools_cache: Mapping[str, object] | None = None,
+    deps_context: ToolCallContext[Any] | DepsContext[Any] | None = None,
+    *,
+    server_name: str = DEFAULT_SERVER_NAME,
+    server_version: str = "1.0.0",
+) -> McpSdkServerConfig:
+    """An in-process MCP server for tools of which some take a ``RunContext`` (given ``deps_context``).
+
+    ``tools_cache`` maps names to the full tool objects (looked up by each tool's name); tools not in it are
+    used as given. Experimental.
+    """
+    cache = tools_cache or {}
+    chosen = [cache.get(getattr(tool, "name", ""), tool) for tool in tools]
+    return tool_server(chosen, server_name, version=server_version, deps_context=deps_context)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests._support.subprocesses import run_python
 
 pytestmark = pytest.mark.timeout(60)  # a few seconds normally: one quick row, no Claude Code CLI
 
@@ -18,17 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_prints_a_row_with_a_ratio_and_writes_json(tmp_path: Path) -> None:
     report = tmp_path / "bench.json"
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench", "--repeat", "1", "--only", "bridge-spawn", "--json", str(report)],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    completed = run_python(
+        "-m", "bench", "--repeat", "1", "--only", "bridge-spawn", "--json", str(report), cwd=ROOT, timeout=60
     )
 
     assert completed.returncode == 0, completed.stderr

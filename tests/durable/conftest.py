@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+
 from tests._support.postgres import PostgresServer
 
 if TYPE_CHECKING:

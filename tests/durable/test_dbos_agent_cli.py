@@ -17,9 +17,8 @@ from claudecode_model import ClaudeCodeModel, PostgresSessionStore
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
-    from tests._support.postgres import PostgresServer
-
     from claudecode_model.testing import OfflineBackend
+    from tests._support.postgres import PostgresServer
 
 pytestmark = pytest.mark.cli
 

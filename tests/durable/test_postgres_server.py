@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import psycopg
+
 from tests._support.postgres import PostgresServer
 
 

@@ -22,9 +22,8 @@ from claudecode_model import ClaudeCodeModel, PostgresSessionStore, SQLiteSessio
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from tests._support.postgres import PostgresServer
-
     from claudecode_model.testing import OfflineBackend
+    from tests._support.postgres import PostgresServer
 
 pytestmark = pytest.mark.cli
 

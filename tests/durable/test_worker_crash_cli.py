@@ -34,9 +34,8 @@ from claudecode_model.testing import OfflineBackend
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from tests._support.postgres import PostgresServer
-
     from claudecode_model.testing import RecordedRequest
+    from tests._support.postgres import PostgresServer
 
 pytestmark = pytest.mark.cli
 

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from ipc_support import BridgeProcess, Toolbox, bridge_env, bridge_processes, ipc_temp_entries, wait_until
 
 import claudecode_model.ipc as ipc_package
 from claudecode_model.ipc import IPCSession
+from tests._support.ipc import BridgeProcess, Toolbox, bridge_env, bridge_processes, ipc_temp_entries
+from tests._support.polling import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator

@@ -11,9 +11,10 @@ import sys
 from typing import TYPE_CHECKING
 
 import pytest
-from ipc_support import BridgeProcess, Toolbox, bridge_env, text_result, wait_until
 
 from claudecode_model.ipc import MAX_MESSAGE_SIZE, SECRET_ENV_VAR, IPCSession
+from tests._support.ipc import BridgeProcess, Toolbox, bridge_env, text_result
+from tests._support.polling import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

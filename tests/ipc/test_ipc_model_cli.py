@@ -10,33 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ipc_support import descendants, process_table, wait_until
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
-    TextPart,
-    ToolCallPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
-from brain_support import tool_results_in_call_order
 from claudecode_model import ClaudeCodeModel, ToolValidationError
 from claudecode_model._tool_servers import resolve_transport
 from claudecode_model.ipc import SECRET_ENV_VAR, SOCKET_FILE_PREFIX
 from claudecode_model.ipc._constants import BRIDGE_MODULE
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import call_every_tool_then_summarise
+from tests._support.polling import wait_until
+from tests._support.processes import environ, live_descendants, process_table
 
 pytestmark = pytest.mark.cli
-
-
-def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    returns = tool_results_in_call_order(messages)
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart(tool.name, {}) for tool in info.function_tools])
-    return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
 
 
 @dataclass
@@ -56,28 +47,27 @@ class ProcessSnapshot:
 
 def snapshot_processes() -> ProcessSnapshot:
     """Bridges among this test's descendants (other test runs may share the machine); every command line."""
-    ours = descendants(os.getpid())
+    ours = live_descendants()
     bridges: list[list[str]] = []
-    environ: dict[str, str] = {}
+    bridge_environ: dict[str, str] = {}
     command_lines: list[str] = []
-    for pid, _, state, argv in process_table():
-        if state == "Z":
+    for process in process_table():
+        if not process.alive:
             continue
-        command_lines.append("\0".join(argv))
-        if BRIDGE_MODULE in argv and pid in ours:
-            bridges.append(argv)
-            raw = Path(f"/proc/{pid}/environ").read_bytes()
-            environ = dict(item.decode().split("=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return ProcessSnapshot(bridges, environ, command_lines)
+        command_lines.append("\0".join(process.argv))
+        if BRIDGE_MODULE in process.argv and process.pid in ours:
+            bridges.append(process.argv)
+            bridge_environ = environ(process.pid)
+    return ProcessSnapshot(bridges, bridge_environ, command_lines)
 
 
 def _bridge_pids() -> set[int]:
-    return {pid for pid, _, state, argv in process_table() if BRIDGE_MODULE in argv and state != "Z"}
+    return {process.pid for process in process_table() if BRIDGE_MODULE in process.argv and process.alive}
 
 
 @pytest.fixture
 async def stdio_model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
+    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise()))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_transport="stdio")
     yield model
     await model.aclose()
@@ -140,7 +130,7 @@ async def test_follow_up_turn_reuses_the_cli_and_its_bridge(stdio_model: ClaudeC
 
     @agent.tool_plain
     def ping() -> str:
-        bridge_pids.append({pid for pid in descendants(os.getpid()) if pid in _bridge_pids()})
+        bridge_pids.append({pid for pid in live_descendants() if pid in _bridge_pids()})
         return "pong"
 
     first = await agent.run("one")
@@ -153,7 +143,7 @@ async def test_follow_up_turn_reuses_the_cli_and_its_bridge(stdio_model: ClaudeC
 
 
 async def test_registered_toolsets_over_the_bridge(claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
+    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise()))
     model = ClaudeCodeModel(env=claude_backend.cli_env())
     agent = Agent(model)
     bridges_seen: list[int] = []
@@ -210,13 +200,13 @@ async def test_cancelling_a_run_mid_call_stops_the_cli_and_the_bridge(stdio_mode
 
     run = asyncio.create_task(agent.run("go"))
     await asyncio.wait_for(started.wait(), timeout=60)
-    assert len(_bridge_pids() & descendants(os.getpid())) == 1
+    assert len(_bridge_pids() & live_descendants()) == 1
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
 
     # The IPC files are gone at once and the CLI is stopped, so its bridge exits: not only at aclose().
     assert not [name for name in os.listdir(tempfile.gettempdir()) if name.startswith(SOCKET_FILE_PREFIX)]
-    assert wait_until(lambda: not _bridge_pids() & descendants(os.getpid()))
+    assert wait_until(lambda: not _bridge_pids() & live_descendants())
     # The model still serves the next run.
     assert (await agent.run("again")).output == "Answer: not this time"

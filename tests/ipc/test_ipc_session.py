@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from ipc_support import Toolbox, text_result
 
 import claudecode_model
 from claudecode_model.exceptions import (
@@ -41,6 +40,7 @@ from claudecode_model.ipc import (
 )
 from claudecode_model.ipc._framing import decode_message, encode_body, encode_message
 from claudecode_model.ipc._protocol import hello_request
+from tests._support.ipc import Toolbox, text_result
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

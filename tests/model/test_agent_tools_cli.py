@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -21,25 +20,12 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-from brain_support import tool_results_in_call_order
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.agents import add_constant_tools
+from tests._support.brains import call_every_tool_then_summarise
 
 pytestmark = pytest.mark.cli
-
-
-def call_every_tool_then_summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Brain: first call every offered tool (after a preamble), then answer with the tool results."""
-    returns = tool_results_in_call_order(messages)
-    if not returns:
-        calls = [ToolCallPart(tool.name, _args_for(tool)) for tool in info.function_tools]
-        return ModelResponse(parts=[TextPart("Let me check."), *calls])
-    return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
-
-
-def _args_for(tool: ToolDefinition) -> dict[str, object]:
-    properties = tool.parameters_json_schema.get("properties", {})
-    return {name: 2 if spec.get("type") == "integer" else "x" for name, spec in properties.items()}
 
 
 @dataclass
@@ -49,11 +35,10 @@ class Deps:
 
 
 @pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
+def model(model: ClaudeCodeModel, claude_backend: OfflineBackend) -> ClaudeCodeModel:
+    """The shared CLI model, with the backend answering through ``call_every_tool_then_summarise``."""
+    claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise("Let me check.")))
+    return model
 
 
 async def test_plain_and_context_tools_run_with_real_deps(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -153,13 +138,7 @@ async def test_only_the_tools_of_the_request_are_exposed(model: ClaudeCodeModel,
     async def hide(ctx: RunContext[None], tool_def: ToolDefinition) -> ToolDefinition | None:
         return None
 
-    @agent.tool_plain
-    def one() -> str:
-        return "1"
-
-    @agent.tool_plain
-    def two() -> str:
-        return "2"
+    add_constant_tools(agent, one="1", two="2")
 
     @agent.tool_plain(prepare=hide)
     def three() -> str:
@@ -276,13 +255,7 @@ async def test_tool_calls_count_in_the_run_usage_and_limits_apply(model: ClaudeC
 
     agent = Agent(model)
 
-    @agent.tool_plain
-    def one() -> str:
-        return "1"
-
-    @agent.tool_plain
-    def two() -> str:
-        return "2"
+    add_constant_tools(agent, one="1", two="2")
 
     result = await agent.run("go")
     assert result.usage.tool_calls == 2

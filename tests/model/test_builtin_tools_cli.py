@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -38,13 +37,6 @@ def script(*calls: tuple[str, dict[str, object]]):
         return ModelResponse(parts=[TextPart(" | ".join(str(part.content) for part in returns))])
 
     return brain
-
-
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
 
 
 async def test_builtin_read_runs_and_shows_as_native_tool_parts(

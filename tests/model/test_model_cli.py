@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
@@ -31,11 +30,10 @@ def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 
 @pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+def model(model: ClaudeCodeModel, claude_backend: OfflineBackend) -> ClaudeCodeModel:
+    """The shared CLI model, with the backend answering through ``echo_brain``."""
     claude_backend.set_brain(FunctionModel(echo_brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
+    return model
 
 
 async def test_text_answer_and_instructions_reach_the_cli(model: ClaudeCodeModel, claude_backend: OfflineBackend):

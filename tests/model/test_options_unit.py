@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from claudecode_model import CLINotFoundError
-from claudecode_model._cli_discovery import bundled_cli_path, find_cli
+from claudecode_model._cli import bundled_cli_path, find_cli
 from claudecode_model._options import RequestNeeds, build_options
 
 

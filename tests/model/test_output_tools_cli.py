@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolOutput
@@ -51,13 +49,6 @@ def invalid_then_valid_city(messages: list[ModelMessage], info: AgentInfo) -> Mo
     if not any("not accepted" in text for text in _user_texts(messages)):
         return ModelResponse(parts=[TextPart("Let me answer."), ToolCallPart(tool, {"name": "Paris"})])
     return ModelResponse(parts=[ToolCallPart(tool, {"name": "Paris", "country": "France"})])
-
-
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
 
 
 async def test_invalid_output_call_is_retried_in_the_same_session(

@@ -7,9 +7,7 @@ happens while Claude is still answering.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from pydantic_ai import Agent
@@ -18,6 +16,7 @@ from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.processes import is_alive, live_children
 
 pytestmark = pytest.mark.cli
 
@@ -26,28 +25,7 @@ LONG_TEXT = "This answer is long enough to be cancelled well before its last wor
 
 def cli_processes() -> set[int]:
     """Live child processes of this test process that run the Claude Code CLI."""
-    found: set[int] = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        child = int(fields.get("PPid", "0")) == os.getpid()
-        if child and not fields.get("State", "").startswith("Z") and b"claude" in cmdline:
-            found.add(int(entry.name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
+    return {process.pid for process in live_children() if "claude" in "\0".join(process.argv)}
 
 
 @pytest.fixture
@@ -66,6 +44,13 @@ async def assert_still_works(model: ClaudeCodeModel, backend: OfflineBackend) ->
     assert len(backend.requests) == requests_before + 1
 
 
+async def assert_stopped_and_still_works(running: set[int], model: ClaudeCodeModel, backend: OfflineBackend) -> None:
+    """The CLIs seen while streaming are gone, and the model serves the next run."""
+    assert running
+    assert not any(is_alive(pid) for pid in running)
+    await assert_still_works(model, backend)
+
+
 async def test_cancel_stops_the_cli_and_records_the_interrupted_response(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
@@ -82,7 +67,7 @@ async def test_cancel_stops_the_cli_and_records_the_interrupted_response(
                 await stream.cancel()
         assert stream.cancelled
         assert running
-        assert not any(alive(pid) for pid in running)
+        assert not any(is_alive(pid) for pid in running)
     gate.set()
 
     response = stream.all_messages()[-1]
@@ -106,7 +91,7 @@ async def test_leaving_run_stream_early_stops_the_cli(model: ClaudeCodeModel, cl
     gate.set()
 
     assert running
-    assert not any(alive(pid) for pid in running)
+    assert not any(is_alive(pid) for pid in running)
     assert not cli_processes()
     await assert_still_works(model, claude_backend)
 
@@ -121,9 +106,7 @@ async def test_leaving_run_stream_events_early_stops_the_cli(model: ClaudeCodeMo
                 break
     gate.set()
 
-    assert running
-    assert not any(alive(pid) for pid in running)
-    await assert_still_works(model, claude_backend)
+    await assert_stopped_and_still_works(running, model, claude_backend)
 
 
 async def test_cancelling_the_task_stops_the_cli(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -144,9 +127,7 @@ async def test_cancelling_the_task_stops_the_cli(model: ClaudeCodeModel, claude_
         await task
     gate.set()
 
-    assert running
-    assert not any(alive(pid) for pid in running)
-    await assert_still_works(model, claude_backend)
+    await assert_stopped_and_still_works(running, model, claude_backend)
 
 
 async def test_model_level_stream_cancel(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -165,7 +146,7 @@ async def test_model_level_stream_cancel(model: ClaudeCodeModel, claude_backend:
     gate.set()
 
     assert running
-    assert not any(alive(pid) for pid in running)
+    assert not any(is_alive(pid) for pid in running)
     assert response.state == "interrupted"
     assert isinstance(response.parts[0], TextPart)
     assert LONG_TEXT.startswith(response.parts[0].content)

@@ -33,7 +33,8 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.usage import RequestUsage
 
 from claudecode_model import ClaudeCodeModel, CLIInterruptedError
-from claudecode_model._translate import TurnTranslator
+from claudecode_model._errors import map_error
+from claudecode_model._from_sdk import TurnTranslator
 
 PREFIX = "mcp__pydantic_tools__"
 TEXT_B = {"type": "text", "text": "b"}
@@ -343,7 +344,7 @@ def test_provider_details_are_json_safe():
 def test_cancellation_errors_pass_through_the_error_mapping():
     model = ClaudeCodeModel()
     for error in (GeneratorExit(), asyncio.CancelledError(), KeyboardInterrupt(), CLIInterruptedError("stopped")):
-        assert model._map_error(error, None, deque()) is error
+        assert map_error(error, outcome=None, stderr=deque(), model_name=model.model_name) is error
 
 
 def test_the_stream_suppresses_the_interruption_after_cancel():
@@ -368,10 +369,11 @@ class _FakeTurn:
         self.session = _FakeSession()
         self.failed = False
         self.wants_structured_output = False
+        self.translator = translator()
 
-    def bind(self, parts: ModelResponsePartsManager) -> TurnTranslator:
-        self.translator = TurnTranslator(parts, tool_prefixes=(PREFIX,))
-        return self.translator
+    async def stop(self) -> None:
+        self.failed = True
+        await self.session.abort()
 
     async def messages(self) -> Any:
         for message in self.queued:

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
-from reliability_support import Resources, assert_nothing_leaked, brain, cli_children, descendants, wait_for
 
 from claudecode_model import ClaudeCodeModel
+from tests._support.polling import wait_for
+from tests._support.processes import cli_children, live_descendants
+from tests._support.reliability import Resources, assert_nothing_leaked, brain
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -41,8 +43,8 @@ class Harness:
 
         def unexpected() -> list[int]:
             clis = self.new_cli_processes()
-            kept = set(clis).union(*(descendants(pid) for pid in clis))
-            extra = descendants() - self.before.processes - kept
+            kept = set(clis).union(*(live_descendants(pid) for pid in clis))
+            extra = live_descendants() - self.before.processes - kept
             return sorted(extra) if len(clis) == idle_sessions else [*clis, *extra]
 
         assert await wait_for(lambda: not unexpected()), f"processes left: {unexpected()}"

@@ -25,7 +25,6 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
 )
 from pydantic_ai.models.function import FunctionModel
-from reliability_support import brain, cmdline, descendants, wait_for
 
 from claudecode_model import (
     ClaudeCodeAuthenticationError,
@@ -38,9 +37,12 @@ from claudecode_model import (
     CLITimeoutError,
 )
 from claudecode_model.testing import Failure
+from tests._support.polling import wait_for
+from tests._support.processes import cmdline, live_descendants
+from tests._support.reliability import add_blocking_tool, brain
 
 if TYPE_CHECKING:
-    from conftest import Harness
+    from tests.reliability.conftest import Harness
 
 pytestmark = pytest.mark.cli
 
@@ -163,8 +165,11 @@ async def test_transient_overload_retried_by_the_cli_gives_the_answer(run: int, 
 
 
 @run
-async def test_sse_error_once_the_cli_falls_back_to_a_plain_request(run: int, harness: Harness) -> None:
-    harness.backend.fail_next(Failure.sse_error())
+@pytest.mark.parametrize("failure", [Failure.sse_error(), Failure.malformed_sse()], ids=["sse_error", "malformed_sse"])
+async def test_a_broken_stream_once_the_cli_falls_back_to_a_plain_request(
+    run: int, failure: Failure, harness: Harness
+) -> None:
+    harness.backend.fail_next(failure)
 
     result = await Agent(harness.model).run("hello")
 
@@ -186,17 +191,6 @@ async def test_sse_error_then_failed_fallback_is_a_typed_error(run: int, harness
 
 
 @run
-async def test_malformed_sse_once_the_cli_falls_back_to_a_plain_request(run: int, harness: Harness) -> None:
-    harness.backend.fail_next(Failure.malformed_sse())
-
-    result = await Agent(harness.model).run("hello")
-
-    assert result.output == "echo: hello"
-    assert [r.stream for r in harness.backend.requests] == [True, False]
-    await harness.assert_recovers(idle_sessions=1)
-
-
-@run
 async def test_malformed_sse_then_malformed_fallback_is_a_connection_error(run: int, harness: Harness) -> None:
     harness.backend.fail_next(Failure.malformed_sse(), count=2)
 
@@ -214,28 +208,17 @@ async def test_malformed_sse_then_malformed_fallback_is_a_connection_error(run: 
 @run
 async def test_cli_killed_during_a_tool_call(run: int, harness: Harness) -> None:
     agent = Agent(harness.model)
-    started = asyncio.Event()
-    cancelled = asyncio.Event()
-
-    @agent.tool_plain
-    async def wait_forever() -> str:
-        started.set()
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
+    blocking = add_blocking_tool(agent)
 
     task = asyncio.create_task(agent.run("call wait_forever"))
-    await asyncio.wait_for(started.wait(), 60)
+    await asyncio.wait_for(blocking.started.wait(), 60)
     os.kill(await harness.wait_for_new_cli(), signal.SIGKILL)
 
     with pytest.raises(CLIProcessError) as caught:
         await task
 
     assert caught.value.exit_code == -signal.SIGKILL
-    assert cancelled.is_set(), "the tool call in flight was cancelled"
+    assert blocking.cancelled.is_set(), "the tool call in flight was cancelled"
     await harness.assert_recovers()
 
 
@@ -271,18 +254,7 @@ async def test_cli_killed_between_turns_the_conversation_continues(run: int, har
 @run
 async def test_ipc_bridge_killed_during_a_tool_call(run: int, harness: Harness) -> None:
     agent = Agent(harness.model)
-    started = asyncio.Event()
-    cancelled = asyncio.Event()
-
-    @agent.tool_plain
-    async def wait_forever() -> str:
-        started.set()
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
+    blocking = add_blocking_tool(agent)
 
     @agent.tool_plain
     def lookup() -> str:
@@ -290,8 +262,8 @@ async def test_ipc_bridge_killed_during_a_tool_call(run: int, harness: Harness) 
 
     harness.model.set_agent_toolsets(agent._function_toolset, transport="stdio")
     task = asyncio.create_task(agent.run("call wait_forever"))
-    await asyncio.wait_for(started.wait(), 60)
-    [bridge] = [pid for pid in descendants() if "claudecode_model.ipc.bridge" in cmdline(pid)]
+    await asyncio.wait_for(blocking.started.wait(), 60)
+    [bridge] = [pid for pid in live_descendants() if "claudecode_model.ipc.bridge" in cmdline(pid)]
     os.kill(bridge, signal.SIGKILL)
 
     # Claude Code reports the broken tool server to Claude as the tool's error; Claude answers with it.
@@ -299,7 +271,7 @@ async def test_ipc_bridge_killed_during_a_tool_call(run: int, harness: Harness) 
 
     assert result.output == "done: Connection closed"
     assert harness.backend.last_request.tool_results()[-1].is_error
-    assert cancelled.is_set(), "the tool call in flight was cancelled"
+    assert blocking.cancelled.is_set(), "the tool call in flight was cancelled"
     # The conversation goes on in the same CLI, which starts a new bridge: tools work again.
     follow_up = await agent.run("call lookup", message_history=result.all_messages())
     assert follow_up.output == "done: found it"
@@ -383,19 +355,10 @@ async def test_timeout_with_a_stalled_api(run: int, setting: str, harness: Harne
 @run
 async def test_timeout_during_a_tool_call(run: int, harness: Harness) -> None:
     agent = Agent(harness.model)
-    cancelled = asyncio.Event()
-
-    @agent.tool_plain
-    async def wait_forever() -> str:
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
+    blocking = add_blocking_tool(agent)
 
     with pytest.raises(CLITimeoutError):
         await agent.run("call wait_forever", model_settings={"timeout": 2})
 
-    assert cancelled.is_set(), "the tool call in flight was cancelled"
+    assert blocking.cancelled.is_set(), "the tool call in flight was cancelled"
     await harness.assert_recovers()

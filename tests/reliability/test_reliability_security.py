@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.function import FunctionModel
-from reliability_support import brain, cli_children, cmdline, descendants, wait_for
 
 from claudecode_model import (
     ClaudeCodeAuthenticationError,
@@ -40,6 +39,9 @@ from claudecode_model.ipc._framing import decode_message, encode_message
 from claudecode_model.ipc._protocol import hello_request
 from claudecode_model.ipc._streams import read_frame
 from claudecode_model.testing import Failure
+from tests._support.polling import wait_for
+from tests._support.processes import cli_children, cmdline, environ, live_descendants
+from tests._support.reliability import brain
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -80,11 +82,6 @@ class LiveRun:
         self.release.set()
         result = await asyncio.wait_for(self.task, 60)
         return str(result.output)
-
-
-def _environ(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.decode(errors="replace").split("=", 1) for item in raw.split(b"\0") if b"=" in item)
 
 
 def _ipc_files(directory: Path) -> tuple[Path, Path]:
@@ -133,11 +130,11 @@ async def _start_live_run(model: ClaudeCodeModel) -> LiveRun:
     task = asyncio.create_task(agent.run("call hold", deps=Deps(DEPS_SECRET)))
     await asyncio.wait_for(entered.wait(), 60)
     [cli] = cli_children()
-    [bridge] = [pid for pid in descendants(cli) if BRIDGE_MODULE in cmdline(pid)]
+    [bridge] = [pid for pid in live_descendants(cli) if BRIDGE_MODULE in cmdline(pid)]
     [name] = [n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("claudecode_ipc_")]
     directory = Path(tempfile.gettempdir(), name)
     socket_path, schema = _ipc_files(directory)
-    secret = _environ(cli)[SECRET_ENV_VAR]
+    secret = environ(cli)[SECRET_ENV_VAR]
     return LiveRun(task, cli, bridge, directory, socket_path, schema, secret, release)
 
 
@@ -279,8 +276,8 @@ async def test_a_connection_without_the_session_secret_is_refused(
 
 async def test_no_secret_on_the_command_lines(live: LiveRun) -> None:
     # Positive control: these are the secrets the processes really hold, in their private environment.
-    assert _environ(live.cli)["ANTHROPIC_API_KEY"] == API_KEY
-    assert _environ(live.bridge)[SECRET_ENV_VAR] == live.secret
+    assert environ(live.cli)["ANTHROPIC_API_KEY"] == API_KEY
+    assert environ(live.bridge)[SECRET_ENV_VAR] == live.secret
     # ... and the bridge's server config does travel on the CLI's command line (--mcp-config).
     assert BRIDGE_MODULE in _command_line(live.cli)
     secrets = [live.secret, API_KEY, AUTH_TOKEN, TAVILY_KEY, DEPS_SECRET]

@@ -8,7 +8,7 @@ agent's own, exposed to the CLI automatically: nothing is registered.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -75,13 +75,6 @@ def answer(text: str) -> Turn:
 
 def error_text(error_type: str, message: str) -> str:
     return f"Tavily API エラー: {message}\nエラータイプ: {error_type}"
-
-
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
 
 
 def native_returns(result_messages: list[ModelMessage]) -> list[NativeToolReturnPart]:

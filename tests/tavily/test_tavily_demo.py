@@ -6,11 +6,7 @@ The demo runs the research agent through the real CLI with Claude (offline backe
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +15,6 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-import claudecode_model
 from claudecode_model import cli
 from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.tavily import RESEARCH_INSTRUCTIONS
@@ -34,8 +29,8 @@ from claudecode_model.tavily._demo import (
 from claudecode_model.tavily._format import format_search
 from claudecode_model.tavily._models import SearchResult
 from claudecode_model.tavily.testing import generated_search_results
-
-SRC_DIR = Path(claudecode_model.__file__).resolve().parents[1]
+from tests._support.processes import environ, process_table
+from tests._support.subprocesses import run_python
 
 DEMO_ANSWER = f"""\
 Answer:
@@ -185,17 +180,15 @@ async def test_run_builds_the_research_agent_when_asked(argv: list[str], tools: 
 
 def processes_with_env(marker: str) -> list[int]:
     """Live processes whose environment carries ``marker`` (the demo's descendants inherit it)."""
+    name, value = marker.split("=", 1)
     found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for process in process_table():
         try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            carries_marker = environ(process.pid).get(name) == value
         except OSError:
             continue
-        if marker.encode() in environ.split(b"\0") and state != "Z":
-            found.append(int(entry.name))
+        if carries_marker and process.alive:
+            found.append(process.pid)
     return found
 
 
@@ -203,16 +196,7 @@ def processes_with_env(marker: str) -> list[int]:
 def test_demo_research_command_prints_a_cited_answer() -> None:
     marker = f"CLAUDECODE_MODEL_DEMO_TEST={uuid.uuid4().hex}"
     name, value = marker.split("=", 1)
-    env = {**os.environ, "PYTHONPATH": str(SRC_DIR), name: value}
-
-    completed = subprocess.run(
-        [sys.executable, "-m", "claudecode_model.cli", "demo", "--research"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=90,
-        check=False,
-    )
+    completed = run_python("-m", "claudecode_model.cli", "demo", "--research", env={name: value}, timeout=90)
 
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()

@@ -24,6 +24,14 @@ from claudecode_model.tavily import (
 )
 from claudecode_model.tavily.testing import FakeTavilyServer, generated_search_results
 
+QUERY_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 1000,
+    "description": "検索クエリ（必須、空文字禁止、最大1000文字）",
+}
+"""The ``query`` parameter of ``tavily_search`` and ``tavily_context``."""
+
 
 def calling(tool_name: str, args: dict[str, Any]) -> FunctionModel:
     """A model that calls ``tool_name`` once, then answers ``done``."""
@@ -77,12 +85,7 @@ async def test_tool_definitions_carry_the_contract_constraints(deps: TavilySearc
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "query": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 1000,
-                "description": "検索クエリ（必須、空文字禁止、最大1000文字）",
-            },
+            "query": QUERY_SCHEMA,
             "search_depth": {
                 "type": "string",
                 "enum": ["basic", "advanced"],
@@ -117,12 +120,7 @@ async def test_tool_definitions_carry_the_contract_constraints(deps: TavilySearc
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "query": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 1000,
-                "description": "検索クエリ（必須、空文字禁止、最大1000文字）",
-            },
+            "query": QUERY_SCHEMA,
             "max_tokens": {
                 "anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
                 "default": None,

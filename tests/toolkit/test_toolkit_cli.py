@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 from pydantic_ai import Agent
@@ -21,13 +20,6 @@ BIG_LOG = "\n".join(f"line {n}: {'needle here' if n == 1777 else 'hay'}" for n i
 
 def _returns(messages: list[ModelMessage]) -> list[str]:
     return [str(part.content) for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-
-
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
 
 
 async def test_claude_sees_a_truncated_output_and_greps_the_cache(

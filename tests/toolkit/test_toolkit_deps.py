@@ -6,20 +6,13 @@ import asyncio
 import contextvars
 import gc
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
     TextPart,
-    ToolCallPart,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.exceptions import ClaudeCodeError
 from claudecode_model.toolkit import (
@@ -30,33 +23,9 @@ from claudecode_model.toolkit import (
     override,
     resolve,
 )
+from tests._support.brains import Script, calls
 
 pytestmark = pytest.mark.filterwarnings("error")
-
-Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
-
-
-class Script:
-    """A FunctionModel brain that answers with ``turns`` in order and records the messages it was sent."""
-
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = turns
-        self.seen: list[list[ModelMessage]] = []
-        self.model = FunctionModel(self._respond)
-
-    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        turn = self.turns[len(self.seen) - 1]
-        return ModelResponse(parts=list(turn(messages) if callable(turn) else turn))
-
-    def returns(self, request_index: int = -1) -> list[ToolReturnPart]:
-        last = self.seen[request_index][-1]
-        assert isinstance(last, ModelRequest)
-        return [p for p in last.parts if isinstance(p, ToolReturnPart)]
-
-
-def calls(*names: str) -> list[ModelResponsePart]:
-    return [ToolCallPart(name, {}) for name in names]
 
 
 class Counter:
@@ -261,10 +230,12 @@ async def test_dependencies_resolving_dependencies() -> None:
     assert got == [42]
 
 
-async def test_cached_values_are_released_after_the_run() -> None:
-    class Resource:
-        pass
+class Resource:
+    """A value whose lifetime a test follows through a weak reference."""
 
+
+def tracked_factory() -> tuple[Callable[[], Resource], list[weakref.ref[Resource]]]:
+    """A factory of fresh resources, and the weak references to everything it made."""
     refs: list[weakref.ref[Resource]] = []
 
     def make() -> Resource:
@@ -272,6 +243,11 @@ async def test_cached_values_are_released_after_the_run() -> None:
         refs.append(weakref.ref(resource))
         return resource
 
+    return make, refs
+
+
+async def test_cached_values_are_released_after_the_run() -> None:
+    make, refs = tracked_factory()
     call_key = DependencyKey("per-call", make)
     run_key = DependencyKey("per-run", make, scope="run")
     agent = Agent(Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])
@@ -290,16 +266,7 @@ async def test_cached_values_are_released_after_the_run() -> None:
 
 
 async def test_run_cache_is_dropped_when_the_run_ends_even_if_its_context_is_kept() -> None:
-    class Resource:
-        pass
-
-    refs: list[weakref.ref[Resource]] = []
-
-    def make() -> Resource:
-        resource = Resource()
-        refs.append(weakref.ref(resource))
-        return resource
-
+    make, refs = tracked_factory()
     key = DependencyKey("per-run", make, scope="run")
     kept: list[RunContext[None]] = []
     agent = Agent(Script(calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])

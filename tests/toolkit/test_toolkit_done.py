@@ -7,35 +7,19 @@ from typing import TYPE_CHECKING
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.toolkit import DONE_TOOL_NAME, ToolOutputCache, done, done_output, todo_toolset
+from tests._support.brains import Script
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    pass
 
 pytestmark = pytest.mark.filterwarnings("error")
-
-
-class Script:
-    """A FunctionModel brain that answers with ``turns`` in order and records what it was offered."""
-
-    def __init__(self, *turns: Sequence[ModelResponsePart]) -> None:
-        self.turns = turns
-        self.infos: list[AgentInfo] = []
-        self.model = FunctionModel(self._respond)
-
-    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.infos.append(info)
-        return ModelResponse(parts=list(self.turns[len(self.infos) - 1]))
 
 
 def test_done_returns_its_message() -> None:

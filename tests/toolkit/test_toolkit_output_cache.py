@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,7 +18,6 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from claudecode_model.toolkit import (
@@ -39,6 +37,7 @@ from claudecode_model.toolkit import (
     trimmed_marker,
     truncated_marker,
 )
+from tests._support.brains import Script, last_returns
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,28 +48,6 @@ PNG = BinaryContent(b"\x89PNG\r\n\x1a\n", media_type="image/png")
 BIG = "".join(f"line {i:03d} of the report\n" for i in range(200))
 LINE_BYTES = len("line 000 of the report\n")  # 23
 REF_RE = re.compile(r"ref=(out_[0-9a-z]{26})\]")
-
-Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
-
-
-class Script:
-    """A FunctionModel brain that answers with ``turns`` in order and records the messages it was sent."""
-
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = turns
-        self.seen: list[list[ModelMessage]] = []
-        self.model = FunctionModel(self._respond)
-
-    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        turn = self.turns[len(self.seen) - 1]
-        return ModelResponse(parts=list(turn(messages) if callable(turn) else turn))
-
-
-def last_returns(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
-    last = messages[-1]
-    assert isinstance(last, ModelRequest)
-    return {p.tool_name: p for p in last.parts if isinstance(p, ToolReturnPart)}
 
 
 def ref_in(content: object) -> str:

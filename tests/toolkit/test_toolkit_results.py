@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Any
 
@@ -17,16 +16,10 @@ from pydantic_ai.messages import (
     BinaryContent,
     DocumentUrl,
     ImageUrl,
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
     TextPart,
     ToolCallPart,
     ToolReturn,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from claudecode_model.toolkit import (
@@ -39,37 +32,11 @@ from claudecode_model.toolkit import (
     stable_json,
     to_tool_content,
 )
+from tests._support.brains import Script, calls
 
 pytestmark = pytest.mark.filterwarnings("error")
 
 PNG = BinaryContent(b"\x89PNG\r\n\x1a\n", media_type="image/png")
-
-Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
-
-
-class Script:
-    """A FunctionModel brain that answers with ``turns`` in order and records the messages it was sent."""
-
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = turns
-        self.seen: list[list[ModelMessage]] = []
-        self.model = FunctionModel(self._respond)
-
-    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        turn = self.turns[len(self.seen) - 1]
-        return ModelResponse(parts=list(turn(messages) if callable(turn) else turn))
-
-    def returns(self, request_index: int = -1) -> dict[str, ToolReturnPart]:
-        """The tool returns the model received in its ``request_index``-th call, by tool name."""
-        last = self.seen[request_index][-1]
-        assert isinstance(last, ModelRequest)
-        return {p.tool_name: p for p in last.parts if isinstance(p, ToolReturnPart)}
-
-
-def calls(*names: str, **args: dict[str, Any]) -> list[ModelResponsePart]:
-    return [ToolCallPart(name, args.get(name, {})) for name in names]
-
 
 # --- the pure rule ---------------------------------------------------------------------------------------
 
@@ -162,7 +129,7 @@ async def test_result_kinds_reach_the_model() -> None:
 
     result = await agent.run("go")
     assert result.output == "ok"
-    returns = script.returns()
+    returns = script.returns_by_name()
     assert returns["text"].content == "hello"
     assert returns["json"].content == '{"a":["é"],"b":2}'
     assert returns["parts"].content == ["chart:", PNG]
@@ -183,7 +150,7 @@ async def test_exceptions_become_failed_results_and_the_run_goes_on() -> None:
 
     result = await agent.run("go")
     assert result.output == "recovered"
-    part = script.returns()["broken"]
+    part = script.returns_by_name()["broken"]
     assert part.outcome == "failed"  # sent with the provider's error flag
     assert part.content == "Error executing tool: ValueError: disk on fire"
 
@@ -212,7 +179,7 @@ async def test_model_retry_keeps_its_meaning() -> None:
         return "fine"
 
     await agent.run("go")
-    first, second = script.returns(1)["flaky"], script.returns(2)["flaky"]
+    first, second = script.returns_by_name(1)["flaky"], script.returns_by_name(2)["flaky"]
     assert first.outcome == "retried"
     assert "try again with feeling" in first.model_response_str(wrap_if_error=False)
     assert second.outcome == "success"
@@ -297,7 +264,7 @@ async def test_wrapping_a_single_toolset() -> None:
 
     agent = Agent(script.model, toolsets=[ToolResultsToolset(wrapped_tools), bare_tools])
     await agent.run("go")
-    returns = script.returns()
+    returns = script.returns_by_name()
     assert returns["wrapped"].content == '{"a":2,"b":1}'
     assert returns["bare"].content == {"b": 1, "a": 2}  # untouched: pydantic-ai renders it itself
 

@@ -3,47 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.toolkit import TodoItem, TodoList, todo_summary, todo_toolset
+from tests._support.brains import Script
 
 pytestmark = pytest.mark.filterwarnings("error")
-
-Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
-
-
-class Script:
-    """A FunctionModel brain that answers with ``turns`` in order and records the messages it was sent."""
-
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = turns
-        self.seen: list[list[ModelMessage]] = []
-        self.model = FunctionModel(self._respond)
-
-    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        turn = self.turns[len(self.seen) - 1]
-        return ModelResponse(parts=list(turn(messages) if callable(turn) else turn))
-
-    def returns(self, request_index: int) -> list[ToolReturnPart]:
-        request = self.seen[request_index][-1]
-        assert isinstance(request, ModelRequest)
-        return [p for p in request.parts if isinstance(p, ToolReturnPart)]
 
 
 def write(*items: tuple[str, str]) -> ToolCallPart:

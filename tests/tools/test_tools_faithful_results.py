@@ -10,13 +10,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _tools_support import mcp_session, texts
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.models.test import TestModel
 
 from claudecode_model._inprocess_server import TOOL_USE_ID_META_KEY, ToolSpec, build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools
+from tests._support.mcp import mcp_session, texts
 
 if TYPE_CHECKING:
     from claude_agent_sdk._internal.sdk_mcp_bridge import SdkMcpBridge

@@ -11,28 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from claudecode_model.exceptions import IPCConnectionError, IPCMessageSizeError, IPCToolExecutionError
-from claudecode_model.ipc._framing import (
-    FrameError,
-    FrameSizeError,
-    MessageFormatError,
-    decode_message,
-    encode_message,
-)
-from claudecode_model.ipc._protocol import (
-    HELLO_ID,
-    call_request,
-    cancel_request,
-    hello_request,
-    normalize_tool_result,
-)
+from claudecode_model.ipc._framing import FrameError, FrameSizeError, MessageFormatError, decode_message, encode_message
+from claudecode_model.ipc._protocol import HELLO_ID, call_request, cancel_request, hello_request, normalize_tool_result
 from claudecode_model.ipc._streams import read_frame
 
 if TYPE_CHECKING:
     from pathlib import Path
-    from types import TracebackType
 
     from claudecode_model.ipc._types import JsonValue, ToolResult
 
@@ -49,7 +36,7 @@ def _error_from(payload: object) -> Exception:
     return error
 
 
-class IPCClient:
+class IPCClient(contextlib.AbstractAsyncContextManager["IPCClient"]):
     """An authenticated connection to an ``IPCSession``; several calls may run at once."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -176,10 +163,5 @@ class IPCClient:
         with contextlib.suppress(OSError):
             await self._writer.wait_closed()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()

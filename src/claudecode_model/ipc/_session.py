@@ -105,6 +105,13 @@ def _socket_base_directory(name_length: int) -> str:
     )
 
 
+def _started(path: Path | None) -> Path:
+    """A path ``start()`` sets, or ``RuntimeError`` before it ran."""
+    if path is None:
+        raise RuntimeError("the IPC session has not been started")
+    return path
+
+
 class _Connection:
     """One accepted connection (normally one bridge process) and the calls running for it."""
 
@@ -191,23 +198,17 @@ class IPCSession:
     @property
     def socket_path(self) -> Path:
         """Path of the Unix socket (set by ``start()``)."""
-        if self._socket_path is None:
-            raise RuntimeError("the IPC session has not been started")
-        return self._socket_path
+        return _started(self._socket_path)
 
     @property
     def schema_path(self) -> Path:
         """Path of the tool schema file (set by ``start()``)."""
-        if self._schema_path is None:
-            raise RuntimeError("the IPC session has not been started")
-        return self._schema_path
+        return _started(self._schema_path)
 
     @property
     def directory(self) -> Path:
         """The private directory holding the socket and the schema file (set by ``start()``)."""
-        if self._directory is None:
-            raise RuntimeError("the IPC session has not been started")
-        return self._directory
+        return _started(self._directory)
 
     @property
     def secret(self) -> str:
@@ -487,7 +488,7 @@ class IPCSession:
         else:
             meta_handler = self._meta_handlers.get(name)
             if meta_handler is None:
-                raise ToolNotFoundError(f"Tool '{name}' not found")
+                raise ToolNotFoundError(f"Tool '{name}' not found", missing_tools=[name])
             raw_meta = params.get("meta")
             raw = await meta_handler(arguments, dict(raw_meta) if isinstance(raw_meta, dict) else {})
         try:

@@ -18,26 +18,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
-__all__ = [
-    "CallToolParams",
-    "HelloParams",
-    "HelloResult",
-    "IPCCancelRequest",
-    "IPCErrorPayload",
-    "IPCErrorResponse",
-    "IPCHelloRequest",
-    "IPCHelloResponse",
-    "IPCRequest",
-    "IPCResponse",
-    "JsonValue",
-    "MetaToolHandler",
-    "ToolHandler",
-    "ToolResult",
-    "ToolResultContent",
-    "ToolSchema",
-    "TransportType",
-]
-
 JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
 """Any JSON value."""
 

@@ -47,9 +47,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
 
+    from mcp.types import Tool
+
     from claudecode_model.ipc._types import JsonValue, ToolResult, ToolSchema
 
-__all__ = ["Bridge", "load_tools", "main"]
+__all__ = ["Bridge", "load_schemas", "load_tools", "main", "schemas_to_mcp_tools"]
 
 SERVER_NAME = "claudecode-model-ipc-bridge"
 SERVER_VERSION = "1.0.0"
@@ -96,16 +98,28 @@ def _to_json_line(message: dict[str, object]) -> bytes:
         return (json.dumps(message, separators=(",", ":")) + "\n").encode("ascii")
 
 
-def load_tools(schema_path: str) -> list[dict[str, object]]:
-    """Read the schema file and build the ``tools/list`` entries; raise ``OSError``/``ValueError`` if
-    unusable."""
+def load_schemas(schema_path: str | os.PathLike[str]) -> list[ToolSchema]:
+    """Read and check the schema file; raise ``OSError``/``ValueError`` if unusable."""
     with open(schema_path, "rb") as schema_file:
         raw = schema_file.read()
     try:
         value = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"the tool schema file is not valid JSON: {exc}") from None
-    return [_wire_tool(schema) for schema in parse_tool_schemas(value)]
+    return parse_tool_schemas(value)
+
+
+def load_tools(schema_path: str) -> list[dict[str, object]]:
+    """Read the schema file and build the ``tools/list`` entries; raise ``OSError``/``ValueError`` if
+    unusable."""
+    return [_wire_tool(schema) for schema in load_schemas(schema_path)]
+
+
+def schemas_to_mcp_tools(schemas: list[ToolSchema]) -> list[Tool]:
+    """The schemas as mcp ``Tool`` objects (imports mcp: not used by the bridge process itself)."""
+    from mcp.types import Tool
+
+    return [Tool.model_validate(_wire_tool(schema)) for schema in schemas]
 
 
 def _wire_tool(schema: ToolSchema) -> dict[str, object]:

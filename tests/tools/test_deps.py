@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from _tools_support import mcp_session, texts
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.test import TestModel
@@ -20,6 +19,7 @@ from claudecode_model.deps_support import DepsContext
 from claudecode_model.exceptions import UnsupportedDepsTypeError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools
 from claudecode_model.tool_converter import convert_tool_with_deps
+from tests._support.mcp import mcp_session, texts
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -63,7 +63,7 @@ def dataclass_agent() -> Agent[ApiConfig, str]:
     return agent
 
 
-async def test_us3_s1_dataclass_deps_get_a_deps_context_injected_into_the_handler() -> None:
+async def test_dataclass_deps_get_a_deps_context_injected_into_the_handler() -> None:
     seen_contexts.clear()
     config = ApiConfig(base_url="https://api.example", api_key="k1")
     tool = dataclass_agent()._function_toolset.tools["endpoint"]
@@ -79,7 +79,7 @@ async def test_us3_s1_dataclass_deps_get_a_deps_context_injected_into_the_handle
     assert (ctx.tool_name, ctx.tool_call_id, ctx.retry) == ("endpoint", None, 0)
 
 
-async def test_us3_s1_deps_tools_work_through_the_mcp_server() -> None:
+async def test_deps_tools_work_through_the_mcp_server() -> None:
     agent = dataclass_agent()
 
     @agent.tool_plain
@@ -93,7 +93,7 @@ async def test_us3_s1_deps_tools_work_through_the_mcp_server() -> None:
         assert texts(await session.call_tool("ping", {})) == ["pong"]
 
 
-async def test_us3_s2_pydantic_model_deps_get_a_deps_context() -> None:
+async def test_pydantic_model_deps_get_a_deps_context() -> None:
     agent = Agent(TestModel(), deps_type=ModelConfig)
 
     @agent.tool
@@ -108,7 +108,7 @@ async def test_us3_s2_pydantic_model_deps_get_a_deps_context() -> None:
 
 
 @pytest.mark.parametrize("kind", ["dict", "list", "str", "int", "none"])
-async def test_us3_plain_json_deps_are_accepted(kind: str) -> None:
+async def test_plain_json_deps_are_accepted(kind: str) -> None:
     deps = {"dict": {"a": [1, {"b": None}]}, "list": [1, "two"], "str": "s", "int": 7, "none": None}[kind]
     agent = Agent(TestModel(), deps_type=object)
 
@@ -146,7 +146,7 @@ async def unserialisable() -> AsyncIterator[dict[str, object]]:
     coroutine.close()
 
 
-async def test_us3_s3_non_serialisable_deps_raise_unsupported_deps_type_error(
+async def test_non_serialisable_deps_raise_unsupported_deps_type_error(
     unserialisable: dict[str, object],
 ) -> None:
     tool = dataclass_agent()._function_toolset.tools["endpoint"]
@@ -163,7 +163,7 @@ async def test_us3_s3_non_serialisable_deps_raise_unsupported_deps_type_error(
         assert label  # every case above raised
 
 
-def test_us3_s3_the_error_says_where_the_bad_value_is() -> None:
+def test_the_error_says_where_the_bad_value_is() -> None:
     tool = dataclass_agent()._function_toolset.tools["endpoint"]
 
     with pytest.raises(UnsupportedDepsTypeError, match=r"deps\.client is a threading|deps\.client is a _thread"):
@@ -172,7 +172,7 @@ def test_us3_s3_the_error_says_where_the_bad_value_is() -> None:
         convert_tool_with_deps(tool, {"a": [1, threading.Lock()]})
 
 
-def test_us3_self_referencing_deps_are_refused() -> None:
+def test_self_referencing_deps_are_refused() -> None:
     looped: dict[str, object] = {}
     looped["self"] = looped
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-from _tools_support import mcp_session, texts
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool
 from mcp.server import Server
 from pydantic_ai import Agent
@@ -21,6 +20,7 @@ from claudecode_model.mcp_integration import (
     mcp_tool_name,
 )
 from claudecode_model.tool_converter import _create_async_handler, convert_tool
+from tests._support.mcp import mcp_session, texts
 
 
 def make_agent() -> tuple[Agent[None, str], list[tuple[str, object]]]:
@@ -47,7 +47,7 @@ def make_agent() -> tuple[Agent[None, str], list[tuple[str, object]]]:
     return agent, calls
 
 
-async def test_us1_s1_tool_plain_toolset_becomes_sdk_mcp_tools_and_server_config() -> None:
+async def test_tool_plain_toolset_becomes_sdk_mcp_tools_and_server_config() -> None:
     agent, _ = make_agent()
     toolset = agent._function_toolset
 
@@ -62,7 +62,7 @@ async def test_us1_s1_tool_plain_toolset_becomes_sdk_mcp_tools_and_server_config
         assert sorted(t["name"] for t in await session.list_tools()) == ["add", "fail", "shout"]
 
 
-async def test_us1_s2_every_tool_is_published_as_mcp__pydantic_tools__name() -> None:
+async def test_every_tool_is_published_as_mcp__pydantic_tools__name() -> None:
     agent, _ = make_agent()
 
     config: McpSdkServerConfig = create_mcp_server_from_tools(agent._function_toolset)
@@ -83,7 +83,7 @@ async def test_us1_s2_every_tool_is_published_as_mcp__pydantic_tools__name() -> 
     assert allowed_tool_names(config["name"], ["add"]) == ["mcp__pydantic_tools__add"]
 
 
-async def test_us1_s3_wrapper_runs_the_original_function_and_answers_in_mcp_text_form() -> None:
+async def test_wrapper_runs_the_original_function_and_answers_in_mcp_text_form() -> None:
     agent, calls = make_agent()
     config = create_mcp_server_from_tools(agent._function_toolset)
 
@@ -103,7 +103,7 @@ async def test_us1_s3_wrapper_runs_the_original_function_and_answers_in_mcp_text
     }
 
 
-async def test_us1_s4_mcp_integration_wrapper_logs_then_reraises(caplog: pytest.LogCaptureFixture) -> None:
+async def test_mcp_integration_wrapper_logs_then_reraises(caplog: pytest.LogCaptureFixture) -> None:
     agent, _ = make_agent()
     wrapper = create_tool_wrapper(agent._function_toolset.tools["fail"])
 
@@ -116,7 +116,7 @@ async def test_us1_s4_mcp_integration_wrapper_logs_then_reraises(caplog: pytest.
     assert any("'fail'" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
-async def test_us1_s4_tool_converter_handler_returns_is_error_response(
+async def test_tool_converter_handler_returns_is_error_response(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     agent, _ = make_agent()
@@ -129,7 +129,7 @@ async def test_us1_s4_tool_converter_handler_returns_is_error_response(
     assert any("'fail'" in r.getMessage() and "disk full" in r.getMessage() for r in caplog.records)
 
 
-async def test_us1_s4_both_paths_reach_claude_as_an_error_result_with_the_message() -> None:
+async def test_both_paths_reach_claude_as_an_error_result_with_the_message() -> None:
     agent, _ = make_agent()
     tool = agent._function_toolset.tools["fail"]
     from claude_agent_sdk import create_sdk_mcp_server
@@ -144,7 +144,7 @@ async def test_us1_s4_both_paths_reach_claude_as_an_error_result_with_the_messag
         assert texts(result) == ["failed because disk full"]
 
 
-async def test_us1_tool_definitions_and_a_wrapper_built_from_one() -> None:
+async def test_tool_definitions_and_a_wrapper_built_from_one() -> None:
     agent, calls = make_agent()
 
     definitions = extract_tool_definitions(agent._function_toolset)

@@ -37,14 +37,21 @@ def fake(session_id: str, release: asyncio.Event) -> Any:
     return cast("CLISession", FakeSession(session_id, release))
 
 
-async def test_eviction_does_not_wait_for_the_close_and_close_all_does() -> None:
+async def second_put(
+    first_id: str, second_id: str, *, max_idle: int = 1
+) -> tuple[SessionPool, asyncio.Event, Any, Any]:
+    """A pool that was given two sessions whose close() blocks until the returned event is set."""
     release = asyncio.Event()
-    pool = SessionPool(max_idle=1, idle_timeout=300)
-    first, second = fake("a", release), fake("b", release)
-
+    pool = SessionPool(max_idle=max_idle, idle_timeout=300)
+    first, second = fake(first_id, release), fake(second_id, release)
     await pool.put(first)
-    await pool.put(second)  # evicts the older session; returns although its close() cannot finish yet
+    await pool.put(second)  # a put returns although a close() it started cannot finish yet
     await asyncio.sleep(0)
+    return pool, release, first, second
+
+
+async def test_eviction_does_not_wait_for_the_close_and_close_all_does() -> None:
+    pool, release, first, second = await second_put("a", "b")  # evicts the older session
 
     assert first.close_started
     assert not first.closed
@@ -60,13 +67,7 @@ async def test_eviction_does_not_wait_for_the_close_and_close_all_does() -> None
 
 
 async def test_a_replaced_session_closes_in_the_background() -> None:
-    release = asyncio.Event()
-    pool = SessionPool(max_idle=4, idle_timeout=300)
-    old, new = fake("same", release), fake("same", release)
-
-    await pool.put(old)
-    await pool.put(new)
-    await asyncio.sleep(0)
+    pool, release, old, new = await second_put("same", "same", max_idle=4)
 
     assert old.close_started
     assert not old.closed
@@ -77,12 +78,7 @@ async def test_a_replaced_session_closes_in_the_background() -> None:
 
 
 async def test_kill_all_also_kills_sessions_still_closing() -> None:
-    release = asyncio.Event()
-    pool = SessionPool(max_idle=1, idle_timeout=300)
-    first, second = fake("a", release), fake("b", release)
-    await pool.put(first)
-    await pool.put(second)
-    await asyncio.sleep(0)
+    pool, release, first, second = await second_put("a", "b")
 
     pool.kill_all()
 
@@ -93,12 +89,7 @@ async def test_kill_all_also_kills_sessions_still_closing() -> None:
 
 
 async def test_a_cancelled_background_close_kills_the_process() -> None:
-    release = asyncio.Event()
-    pool = SessionPool(max_idle=1, idle_timeout=300)
-    first, second = fake("a", release), fake("b", release)
-    await pool.put(first)
-    await pool.put(second)
-    await asyncio.sleep(0)
+    pool, release, first, _ = await second_put("a", "b")
     [task] = [task for task in asyncio.all_tasks() if task.get_name() == "claude-code-session-close"]
 
     task.cancel()  # what the event loop does to leftover tasks when it shuts down

@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from _tools_support import mcp_session
 from pydantic_ai import Agent, FunctionToolset
 from pydantic_ai.models.test import TestModel
 
 from claudecode_model.exceptions import ToolNotFoundError, ToolsetNotRegisteredError, ToolValidationError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
+from tests._support.agents import add_constant_tools
+from tests._support.mcp import mcp_session
 
 
 def three_tool_agent() -> Agent[None, str]:
     agent = Agent(TestModel())
-
-    @agent.tool_plain
-    def alpha() -> str:
-        return "a"
-
-    @agent.tool_plain
-    def beta() -> str:
-        return "b"
-
-    @agent.tool_plain
-    def gamma() -> str:
-        return "c"
-
+    add_constant_tools(agent, alpha="a", beta="b", gamma="c")
     return agent
 
 
-async def test_us5_s1_only_the_requested_tools_are_in_the_rebuilt_server() -> None:
+async def test_only_the_requested_tools_are_in_the_rebuilt_server() -> None:
     toolset = three_tool_agent()._function_toolset
 
     selected = filter_tools_for_request(toolset, ["gamma", "alpha"])
@@ -40,7 +29,7 @@ async def test_us5_s1_only_the_requested_tools_are_in_the_rebuilt_server() -> No
         assert sorted(t["name"] for t in await session.list_tools()) == ["alpha", "gamma"]
 
 
-def test_us5_s1_several_toolsets_and_repeated_names() -> None:
+def test_several_toolsets_and_repeated_names() -> None:
     extra = FunctionToolset()
 
     @extra.tool_plain
@@ -56,23 +45,23 @@ def test_us5_s1_several_toolsets_and_repeated_names() -> None:
     assert filter_tools_for_request(registered, []) == []
 
 
-def test_us5_s2_unknown_tool_name_raises_tool_not_found_error() -> None:
+def test_unknown_tool_name_raises_tool_not_found_error() -> None:
     toolset = three_tool_agent()._function_toolset
 
     with pytest.raises(ToolNotFoundError, match=r"not found.*: omega, psi\. Available tools: alpha, beta, gamma"):
         filter_tools_for_request(toolset, ["alpha", "omega", "psi"])
 
 
-def test_us5_s3_function_tools_without_registered_toolsets_raise_toolset_not_registered_error() -> None:
+def test_function_tools_without_registered_toolsets_raise_toolset_not_registered_error() -> None:
     with pytest.raises(ToolsetNotRegisteredError, match="set_agent_toolsets"):
         filter_tools_for_request(None, ["alpha"])
 
 
-def test_us5_no_function_tools_needs_no_registration() -> None:
+def test_no_function_tools_needs_no_registration() -> None:
     assert filter_tools_for_request(None, []) == []
 
 
-def test_us5_duplicate_names_across_toolsets_are_refused() -> None:
+def test_duplicate_names_across_toolsets_are_refused() -> None:
     with pytest.raises(ToolValidationError, match="Two tools are named 'alpha'"):
         filter_tools_for_request(
             [three_tool_agent()._function_toolset, three_tool_agent()._function_toolset], ["alpha"]

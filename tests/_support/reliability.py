@@ -6,10 +6,10 @@ import asyncio
 import json
 import os
 import tempfile
-import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any
 
+from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -21,6 +21,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo
+
+from tests._support.polling import wait_for
+from tests._support.processes import cmdline, live_descendants
 
 CALL_PREFIX = "call "
 """A prompt ``call <tool>`` makes the brain call the tool ``<tool>`` before it answers."""
@@ -81,72 +84,33 @@ def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart(names[0], arguments)])
 
 
-# --- processes ----------------------------------------------------------------------------------------------
+# --- tools ---------------------------------------------------------------------------------------------------
 
 
-def _status(pid: int) -> dict[str, str]:
-    text = Path(f"/proc/{pid}/status").read_text()
-    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+@dataclass(frozen=True)
+class BlockingTool:
+    """What the ``wait_forever`` tool of :func:`add_blocking_tool` went through."""
+
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-def process_tree() -> dict[int, int]:
-    """``pid -> ppid`` of every live (non-zombie) process."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+def add_blocking_tool(agent: Agent[Any, Any]) -> BlockingTool:
+    """Give ``agent`` a tool ``wait_forever`` that never answers: it sets ``started``, then ``cancelled`` when
+    the call is cancelled."""
+    tool = BlockingTool()
+
+    @agent.tool_plain
+    async def wait_forever() -> str:
+        tool.started.set()
         try:
-            fields = _status(int(entry.name))
-        except OSError:
-            continue
-        if fields.get("State", "").startswith("Z"):
-            continue
-        parents[int(entry.name)] = int(fields.get("PPid", "0").strip() or 0)
-    return parents
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            tool.cancelled.set()
+            raise
+        return "never"
 
-
-def descendants(pid: int | None = None) -> set[int]:
-    """Every live descendant of ``pid`` (this process by default)."""
-    root = os.getpid() if pid is None else pid
-    parents = process_tree()
-    found: set[int] = set()
-    frontier = {root}
-    while frontier:
-        children = {child for child, parent in parents.items() if parent in frontier}
-        frontier = children - found
-        found |= children
-    return found
-
-
-def cmdline(pid: int) -> list[str]:
-    """The argv of ``pid`` ([] if it is gone)."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def cli_children() -> list[int]:
-    """Live Claude Code CLI processes that are direct children of this process."""
-    me = os.getpid()
-    found = []
-    for pid, parent in process_tree().items():
-        argv = cmdline(pid)
-        if parent == me and argv and os.path.basename(argv[0]) == "claude":
-            found.append(pid)
-    return sorted(found)
-
-
-async def wait_for(condition: object, within: float = 20.0, interval: float = 0.02) -> bool:
-    """Poll ``condition()`` without blocking the event loop until it is true or ``within`` seconds pass."""
-    assert callable(condition)
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() >= deadline:
-            return bool(condition())
-        await asyncio.sleep(interval)
-    return True
+    return tool
 
 
 # --- resources ----------------------------------------------------------------------------------------------
@@ -174,7 +138,7 @@ class Resources:
     @classmethod
     def now(cls) -> Resources:
         return cls(
-            processes=frozenset(descendants()),
+            processes=frozenset(live_descendants()),
             temp_entries=frozenset(os.listdir(tempfile.gettempdir())),
             fds=_open_fds(),
         )

@@ -1,13 +1,13 @@
-"""Translating the SDK message stream of one CLI turn into pydantic-ai parts, events, usage and metadata."""
+"""From the SDK's message stream of one CLI turn to pydantic-ai parts, events, usage and metadata."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -32,10 +32,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.usage import RequestUsage
 
-from claudecode_model._history import CLI_TOOL_NAME_KEY, PROVIDER_NAME
-
-if TYPE_CHECKING:
-    from pydantic_ai._parts_manager import ModelResponsePartsManager
+from claudecode_model._compat import ModelResponsePartsManager
+from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +85,11 @@ class TurnTranslator:
         self._block_counts: dict[str, int] = {}
         self._streamed: set[tuple[str, int]] = set()
         self._tool_names: dict[str, str] = {}
+
+    @property
+    def parts(self) -> ModelResponsePartsManager:
+        """The parts manager of the response being built."""
+        return self._parts
 
     def display_tool_name(self, cli_name: str) -> str:
         """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name."""
@@ -169,13 +172,10 @@ class TurnTranslator:
             case _:
                 return
 
-    def _add_usage(self, usage: dict[str, Any], *, output_only: bool = False) -> None:
-        add = RequestUsage(output_tokens=int(usage.get("output_tokens") or 0))
-        if not output_only:
-            add.input_tokens = int(usage.get("input_tokens") or 0)
-            add.cache_read_tokens = int(usage.get("cache_read_input_tokens") or 0)
-            add.cache_write_tokens = int(usage.get("cache_creation_input_tokens") or 0)
-        self.outcome.stream_usage.incr(add)
+    def _add_usage(self, usage: Mapping[str, Any], *, output_only: bool = False) -> None:
+        if output_only:
+            usage = {"output_tokens": usage.get("output_tokens")}
+        self.outcome.stream_usage.incr(request_usage(usage))
 
     # --- complete messages ----------------------------------------------------------------------------------
 
@@ -253,15 +253,8 @@ class TurnTranslator:
     def usage(self, previous_cost_usd: float | None) -> RequestUsage:
         """Usage of this turn; the cost is the CLI's cumulative session cost minus what was already counted."""
         result = self.outcome.result
-        usage = RequestUsage()
         totals = result.usage if result is not None else None
-        if totals:
-            usage.input_tokens = int(totals.get("input_tokens") or 0)
-            usage.output_tokens = int(totals.get("output_tokens") or 0)
-            usage.cache_read_tokens = int(totals.get("cache_read_input_tokens") or 0)
-            usage.cache_write_tokens = int(totals.get("cache_creation_input_tokens") or 0)
-        else:
-            usage = self.outcome.stream_usage
+        usage = request_usage(totals) if totals else self.outcome.stream_usage
         if result is not None and result.total_cost_usd is not None:
             cost = result.total_cost_usd - (previous_cost_usd or 0.0)
             usage.cost = Decimal(str(round(max(cost, 0.0), 10)))
@@ -296,6 +289,16 @@ class TurnTranslator:
         if result.model_usage:
             details["model_usage"] = _jsonable(result.model_usage)
         return details
+
+
+def request_usage(usage: Mapping[str, Any]) -> RequestUsage:
+    """pydantic-ai usage from an Anthropic ``usage`` object (missing or null counts are zero)."""
+    return RequestUsage(
+        input_tokens=int(usage.get("input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(usage.get("cache_creation_input_tokens") or 0),
+    )
 
 
 def _tool_result_text(content: str | list[dict[str, Any]] | None) -> str:

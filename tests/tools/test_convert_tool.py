@@ -34,7 +34,7 @@ def search(query: str, limit: int = 3) -> list[str]:
     return [f"{query}-{i}" for i in range(limit)]
 
 
-async def test_us2_s1_convert_tool_keeps_name_description_and_input_schema() -> None:
+async def test_convert_tool_keeps_name_description_and_input_schema() -> None:
     tool = Tool(search)
 
     converted = convert_tool(tool)
@@ -50,13 +50,13 @@ async def test_us2_s1_convert_tool_keeps_name_description_and_input_schema() -> 
     assert convert_tool(tool, read_only=True).annotations is not None
 
 
-async def test_us2_s1_custom_tool_name_and_description_win() -> None:
+async def test_custom_tool_name_and_description_win() -> None:
     converted = convert_tool(Tool(search, name="find", description="Find things."))
 
     assert (converted.name, converted.description) == ("find", "Find things.")
 
 
-async def test_us2_s2_sync_function_becomes_a_working_async_handler_run_in_a_thread() -> None:
+async def test_sync_function_becomes_a_working_async_handler_run_in_a_thread() -> None:
     threads: list[int] = []
 
     def record(value: int) -> int:
@@ -71,7 +71,7 @@ async def test_us2_s2_sync_function_becomes_a_working_async_handler_run_in_a_thr
     assert threads[0] != threading.get_ident()
 
 
-async def test_us2_s2_async_function_runs_on_the_event_loop() -> None:
+async def test_async_function_runs_on_the_event_loop() -> None:
     threads: list[int] = []
 
     async def record(value: int) -> int:
@@ -84,7 +84,7 @@ async def test_us2_s2_async_function_runs_on_the_event_loop() -> None:
     assert threads == [threading.get_ident()]
 
 
-async def test_us2_s2_arguments_are_validated_and_converted_like_pydantic_ai_does() -> None:
+async def test_arguments_are_validated_and_converted_like_pydantic_ai_does() -> None:
     def norm(p: Point) -> int:
         return abs(p.x) + abs(p.y)
 
@@ -97,7 +97,7 @@ async def test_us2_s2_arguments_are_validated_and_converted_like_pydantic_ai_doe
     assert '"loc":["x"]' in bad["content"][0]["text"]
 
 
-def test_us2_s3_takes_ctx_without_deps_context_raises_not_implemented() -> None:
+def test_takes_ctx_without_deps_context_raises_not_implemented() -> None:
     def needs_ctx(ctx: RunContext[int], x: int) -> int:
         return ctx.deps + x
 
@@ -110,7 +110,7 @@ def test_us2_s3_takes_ctx_without_deps_context_raises_not_implemented() -> None:
         convert_tool(tool)
 
 
-def test_us2_s4_dict_return_is_json_text() -> None:
+def test_dict_return_is_json_text() -> None:
     response = _format_return_value_as_mcp({"city": "Zürich", "temps": [1.5, None], "ok": True})
 
     assert response == {
@@ -130,14 +130,14 @@ def test_us2_s4_dict_return_is_json_text() -> None:
         (datetime.date(2026, 2, 22), "2026-02-22"),
     ],
 )
-def test_us2_s4_other_structures_are_json_text(value: object, text: str) -> None:
+def test_other_structures_are_json_text(value: object, text: str) -> None:
     assert _format_return_value_as_mcp(value) == {
         "content": [{"type": "text", "text": text}],
         "isError": False,
     }
 
 
-def test_us2_s4_models_and_dataclasses_are_json_text() -> None:
+def test_models_and_dataclasses_are_json_text() -> None:
     class Weather(BaseModel):
         city: str
         celsius: float
@@ -155,7 +155,7 @@ def test_us2_s4_models_and_dataclasses_are_json_text() -> None:
     )
 
 
-def test_us2_s5_mcp_shaped_value_is_passed_through_as_mcp_response() -> None:
+def test_mcp_shaped_value_is_passed_through_as_mcp_response() -> None:
     already: McpResponse = {
         "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
         "isError": True,
@@ -170,7 +170,7 @@ def test_us2_s5_mcp_shaped_value_is_passed_through_as_mcp_response() -> None:
     assert _format_return_value_as_mcp({"content": [], "is_error": True}) == {"content": [], "isError": True}
 
 
-def test_us2_s5_dicts_that_only_look_similar_are_ordinary_json() -> None:
+def test_dicts_that_only_look_similar_are_ordinary_json() -> None:
     assert _format_return_value_as_mcp({"content": "plain", "isError": False})["content"][0]["text"] == (
         '{"content":"plain","isError":false}'
     )
@@ -179,7 +179,7 @@ def test_us2_s5_dicts_that_only_look_similar_are_ordinary_json() -> None:
     )
 
 
-async def test_us2_unserialisable_return_value_becomes_an_error_result() -> None:
+async def test_unserialisable_return_value_becomes_an_error_result() -> None:
     class Opaque:
         pass
 
@@ -192,7 +192,7 @@ async def test_us2_unserialisable_return_value_becomes_an_error_result() -> None
     assert "Unable to serialize unknown type" in response["content"][0]["text"]
 
 
-async def test_us2_files_are_refused_not_dropped() -> None:
+async def test_files_are_refused_not_dropped() -> None:
     def picture() -> list[object]:
         return ["caption", BinaryContent(data=b"\x89PNG", media_type="image/png")]
 

@@ -10,15 +10,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from claudecode_model.ipc import IPCSession, ToolSchema, stdio_server_config
 from claudecode_model.ipc._constants import SOCKET_FILE_PREFIX
+from tests._support.processes import process_table
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
 BRIDGE_MODULE = "claudecode_model.ipc.bridge"
@@ -36,61 +35,17 @@ def ipc_temp_entries() -> set[str]:
     return set(glob.glob(os.path.join(tempfile.gettempdir(), f"{SOCKET_FILE_PREFIX}*")))
 
 
-def process_table() -> Iterator[tuple[int, int, str, list[str]]]:
-    """(pid, ppid, state, argv) of every live process."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat_file:
-                stat = stat_file.read().decode(errors="replace")
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline_file:
-                argv = [part.decode(errors="replace") for part in cmdline_file.read().split(b"\0") if part]
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        yield int(entry), int(fields[1]), fields[0], argv
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live descendant of ``pid``."""
-    children: dict[int, list[int]] = {}
-    for child, parent, state, _ in process_table():
-        if state != "Z":
-            children.setdefault(parent, []).append(child)
-    found: set[int] = set()
-    frontier = [pid]
-    while frontier:
-        for child in children.get(frontier.pop(), []):
-            if child not in found:
-                found.add(child)
-                frontier.append(child)
-    return found
-
-
 def bridge_processes(directories: set[str]) -> list[tuple[int, list[str]]]:
     """Live bridge processes that are children of this process or serve one of ``directories``."""
     me = os.getpid()
     found = []
-    for pid, ppid, state, argv in process_table():
-        if state == "Z" or BRIDGE_MODULE not in argv:
+    for process in process_table():
+        if not process.alive or BRIDGE_MODULE not in process.argv:
             continue
-        serves_ours = any(directory in arg for arg in argv for directory in directories)
-        if ppid == me or serves_ours:
-            found.append((pid, argv))
+        serves_ours = any(directory in arg for arg in process.argv for directory in directories)
+        if process.ppid == me or serves_ours:
+            found.append((process.pid, process.argv))
     return found
-
-
-def wait_until(condition: object, timeout: float = 5.0) -> bool:
-    """Poll ``condition()`` until it is true or ``timeout`` passes; return its last value."""
-    assert callable(condition)
-    deadline = time.monotonic() + timeout
-    while True:
-        if condition():
-            return True
-        if time.monotonic() >= deadline:
-            return bool(condition())
-        time.sleep(0.02)
 
 
 # --- example tools ------------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def sample_settings() -> Settings:
     )
 
 
-def test_us4_s1_dataclass_serialises_to_a_json_string() -> None:
+def test_dataclass_serialises_to_a_json_string() -> None:
     text = serialize_deps(Endpoint("api.example", 443))
 
     assert isinstance(text, str)
@@ -85,13 +85,13 @@ def test_us4_s1_dataclass_serialises_to_a_json_string() -> None:
     assert text == json.dumps(dataclasses.asdict(Endpoint("api.example", 443)))
 
 
-def test_us4_s2_pydantic_model_serialises_with_model_dump_json() -> None:
+def test_pydantic_model_serialises_with_model_dump_json() -> None:
     profile = Profile(user="ada", scopes=["read"], endpoint={"port": 1})
 
     assert serialize_deps(profile) == profile.model_dump_json()
 
 
-def test_us4_s3_json_and_dataclass_type_are_rebuilt_with_dacite_from_dict(
+def test_json_and_dataclass_type_are_rebuilt_with_dacite_from_dict(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[type] = []
@@ -111,7 +111,7 @@ def test_us4_s3_json_and_dataclass_type_are_rebuilt_with_dacite_from_dict(
     assert calls == [Endpoint]
 
 
-def test_us4_s3_dacite_is_strict_about_unknown_keys_and_types() -> None:
+def test_dacite_is_strict_about_unknown_keys_and_types() -> None:
     with pytest.raises(dacite.UnexpectedDataError):
         deserialize_deps('{"host": "h", "port": 1, "extra": true}', Endpoint)
     with pytest.raises(dacite.WrongTypeError):
@@ -123,12 +123,12 @@ def test_us4_s3_dacite_is_strict_about_unknown_keys_and_types() -> None:
     [threading.Lock(), object(), {1, 2}, b"bytes", Endpoint("h", threading.Lock())],  # type: ignore[arg-type]
     ids=["lock", "object", "set", "bytes", "dataclass-with-lock"],
 )
-def test_us4_s4_non_serialisable_object_raises_unsupported_deps_type_error(value: object) -> None:
+def test_non_serialisable_object_raises_unsupported_deps_type_error(value: object) -> None:
     with pytest.raises(UnsupportedDepsTypeError):
         serialize_deps(value)
 
 
-def test_us4_s4_dataclass_with_non_serialisable_field_type_is_refused_even_when_unset() -> None:
+def test_dataclass_with_non_serialisable_field_type_is_refused_even_when_unset() -> None:
     @dataclasses.dataclass
     class Holder:
         connection: socket.socket | None = None

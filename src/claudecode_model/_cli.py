@@ -1,0 +1,121 @@
+"""The Claude Code CLI binary: where it is (explicit path, bundled with the SDK, ``PATH``) and which version it is."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from claudecode_model._compat import bundled_cli_dir, bundled_cli_version
+from claudecode_model.exceptions import CLINotFoundError
+
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "Install it with `pip install claude-agent-sdk` (its wheel bundles the CLI), or "
+    "`npm install -g @anthropic-ai/claude-code`, or pass `cli_path=` to ClaudeCodeModel."
+)
+
+COMMON_LOCATIONS = (
+    "~/.npm-global/bin/claude",
+    "/usr/local/bin/claude",
+    "~/.local/bin/claude",
+    "~/node_modules/.bin/claude",
+    "~/.yarn/bin/claude",
+    "~/.claude/local/claude",
+)
+
+_QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+
+
+def bundled_cli_path() -> Path | None:
+    """The CLI shipped inside the claude-agent-sdk wheel, if this platform's wheel has one."""
+    bundled = bundled_cli_dir() / "claude"
+    return bundled if _is_executable(bundled) else None
+
+
+def find_cli(cli_path: str | os.PathLike[str] | None = None) -> Path:
+    """Locate the CLI: explicit path, then the bundled binary, then PATH, then common install locations."""
+    searched: list[str] = []
+    if cli_path is not None:
+        explicit = Path(cli_path).expanduser()
+        if _is_executable(explicit):
+            return explicit
+        raise CLINotFoundError(
+            f"Claude Code CLI not found at the given cli_path {str(explicit)!r}. {INSTALL_HINT}",
+            searched=[str(explicit)],
+        )
+    bundled = bundled_cli_path()
+    if bundled is not None:
+        return bundled
+    searched.append("claude_agent_sdk/_bundled/claude")
+    on_path = shutil.which("claude")
+    if on_path:
+        return Path(on_path)
+    searched.append("PATH")
+    for location in COMMON_LOCATIONS:
+        candidate = Path(location).expanduser()
+        searched.append(str(candidate))
+        if _is_executable(candidate):
+            return candidate
+    raise CLINotFoundError(
+        f"Claude Code CLI not found (looked in: {', '.join(searched)}). {INSTALL_HINT}", searched=searched
+    )
+
+
+def cli_version(cli_path: Path) -> tuple[int, ...] | None:
+    """The version of the CLI at ``cli_path`` (``None`` if unknown), cached per binary.
+
+    The bundled CLI's version is known without running it; any other binary is asked with ``--version``.
+    """
+    try:
+        stat = cli_path.stat()
+    except OSError:
+        return None
+    return _cached_version(str(cli_path), stat.st_mtime_ns, stat.st_size)
+
+
+def cli_version_text(cli_path: Path, *, timeout: float = 30) -> str:
+    """What ``claude --version`` prints (for diagnostics), or why it could not be asked."""
+    try:
+        completed = _run_version(str(cli_path), timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"version unknown: {error}"
+    return completed.stdout.strip() or completed.stderr.strip() or f"exit code {completed.returncode}"
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """The first ``major.minor.patch`` in ``text``."""
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+@cache
+def _cached_version(path: str, mtime_ns: int, size: int) -> tuple[int, ...] | None:
+    if Path(path).parent == bundled_cli_dir():
+        return parse_version(bundled_cli_version())
+    try:
+        completed = _run_version(path, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        logger.debug("could not ask %s for its version: %s", path, error)
+        return None
+    return parse_version(completed.stdout)
+
+
+def _run_version(path: str, *, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [path, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **_QUIET_ENV},
+        check=False,
+    )
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)

@@ -1,0 +1,95 @@
+"""Every reach into a private name of pydantic-ai or claude-agent-sdk, in one place.
+
+Both libraries keep things a model like this one needs behind underscored names: pydantic-ai's parts manager, its
+instructions helper and its run-context variable; the SDK's session-file layout, the version of the CLI it bundles
+and the CLI process of its subprocess transport. Each is wrapped here by a small function, and
+``tests/test_compat.py`` exercises every one, so an upgrade that moves or renames one fails there, loudly, with
+the name that broke. No other module of this package imports a private name of either library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import claude_agent_sdk
+from anyio.abc import Process
+from claude_agent_sdk import ClaudeSDKClient
+from claude_agent_sdk._cli_version import __cli_version__ as _BUNDLED_CLI_VERSION
+from claude_agent_sdk._internal import sessions as _sdk_sessions
+from pydantic_ai import _utils as _pydantic_ai_utils
+from pydantic_ai._instrumentation import get_instructions
+from pydantic_ai._parts_manager import ModelResponsePartsManager
+from pydantic_ai._run_context import get_current_run_context
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.tools import RunContext
+
+__all__ = [
+    "ModelResponsePartsManager",
+    "bundled_cli_dir",
+    "bundled_cli_version",
+    "cli_process",
+    "current_run_context",
+    "new_parts_manager",
+    "now_utc",
+    "request_instructions",
+    "session_transcript_path",
+]
+
+
+# --- pydantic-ai ------------------------------------------------------------------------------------------------
+
+
+def now_utc() -> datetime:
+    """The current time, as pydantic-ai stamps its responses."""
+    return _pydantic_ai_utils.now_utc()
+
+
+def request_instructions(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> str | None:
+    """The instructions in force for this request, joined as pydantic-ai's own models send them."""
+    return get_instructions(messages, params)
+
+
+def new_parts_manager(params: ModelRequestParameters) -> ModelResponsePartsManager:
+    """A parts manager for a response built outside a ``StreamedResponse`` (raw message streaming)."""
+    return ModelResponsePartsManager(model_request_parameters=params)
+
+
+def current_run_context() -> RunContext[Any] | None:
+    """The run context of the agent run in progress on this task, if any.
+
+    ``Model.request()`` receives no ``RunContext``; inside an agent run it is still reachable through the context
+    variable pydantic-ai sets.
+    """
+    context = get_current_run_context()
+    return context if isinstance(context, RunContext) else None
+
+
+# --- claude-agent-sdk -------------------------------------------------------------------------------------------
+
+
+def bundled_cli_dir() -> Path:
+    """The folder where the claude-agent-sdk wheel keeps the CLI it bundles (it may hold none)."""
+    return Path(claude_agent_sdk.__file__).parent / "_bundled"
+
+
+def bundled_cli_version() -> str:
+    """The version of the CLI bundled with the installed claude-agent-sdk, known without running it."""
+    return _BUNDLED_CLI_VERSION
+
+
+def session_transcript_path(session_id: str, *, env: Mapping[str, str], cwd: str) -> Path:
+    """Where the CLI keeps the transcript of ``session_id`` for this environment's config dir and ``cwd``."""
+    project = _sdk_sessions._canonicalize_path(cwd)
+    projects_dir = _sdk_sessions._get_projects_dir(dict(env))
+    return projects_dir / _sdk_sessions._sanitize_path(project) / f"{session_id}.jsonl"
+
+
+def cli_process(client: ClaudeSDKClient) -> Process | None:
+    """The CLI process of a connected client's subprocess transport (``None`` for other transports)."""
+    transport = getattr(client, "_transport", None)
+    process = getattr(transport, "_process", None)
+    return process if isinstance(process, Process) else None

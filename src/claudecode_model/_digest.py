@@ -1,0 +1,95 @@
+"""Stable digests: of JSON-like values, and of what a pydantic-ai conversation contains."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_ai.messages import (
+    AudioUrl,
+    BinaryContent,
+    DocumentUrl,
+    ImageUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponsePart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserContent,
+    UserPromptPart,
+    VideoUrl,
+)
+
+
+def canonical_digest(value: Any) -> str:
+    """SHA-256 of ``value`` as canonical JSON (sorted keys, non-JSON values as their ``str``)."""
+    encoded = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def history_digest(messages: Sequence[ModelMessage]) -> str:
+    """A stable digest of what a conversation contains (parts only: no timestamps, ids of responses, details)."""
+    return canonical_digest([_canonical_message(message) for message in messages])
+
+
+def _canonical_message(message: ModelMessage) -> list[Any]:
+    if isinstance(message, ModelRequest):
+        return ["request", [_canonical_request_part(part) for part in message.parts]]
+    return ["response", [_canonical_response_part(part) for part in message.parts]]
+
+
+def _canonical_request_part(part: ModelRequestPart) -> list[Any]:
+    match part:
+        case SystemPromptPart():
+            return ["system", part.content]
+        case UserPromptPart():
+            return ["user", _canonical_user_content(part.content)]
+        case ToolReturnPart():
+            return ["tool-return", part.tool_call_id, part.model_response_str()]
+        case RetryFeedbackPart():
+            return ["retry", part.model_response()]
+        case _:
+            return [getattr(part, "part_kind", type(part).__name__)]
+
+
+def _canonical_user_content(content: str | Sequence[UserContent]) -> Any:
+    if isinstance(content, str):
+        return content
+    items: list[Any] = []
+    for item in content:
+        match item:
+            case str():
+                items.append(item)
+            case TextContent():
+                items.append(item.content)
+            case BinaryContent():
+                items.append([item.media_type, hashlib.sha256(item.data).hexdigest()])
+            case ImageUrl() | DocumentUrl() | AudioUrl() | VideoUrl():
+                items.append([item.kind, item.url])
+            case _:
+                items.append(type(item).__name__)
+    return items
+
+
+def _canonical_response_part(part: ModelResponsePart) -> list[Any]:
+    match part:
+        case TextPart():
+            return ["text", part.content]
+        case ThinkingPart():
+            return ["thinking", part.content]
+        case ToolCallPart() | NativeToolCallPart():
+            return ["call", part.tool_call_id, part.tool_name, part.args_as_json_str()]
+        case NativeToolReturnPart():
+            return ["return", part.tool_call_id, part.model_response_str()]
+        case _:
+            return [getattr(part, "part_kind", type(part).__name__)]

@@ -1,0 +1,369 @@
+"""The turn runner: one request's CLI turn, from planning to the session kept (or stopped) at its end.
+
+:func:`start_turn` plans the request (continue a session or replay the history), plans the tool servers, builds the
+CLI options once, and acquires a session: a live one from the pool, or a new CLI process given its options, tool
+router and tool servers at construction. The :class:`CLITurn` it returns streams the SDK messages of the turn
+(with the timeout and the error mapping applied), concludes it (usage, cost, finish reason, details, the digest
+the session has now seen) and finishes it (the session back to the pool, or stopped).
+
+The turn's state (session, translator, messages seen) lives here, apart from the ``StreamedResponse`` that shows
+it to pydantic-ai, and :meth:`CLITurn.messages` can be left and entered again: the turn goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import uuid
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, cast
+
+from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk.types import Message, SessionStore
+from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
+from pydantic_ai.usage import RequestUsage
+
+from claudecode_model._agent_tools import RunToolRouter
+from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
+from claudecode_model._details import HISTORY_DIGEST_KEY
+from claudecode_model._digest import history_digest
+from claudecode_model._errors import map_error, result_error, timeout_error
+from claudecode_model._from_sdk import TurnTranslator
+from claudecode_model._options import RequestNeeds, build_options
+from claudecode_model._plan import TurnPlan, plan_turn
+from claudecode_model._replay import write_replay_transcript
+from claudecode_model._request_tools import (
+    ToolServerPlan,
+    ToolSetup,
+    plan_tool_servers,
+    serve_tool_servers,
+    tool_names,
+)
+from claudecode_model._resume import (
+    TRANSCRIPT_LEAF_KEY,
+    ResumePoint,
+    mirror_transcript,
+    recorded_leaf,
+    resume_point,
+    transcript_leaf,
+)
+from claudecode_model._session import CLISession, SessionPool
+from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
+from claudecode_model.settings import ClaudeCodeModelSettings
+
+STDERR_LINES = 50
+"""How many of the CLI's last stderr lines an error reports."""
+
+
+@dataclass(frozen=True)
+class TurnRunner:
+    """What every turn of one model needs: its CLI, environment, tools and the pool of kept sessions."""
+
+    model_name: str | None
+    """The model the CLI is asked for (``None``: the CLI's default)."""
+    display_name: str
+    """The model name errors and responses report."""
+    cli_path: Path
+    env: Mapping[str, str]
+    tools: ToolSetup
+    pool: SessionPool[CLISession]
+    session_store: SessionStore | None = None
+    """Where the CLI mirrors session transcripts, and where a session that is not live here is looked for."""
+
+
+@dataclass(frozen=True)
+class TurnSummary:
+    """What a concluded turn reports on its response."""
+
+    usage: RequestUsage
+    finish_reason: FinishReason | None
+    provider_details: dict[str, Any]
+    provider_response_id: str | None
+
+
+async def start_turn(
+    runner: TurnRunner,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    params: ModelRequestParameters,
+    run_context: RunContext[Any] | None = None,
+) -> CLITurn:
+    """Plan the request, acquire its session and return the turn, ready to stream.
+
+    ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned.
+    """
+    settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    await runner.pool.prune()
+    instructions = request_instructions(messages, params)
+    plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
+    servers = plan_tool_servers(runner.tools, params, runner.cli_path)
+    names = tool_names(servers)
+    runs_agent_tools = any(server.runs_agent_tools for server in servers)
+    if runs_agent_tools:
+        run_context = run_context or current_run_context()
+        if run_context is None:
+            raise ClaudeCodeError(
+                "This request carries function tools but no agent run context: run the model through an "
+                "Agent, or register the tools with set_agent_toolsets()."
+            )
+    needs = RequestNeeds(
+        system_prompt=plan.system_prompt,
+        output_schema=_native_output_schema(params),
+        thinking=params.thinking,
+        allowed_tools=list(names.servers),
+        mcp_tools_signature=[server.signature for server in servers] if servers else None,
+    )
+    stderr: deque[str] = deque(maxlen=STDERR_LINES)
+    options, signature = build_options(
+        model_name=runner.model_name,
+        cli_path=runner.cli_path,
+        settings=settings,
+        needs=needs,
+        base_env=runner.env,
+        stderr=stderr.append,
+    )
+    session, plan = await _acquire_session(
+        runner, plan, settings, options, signature, servers, stderr, messages=messages, instructions=instructions
+    )
+    router = session.tool_router
+    assert router is not None, "every session of the turn runner has a tool router"
+    router.bind(run_context if runs_agent_tools else None)
+    return CLITurn(
+        runner=runner,
+        session=session,
+        router=router,
+        plan=plan,
+        messages_in=messages,
+        params=params,
+        timeout=_turn_timeout(settings),
+        stderr=stderr,
+        translator=TurnTranslator(
+            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
+        ),
+        wants_structured_output=needs.output_schema is not None,
+    )
+
+
+async def _acquire_session(
+    runner: TurnRunner,
+    plan: TurnPlan,
+    settings: ClaudeCodeModelSettings,
+    options: ClaudeAgentOptions,
+    signature: str,
+    servers: Sequence[ToolServerPlan],
+    stderr: deque[str],
+    *,
+    messages: list[ModelMessage],
+    instructions: str | None,
+) -> tuple[CLISession, TurnPlan]:
+    """The live session that continues the conversation, else a new CLI process (resuming or replaying it).
+
+    A session that is not live here is resumed from its transcript (on disk or in the session store), forked at the
+    history's end when it went on past it; when no transcript of it reaches the history's end, the history is
+    replayed instead, and the plan returned is the replay's.
+    """
+    resume: str | None = None
+    point = ResumePoint(session_id="", at=None)
+    if plan.continue_session_id is not None and plan.history_digest is not None:
+        kept = runner.pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
+        if kept is not None:
+            return kept, plan
+        found = await resume_point(
+            plan.continue_session_id,
+            recorded_leaf(messages),
+            store=runner.session_store,
+            env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
+            cwd=settings.get("claude_code_cwd"),
+        )
+        if found is None:
+            plan = plan_turn(messages, instructions, allow_continue=False)
+        else:
+            point, resume = found, found.session_id
+    if resume is None and plan.replay:
+        replay_env = {**os.environ, **runner.env, **settings.get("claude_code_env", {})}
+        resume = write_replay_transcript(plan.replay, env=replay_env, cwd=settings.get("claude_code_cwd"))
+        if runner.session_store is not None:
+            await mirror_transcript(runner.session_store, resume, env=replay_env, cwd=settings.get("claude_code_cwd"))
+    router = RunToolRouter()
+    served = await serve_tool_servers(runner.tools, servers, router)
+    cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+    options = replace(
+        options,
+        resume=resume,
+        resume_session_at=point.at,
+        fork_session=point.fork,
+        session_store=runner.session_store,
+        mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
+        env={**options.env, **cli_env},
+    )
+    # The session keeps the signature computed without per-process values (such as the IPC secret).
+    session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
+    try:
+        await session.start()
+    except BaseException as error:
+        raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
+    return session, plan
+
+
+class CLITurn:
+    """One CLI turn in flight: its session, the translator of its SDK messages, and the cleanup owed at the end."""
+
+    def __init__(
+        self,
+        *,
+        runner: TurnRunner,
+        session: CLISession,
+        router: RunToolRouter,
+        plan: TurnPlan,
+        messages_in: list[ModelMessage],
+        params: ModelRequestParameters,
+        timeout: float | None,
+        stderr: deque[str],
+        translator: TurnTranslator,
+        wants_structured_output: bool,
+    ) -> None:
+        self.runner = runner
+        self.session = session
+        self.router = router
+        self.plan = plan
+        self.messages_in = messages_in
+        self.params = params
+        self.timeout = timeout
+        self.stderr = stderr
+        self.translator = translator
+        self.wants_structured_output = wants_structured_output
+        self.raw_messages: list[Message] = []
+        self.completed = False
+        self.failed = False
+        self._source: AsyncGenerator[Message, None] | None = None
+        self._deadline: float | None = None
+
+    @property
+    def model_used(self) -> str:
+        """The model the CLI used (from its init message), else the name the model was created with."""
+        used = self.translator.outcome.init_data.get("model")
+        return used if isinstance(used, str) and used else self.runner.display_name
+
+    def _user_message(self) -> dict[str, Any]:
+        return {
+            "type": "user",
+            "message": {"role": "user", "content": self.plan.new_input},
+            "parent_tool_use_id": None,
+            "uuid": str(uuid.uuid4()),
+        }
+
+    async def messages(self) -> AsyncIterator[Message]:
+        """The SDK messages of this turn, with the timeout and error mapping applied.
+
+        Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
+        timeout counts from the first iteration.
+        """
+        if self._source is None:
+            self._source = self.session.run_turn(self._user_message())
+            if self.timeout is not None:
+                self._deadline = asyncio.get_running_loop().time() + self.timeout
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                async for message in self._source:
+                    self.raw_messages.append(message)
+                    yield message
+        except TimeoutError as error:
+            self.failed = True
+            raise timeout_error(self.timeout or 0) from error
+        except GeneratorExit:
+            raise  # the consumer left: the turn itself goes on
+        except BaseException as error:
+            self.failed = True
+            if self.router.fatal_error is not None and isinstance(error, Exception):
+                raise self.router.fatal_error from error
+            mapped = map_error(
+                error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.runner.display_name
+            )
+            if mapped is error:
+                raise
+            raise mapped from error
+        self._end()
+
+    def _end(self) -> None:
+        """Judge a turn whose messages all arrived."""
+        if self.router.fatal_error is not None:
+            self.failed = True
+            raise self.router.fatal_error
+        if self.router.output_call is not None:
+            # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
+            self.completed = True
+            return
+        error = result_error(self.translator.outcome, model_name=self.runner.display_name)
+        if error is not None:
+            self.failed = True
+            raise error
+        self.completed = True
+
+    def structured_output_text(self) -> str:
+        """The validated JSON the CLI returned for a native output schema."""
+        result = self.translator.outcome.result
+        structured = result.structured_output if result is not None else None
+        if structured is None:
+            raise StructuredOutputError(
+                "Claude Code finished without producing the structured output the request asked for"
+            )
+        return json.dumps(structured, ensure_ascii=False)
+
+    def conclude(self, parts: list[ModelResponsePart]) -> TurnSummary:
+        """Usage, cost, finish reason and details of the finished turn; the session remembers what it has seen."""
+        translator = self.translator
+        result = translator.outcome.result
+        usage = translator.usage(self.session.reported_cost_usd)
+        if result is not None and result.total_cost_usd is not None:
+            self.session.reported_cost_usd = result.total_cost_usd
+        details = translator.provider_details()
+        if translator.outcome.session_id is not None:
+            digest = history_digest([*self.messages_in, ModelResponse(parts=parts)])
+            details[HISTORY_DIGEST_KEY] = digest
+            if (leaf := transcript_leaf(self.raw_messages)) is not None:
+                details[TRANSCRIPT_LEAF_KEY] = leaf
+            self.session.seen_digest = digest
+        return TurnSummary(
+            usage=usage,
+            finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),
+            provider_details=details,
+            provider_response_id=result.uuid if result is not None else None,
+        )
+
+    async def stop(self) -> None:
+        """Stop the turn now (the stream was cancelled): the session is not reused."""
+        self.failed = True
+        await self.session.abort()
+
+    async def finish(self) -> None:
+        """Keep the session for the next turn if it ended cleanly, otherwise stop the CLI."""
+        source, self._source = self._source, None
+        if source is not None:
+            with contextlib.suppress(RuntimeError):  # still running in a task that was cancelled
+                await source.aclose()
+        if not self.completed or self.failed:
+            await self.session.abort()
+        else:
+            await self.runner.pool.put(self.session)
+
+
+def _turn_timeout(settings: ClaudeCodeModelSettings) -> float | None:
+    explicit = settings.get("claude_code_timeout")
+    if explicit is not None:
+        return float(explicit)
+    standard = settings.get("timeout")
+    return float(standard) if isinstance(standard, int | float) else None
+
+
+def _native_output_schema(params: ModelRequestParameters) -> dict[str, Any] | None:
+    if params.output_mode != "native" or params.output_object is None:
+        return None
+    return dict(params.output_object.json_schema)

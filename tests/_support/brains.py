@@ -1,0 +1,100 @@
+"""Brains for tests: a scripted ``FunctionModel`` and helpers to read what a brain was sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+
+Turn = Sequence[ModelResponsePart] | Callable[[list[ModelMessage]], Sequence[ModelResponsePart]]
+"""One answer of a :class:`Script`: fixed parts, or parts computed from the messages sent."""
+
+
+class Script:
+    """A FunctionModel brain that answers with ``turns`` in order and records what it was sent and offered."""
+
+    def __init__(self, *turns: Turn) -> None:
+        self.turns = turns
+        self.seen: list[list[ModelMessage]] = []
+        self.infos: list[AgentInfo] = []
+        self.model = FunctionModel(self._respond)
+
+    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.seen.append(list(messages))
+        self.infos.append(info)
+        turn = self.turns[len(self.seen) - 1]
+        return ModelResponse(parts=list(turn(messages) if callable(turn) else turn))
+
+    def returns(self, request_index: int = -1) -> list[ToolReturnPart]:
+        """The tool returns the model received in its ``request_index``-th call, in order."""
+        last = self.seen[request_index][-1]
+        assert isinstance(last, ModelRequest)
+        return [part for part in last.parts if isinstance(part, ToolReturnPart)]
+
+    def returns_by_name(self, request_index: int = -1) -> dict[str, ToolReturnPart]:
+        """The tool returns the model received in its ``request_index``-th call, by tool name."""
+        return last_returns(self.seen[request_index])
+
+
+def calls(*names: str, **args: dict[str, Any]) -> list[ModelResponsePart]:
+    """One tool call per name, with the arguments given for that name (``{}`` otherwise)."""
+    return [ToolCallPart(name, args.get(name, {})) for name in names]
+
+
+def last_returns(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
+    """The tool returns of the last request, by tool name."""
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    return {part.tool_name: part for part in last.parts if isinstance(part, ToolReturnPart)}
+
+
+def tool_results_in_call_order(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    """The tool results of the last request, in the order of the calls (parallel calls may finish in any order)."""
+    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    if len(messages) < 2 or not returns:
+        return returns
+    order = [part.tool_call_id for part in messages[-2].parts if isinstance(part, ToolCallPart)]
+    return sorted(
+        returns, key=lambda part: order.index(part.tool_call_id) if part.tool_call_id in order else len(order)
+    )
+
+
+def has_tool_results(messages: list[ModelMessage]) -> bool:
+    """Whether the last request carries tool results (successful or failed): the tools have answered."""
+    last = messages[-1]
+    return isinstance(last, ModelRequest) and any(
+        isinstance(part, ToolReturnPart | RetryPromptPart) for part in last.parts
+    )
+
+
+def arguments_for(tool: ToolDefinition) -> dict[str, object]:
+    """Arguments that fit a simple schema: ``2`` for every integer parameter, ``"x"`` for any other."""
+    properties = tool.parameters_json_schema.get("properties", {})
+    return {name: 2 if spec.get("type") == "integer" else "x" for name, spec in properties.items()}
+
+
+def call_every_tool_then_summarise(
+    preamble: str | None = None,
+) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """A brain: first call every offered tool (after ``preamble``, if any), then answer with the tool results."""
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = tool_results_in_call_order(messages)
+        if not returns:
+            calls = [ToolCallPart(tool.name, arguments_for(tool)) for tool in info.function_tools]
+            return ModelResponse(parts=[*([TextPart(preamble)] if preamble else []), *calls])
+        return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
+
+    return brain

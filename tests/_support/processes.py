@@ -1,0 +1,95 @@
+"""The process tree, read from ``/proc``: who is alive, who is whose child, what each one runs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@dataclass(frozen=True)
+class ProcessEntry:
+    """One row of the process table."""
+
+    pid: int
+    ppid: int
+    state: str
+    argv: list[str]
+
+    @property
+    def alive(self) -> bool:
+        """Running or sleeping, not a zombie waiting to be reaped."""
+        return self.state != "Z"
+
+
+def process_table() -> Iterator[ProcessEntry]:
+    """Every process on the machine (zombies included; see :attr:`ProcessEntry.alive`)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat_file:
+                stat = stat_file.read().decode(errors="replace")
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline_file:
+                argv = [part.decode(errors="replace") for part in cmdline_file.read().split(b"\0") if part]
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        yield ProcessEntry(int(entry), int(fields[1]), fields[0], argv)
+
+
+def live_descendants(pid: int | None = None) -> set[int]:
+    """Every live (non-zombie) descendant of ``pid`` (this process by default)."""
+    children: dict[int, list[int]] = {}
+    for process in process_table():
+        if process.alive:
+            children.setdefault(process.ppid, []).append(process.pid)
+    found: set[int] = set()
+    frontier = [os.getpid() if pid is None else pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    return found
+
+
+def live_children(pid: int | None = None) -> list[ProcessEntry]:
+    """The live direct children of ``pid`` (this process by default)."""
+    parent = os.getpid() if pid is None else pid
+    return [process for process in process_table() if process.ppid == parent and process.alive]
+
+
+def is_alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def cmdline(pid: int) -> list[str]:
+    """The argv of ``pid`` ([] if it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def environ(pid: int) -> dict[str, str]:
+    """The environment ``pid`` was started with."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.decode(errors="replace").split("=", 1) for item in raw.split(b"\0") if b"=" in item)
+
+
+def cli_children() -> list[int]:
+    """Live Claude Code CLI processes that are direct children of this process."""
+    return sorted(
+        process.pid for process in live_children() if process.argv and os.path.basename(process.argv[0]) == "claude"
+    )

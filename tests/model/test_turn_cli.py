@@ -1,0 +1,53 @@
+"""The turn runner through the real CLI: a turn's messages can be left and taken up again; its session is kept."""
+
+from __future__ import annotations
+
+import pytest
+from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock
+from claude_agent_sdk.types import Message
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from claudecode_model._cli import find_cli
+from claudecode_model._request_tools import ToolSetup
+from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._turn import TurnRunner, start_turn
+from claudecode_model.testing import OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+
+def fixed_brain(messages: list[object], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("one two three")])
+
+
+async def test_messages_can_be_left_and_taken_up_again(claude_backend: OfflineBackend) -> None:
+    claude_backend.set_brain(FunctionModel(fixed_brain))  # type: ignore[arg-type]
+    pool: SessionPool[CLISession] = SessionPool(max_idle=1, idle_timeout=60)
+    runner = TurnRunner(None, "default", find_cli(), claude_backend.cli_env(), ToolSetup(), pool)
+    turn = await start_turn(runner, [ModelRequest.user_text_prompt("hi")], None, ModelRequestParameters())
+    try:
+        first: list[Message] = []
+        async for message in turn.messages():
+            first.append(message)
+            break  # leave the turn mid-way
+        assert not turn.completed
+        rest: list[Message] = []
+        async for message in turn.messages():
+            rest.append(message)
+            list(turn.translator.feed(message))
+    finally:
+        await turn.finish()
+    try:
+        assert turn.completed
+        assert not turn.failed
+        assert turn.raw_messages == first + rest
+        assert isinstance(rest[-1], ResultMessage)
+        texts = [b.text for m in rest if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, TextBlock)]
+        assert texts == ["one two three"]
+        assert len(pool) == 1  # a cleanly finished turn leaves its session for the next one
+        assert len(claude_backend.requests) == 1
+        assert turn.translator.parts.get_parts() == [TextPart("one two three")]
+    finally:
+        await pool.close_all()

@@ -1,0 +1,115 @@
+"""Every private pydantic-ai / claude-agent-sdk name this package reaches, exercised through ``_compat``.
+
+An upgrade of either library that moves, renames or reshapes one of them fails here, naming the function.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import functools
+import inspect
+import os
+import re
+from pathlib import Path
+
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelRequest, PartStartEvent, TextPart, UserPromptPart
+from pydantic_ai.models import ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import RunContext
+
+from claudecode_model import _compat
+from claudecode_model._cli import find_cli
+from claudecode_model.testing import OfflineBackend
+
+SRC = Path(_compat.__file__).parent
+
+
+def test_now_utc_is_an_aware_datetime() -> None:
+    assert _compat.now_utc().tzinfo is not None
+
+
+def test_request_instructions_joins_the_instructions_of_the_last_request() -> None:
+    messages = [ModelRequest(parts=[UserPromptPart("hi")], instructions="Be brief.")]
+    assert _compat.request_instructions(messages, ModelRequestParameters()) == "Be brief."
+    assert _compat.request_instructions([ModelRequest(parts=[UserPromptPart("hi")])], ModelRequestParameters()) is None
+
+
+def test_parts_manager_builds_parts_from_deltas() -> None:
+    parts = _compat.new_parts_manager(ModelRequestParameters())
+    events = list(parts.handle_text_delta(vendor_part_id="a", content="hel"))
+    events += list(parts.handle_text_delta(vendor_part_id="a", content="lo"))
+    assert isinstance(events[0], PartStartEvent)
+    assert parts.get_parts() == [TextPart("hello")]
+    assert parts.get_part_by_vendor_id("a") == TextPart("hello")
+    assert isinstance(parts, _compat.ModelResponsePartsManager)
+
+
+def test_current_run_context_is_the_agent_runs_own() -> None:
+    assert _compat.current_run_context() is None
+    seen: list[object] = []
+
+    def respond(messages: list[object], info: AgentInfo) -> object:
+        from pydantic_ai.messages import ModelResponse
+
+        seen.append(_compat.current_run_context())
+        return ModelResponse(parts=[TextPart("ok")])
+
+    Agent(FunctionModel(respond), deps_type=int).run_sync("hi", deps=7)  # type: ignore[arg-type]
+    assert isinstance(seen[0], RunContext)
+    assert seen[0].deps == 7
+
+
+def test_bundled_cli_version_matches_the_bundled_binary() -> None:
+    version = _compat.bundled_cli_version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", version)
+    bundled = _compat.bundled_cli_dir() / "claude"
+    assert bundled.is_file()
+    assert find_cli() == bundled
+
+
+def test_session_transcript_path_follows_the_sdk_layout(tmp_path: Path) -> None:
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path)}
+    path = _compat.session_transcript_path("abc", env=env, cwd="/some/project dir")
+    assert path == tmp_path / "projects" / "-some-project-dir" / "abc.jsonl"
+
+
+async def test_cli_process_is_the_running_cli(claude_backend: OfflineBackend) -> None:
+    options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
+    client = ClaudeSDKClient(options)
+    assert _compat.cli_process(client) is None
+    await client.connect()
+    try:
+        process = _compat.cli_process(client)
+        assert process is not None
+        assert process.returncode is None
+        os.kill(process.pid, 0)  # alive, and ours
+    finally:
+        await asyncio.wait_for(client.disconnect(), timeout=10)
+    assert process.returncode is not None
+
+
+def test_no_other_module_imports_a_private_third_party_name() -> None:
+    offenders: list[str] = []
+    for path in SRC.rglob("*.py"):
+        if path.name == "_compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                top, *rest = name.split(".")
+                if top in ("pydantic_ai", "claude_agent_sdk") and any(part.startswith("_") for part in rest):
+                    offenders.append(f"{path.relative_to(SRC)}: {name}")
+    assert offenders == []
+
+
+def test_streamed_response_keeps_its_parts_in_the_overridden_parts_manager() -> None:
+    # ClaudeCodeStreamedResponse overrides this attribute with the parts manager of its turn's translator.
+    assert isinstance(inspect.getattr_static(StreamedResponse, "_parts_manager"), functools.cached_property)
+    assert "self._parts_manager.get_parts()" in inspect.getsource(StreamedResponse.get)
