@@ -1,4 +1,4 @@
-"""Fixtures of the durable-execution tests: one real PostgreSQL server per session, a fresh database per test."""
+"""Fixtures of the durable-execution tests: one real PostgreSQL server for them all, a fresh database per test."""
 
 from __future__ import annotations
 
@@ -12,9 +12,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server from the distribution's package, on a Unix socket in a temp directory."""
+    """A PostgreSQL server from the distribution's package, on a Unix socket in a temp directory.
+
+    Package-scoped: it is a child process of the test run, and stops when the durable tests are done, before tests
+    elsewhere look at what child processes are left.
+    """
     with PostgresServer() as server:
         yield server
 
