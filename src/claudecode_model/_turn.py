@@ -171,7 +171,7 @@ async def _acquire_session(
     replayed instead, and the plan returned is the replay's.
     """
     resume: str | None = None
-    point = ResumePoint(session_id="", at=None)
+    point: ResumePoint | None = None
     if plan.continue_session_id is not None and plan.history_digest is not None:
         kept = runner.pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
         if kept is not None:
@@ -198,8 +198,8 @@ async def _acquire_session(
     options = replace(
         options,
         resume=resume,
-        resume_session_at=point.at,
-        fork_session=point.fork,
+        resume_session_at=point.at if point is not None else None,
+        fork_session=point.fork if point is not None else False,
         session_store=runner.session_store,
         mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
         env={**options.env, **cli_env},
