@@ -117,6 +117,8 @@ def test_bad_arguments_fail_before_any_connection(tmp_path: Path):
         PostgresSessionStore("dbname=x", table_prefix="x; DROP TABLE y")
     with pytest.raises(ValueError, match="max_connections"):
         PostgresSessionStore("dbname=x", max_connections=0)
+    with pytest.raises(ValueError, match="connect_timeout"):
+        PostgresSessionStore("dbname=x", connect_timeout=0)
     with pytest.raises(ValueError, match="does not exist"):
         SQLiteSessionStore(tmp_path / "missing" / "db.sqlite")
     with pytest.raises(ValueError, match="is a directory"):
@@ -148,3 +150,11 @@ async def test_a_store_works_from_two_event_loops(postgres_stores: Callable[[], 
     loaded = await asyncio.to_thread(other_loop)
     assert loaded is not None
     assert [entry["uuid"] for entry in loaded] == ["main-loop", "other-loop"]
+
+
+async def test_an_unreachable_database_is_a_clear_connection_error(tmp_path: Path):
+    store = PostgresSessionStore(f"postgresql://nobody@/nothing?host={tmp_path}&port=5432", connect_timeout=1)
+    with pytest.raises(ConnectionError, match=r"could not connect to PostgreSQL within 1 s"):
+        await store.load(KEY)
+    await store.aclose()
+

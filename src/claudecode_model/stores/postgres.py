@@ -18,7 +18,7 @@ try:
     import psycopg
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict
-    from psycopg_pool import AsyncConnectionPool
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as error:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         "PostgresSessionStore needs psycopg 3 and psycopg-pool: pip install 'claudecode-model[postgres]'"
@@ -98,7 +98,14 @@ class PostgresSessionStore(SessionStore):
     and ``list_subkeys`` (so resumes also bring back subagent transcripts).
     """
 
-    def __init__(self, conninfo: str, *, table_prefix: str = "claude_code_", max_connections: int = 4) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        table_prefix: str = "claude_code_",
+        max_connections: int = 4,
+        connect_timeout: float = 10.0,
+    ) -> None:
         """Create a store; nothing connects until it is first used.
 
         Args:
@@ -106,6 +113,7 @@ class PostgresSessionStore(SessionStore):
                 ``"host=/run/postgresql dbname=app"``).
             table_prefix: Prefix of the two tables (``<prefix>sessions``, ``<prefix>entries``).
             max_connections: Most connections each event loop's pool opens.
+            connect_timeout: Seconds to wait for the first connection before failing with ``ConnectionError``.
         """
         if not isinstance(conninfo, str) or not conninfo.strip():
             raise ValueError(f"conninfo must be a non-empty libpq connection string, not {conninfo!r}")
@@ -115,8 +123,11 @@ class PostgresSessionStore(SessionStore):
             raise ValueError(f"conninfo is not a valid libpq connection string: {error}") from None
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
             raise ValueError(f"max_connections must be a positive integer, not {max_connections!r}")
+        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int | float) or connect_timeout <= 0:
+            raise ValueError(f"connect_timeout must be a positive number of seconds, not {connect_timeout!r}")
         prefix = checked_prefix(table_prefix)
         self._conninfo = conninfo
+        self._connect_timeout = float(connect_timeout)
         self._max_connections = max_connections
         self._names = {
             "sessions": sql.Identifier(f"{prefix}sessions"),
@@ -285,26 +296,38 @@ class PostgresSessionStore(SessionStore):
     async def _pool(self) -> AsyncConnectionPool[Any]:
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
-        if pool is not None:
+        if pool is not None and self._schema_ready:
             return pool
-        lock = self._opening.setdefault(loop, asyncio.Lock())
-        async with lock:
+        async with self._opening.setdefault(loop, asyncio.Lock()):
             pool = self._pools.get(loop)
             if pool is None:
-                pool = AsyncConnectionPool(
-                    self._conninfo,
-                    min_size=1,
-                    max_size=self._max_connections,
-                    open=False,
-                    name="claude-sessions",
-                    kwargs={"autocommit": True},
-                )
-                await pool.open(wait=True)
+                pool = await self._open_pool()
                 self._pools[loop] = pool
-                if not self._schema_ready:
-                    async with pool.connection() as connection:
-                        await self._create_schema(connection)
-                    self._schema_ready = True
+            if not self._schema_ready:
+                async with pool.connection() as connection:
+                    await self._create_schema(connection)
+                self._schema_ready = True
+        return pool
+
+    async def _open_pool(self) -> AsyncConnectionPool[Any]:
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self._conninfo,
+            min_size=1,
+            max_size=self._max_connections,
+            open=False,
+            name="claude-sessions",
+            kwargs={"autocommit": True},
+        )
+        try:
+            await pool.open(wait=True, timeout=self._connect_timeout)
+        except PoolTimeout as error:
+            await pool.close()
+            raise ConnectionError(
+                f"{self!r} could not connect to PostgreSQL within {self._connect_timeout:g} s: {error}"
+            ) from error
+        except BaseException:
+            await pool.close()
+            raise
         return pool
 
     async def _create_schema(self, connection: AsyncConnection[Any]) -> None:
