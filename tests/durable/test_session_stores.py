@@ -157,4 +157,3 @@ async def test_an_unreachable_database_is_a_clear_connection_error(tmp_path: Pat
     with pytest.raises(ConnectionError, match=r"could not connect to PostgreSQL within 1 s"):
         await store.load(KEY)
     await store.aclose()
-
