@@ -157,3 +157,22 @@ async def test_an_unreachable_database_is_a_clear_connection_error(tmp_path: Pat
     with pytest.raises(ConnectionError, match=r"could not connect to PostgreSQL within 1 s"):
         await store.load(KEY)
     await store.aclose()
+
+
+async def test_two_sqlite_stores_on_one_file_share_it_like_two_processes(tmp_path: Path):
+    """Each store has its own connection (as separate worker processes would); writes wait for each other."""
+    path = tmp_path / "shared.db"
+    first, second = SQLiteSessionStore(path), SQLiteSessionStore(path)
+
+    async def write(store: SQLiteSessionStore, name: str) -> None:
+        for turn in range(10):
+            await store.append(KEY, [{"type": "user", "uuid": f"{name}-{turn}"}])
+
+    try:
+        await asyncio.gather(write(first, "a"), write(second, "b"))
+        loaded = await second.load(KEY)
+    finally:
+        await first.aclose()
+        await second.aclose()
+    assert loaded is not None
+    assert sorted(entry["uuid"] for entry in loaded) == sorted(f"{n}-{t}" for n in "ab" for t in range(10))
