@@ -20,7 +20,7 @@ from tests._support.postgres import PostgresServer
 
 from bench._brain import expected_answer, prompt
 from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check
-from claudecode_model import ClaudeCodeModel, PostgresSessionStore
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, PostgresSessionStore
 
 HISTORY_TURNS = 20
 APPENDS_MEASURED = 5
@@ -69,7 +69,7 @@ class StoreSuite(Suite):
 
                 async def continue_turn(*, resume: bool) -> Metrics:
                     model = ClaudeCodeModel(env=worker_env(), session_store=store if resume else None)
-                    settings: dict[str, Any] = {} if resume else {"claude_code_session": "new"}
+                    settings: ClaudeCodeModelSettings = {} if resume else {"claude_code_session": "new"}
                     started = time.perf_counter()
                     try:
                         result = await Agent(model).run(
