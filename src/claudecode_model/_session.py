@@ -17,7 +17,7 @@ import signal
 import time
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -97,6 +97,8 @@ class CLISession:
         self.tool_servers: list[ServedTools] = list(tool_servers)
         if tool_router is not None:
             tool_router.stop_turn = self.interrupt_soon
+        self.on_closed: list[Callable[[], None]] = []
+        """Called once the CLI process is gone (after :meth:`close`, or by :meth:`kill`)."""
         self._commands: asyncio.Queue[_TurnRequest | None] = asyncio.Queue()
         self._ready: asyncio.Future[None] = self._loop.create_future()
         self._owner: asyncio.Task[None] | None = None
@@ -213,6 +215,7 @@ class CLISession:
         owner = self._owner
         if owner is None:
             await self._stop_tool_servers()
+            self._closed_now()
             return
         if not owner.done():
             self._commands.put_nowait(None)
@@ -227,6 +230,15 @@ class CLISession:
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
         _kill_if_alive(self._pid)
         await self._stop_tool_servers()
+        self._closed_now()
+
+    def _closed_now(self) -> None:
+        callbacks, self.on_closed = self.on_closed, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                logger.exception("a callback of a closed CLI session failed")
 
     async def _stop_tool_servers(self) -> None:
         servers, self.tool_servers = self.tool_servers, []
@@ -253,6 +265,7 @@ class CLISession:
         _kill_if_alive(self._pid)
         for server in self.tool_servers:
             server.discard()
+        self._closed_now()
 
 
 async def _disconnect(client: ClaudeSDKClient) -> None:

@@ -18,7 +18,7 @@ import json
 import os
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -33,12 +33,13 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._agent_tools import RunToolRouter
 from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
-from claudecode_model._details import HISTORY_DIGEST_KEY
+from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._from_sdk import TurnTranslator
+from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._options import RequestNeeds, build_options
-from claudecode_model._plan import TurnPlan, plan_turn
+from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
@@ -47,15 +48,18 @@ from claudecode_model._request_tools import (
     serve_tool_servers,
     tool_names,
 )
-from claudecode_model._resume import (
-    TRANSCRIPT_LEAF_KEY,
-    ResumePoint,
-    mirror_transcript,
-    recorded_leaf,
-    resume_point,
-    transcript_leaf,
-)
 from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._source import (
+    ForkSession,
+    FreshSession,
+    LiveSession,
+    ReplayHistory,
+    ResumeSession,
+    choose_source,
+)
+from claudecode_model._store_transcripts import mirror_transcript, transcripts_with_store
+from claudecode_model._to_anthropic import ContentBlock
+from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -75,8 +79,10 @@ class TurnRunner:
     env: Mapping[str, str]
     tools: ToolSetup
     pool: SessionPool[CLISession]
+    ledger: SessionLedger = PROCESS_LEDGER
+    """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
     session_store: SessionStore | None = None
-    """Where the CLI mirrors session transcripts, and where a session that is not live here is looked for."""
+    """Where the CLI mirrors session transcripts, and where the transcript of another worker's session is found."""
 
 
 @dataclass(frozen=True)
@@ -102,8 +108,8 @@ async def start_turn(
     """
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
     await runner.pool.prune()
-    instructions = request_instructions(messages, params)
-    plan = plan_turn(messages, instructions, allow_continue=settings.get("claude_code_session", "auto") == "auto")
+    keep = settings.get("claude_code_session", "auto") == "auto"
+    plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
     servers = plan_tool_servers(runner.tools, params, runner.cli_path)
     names = tool_names(servers)
     runs_agent_tools = any(server.runs_agent_tools for server in servers)
@@ -130,9 +136,11 @@ async def start_turn(
         base_env=runner.env,
         stderr=stderr.append,
     )
-    session, plan = await _acquire_session(
-        runner, plan, settings, options, signature, servers, stderr, messages=messages, instructions=instructions
+    files = TranscriptFiles(
+        env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
     )
+    acquired = await _acquire_session(runner, plan, files, options, signature, servers, stderr, keep=keep)
+    session = acquired.session
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
@@ -149,68 +157,95 @@ async def start_turn(
             new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
         ),
         wants_structured_output=needs.output_schema is not None,
+        new_input=acquired.new_input,
+        files=files,
+        keep=keep,
+        release_source=acquired.release_source,
     )
+
+
+@dataclass(frozen=True)
+class _Acquired:
+    session: CLISession
+    new_input: list[ContentBlock]
+    """The user message that starts the turn in this session."""
+    release_source: Callable[[], None]
+    """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
+
+
+def _nothing() -> None:
+    return None
 
 
 async def _acquire_session(
     runner: TurnRunner,
     plan: TurnPlan,
-    settings: ClaudeCodeModelSettings,
+    files: TranscriptFiles,
     options: ClaudeAgentOptions,
     signature: str,
     servers: Sequence[ToolServerPlan],
     stderr: deque[str],
     *,
-    messages: list[ModelMessage],
-    instructions: str | None,
-) -> tuple[CLISession, TurnPlan]:
-    """The live session that continues the conversation, else a new CLI process (resuming or replaying it).
+    keep: bool,
+) -> _Acquired:
+    """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
+    replays it (see :mod:`claudecode_model._source`)."""
+    ledger = runner.ledger
 
-    A session that is not live here is resumed from its transcript (on disk or in the session store), forked at the
-    history's end when it went on past it; when no transcript of it reaches the history's end, the history is
-    replayed instead, and the plan returned is the replay's.
-    """
-    resume: str | None = None
-    point: ResumePoint | None = None
-    if plan.continue_session_id is not None and plan.history_digest is not None:
-        kept = runner.pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
-        if kept is not None:
-            return kept, plan
-        found = await resume_point(
-            plan.continue_session_id,
-            recorded_leaf(messages),
-            store=runner.session_store,
-            env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
-            cwd=settings.get("claude_code_cwd"),
+    def take_live(point: SessionPoint) -> CLISession | None:
+        return runner.pool.take(point.session_id, signature=signature, digest=point.digest)
+
+    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
+    transcripts = await transcripts_with_store(files, runner.session_store, plan.point)
+    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
+    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
+    release_source = _nothing
+    session_id: str | None = None
+    owned = not keep
+    match source:
+        case LiveSession(session=live):
+            return _Acquired(live, continue_input, _nothing)
+        case ResumeSession(session_id=resumed):
+            session_id, new_input = resumed, continue_input
+            resume: dict[str, Any] = {"resume": resumed}
+        case ForkSession(session_id=forked, message_uuid=at):
+            release_source = ledger.use(forked)
+            session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
+            resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
+        case ReplayHistory(entries=entries):
+            session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd)
+            new_input, owned, resume = plan.new_input, True, {"resume": session_id}
+        case FreshSession():
+            new_input, resume = plan.new_input, {}
+    release_session = ledger.use(session_id) if session_id is not None else _nothing
+    if session_id is not None and owned:
+        ledger.own(session_id, files.path(session_id))
+    try:
+        router = RunToolRouter()
+        served = await serve_tool_servers(runner.tools, servers, router)
+        cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        if runner.session_store is not None and isinstance(source, ReplayHistory) and session_id is not None:
+            await mirror_transcript(runner.session_store, files, session_id)
+        options = replace(
+            options,
+            **resume,
+            session_store=runner.session_store,
+            mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
+            env={**options.env, **cli_env},
         )
-        if found is None:
-            plan = plan_turn(messages, instructions, allow_continue=False)
-        else:
-            point, resume = found, found.session_id
-    if resume is None and plan.replay:
-        replay_env = {**os.environ, **runner.env, **settings.get("claude_code_env", {})}
-        resume = write_replay_transcript(plan.replay, env=replay_env, cwd=settings.get("claude_code_cwd"))
-        if runner.session_store is not None:
-            await mirror_transcript(runner.session_store, resume, env=replay_env, cwd=settings.get("claude_code_cwd"))
-    router = RunToolRouter()
-    served = await serve_tool_servers(runner.tools, servers, router)
-    cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
-    options = replace(
-        options,
-        resume=resume,
-        resume_session_at=point.at if point is not None else None,
-        fork_session=point.fork if point is not None else False,
-        session_store=runner.session_store,
-        mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
-        env={**options.env, **cli_env},
-    )
-    # The session keeps the signature computed without per-process values (such as the IPC secret).
-    session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
+        # The session keeps the signature computed without per-process values (such as the IPC secret).
+        session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
+        session.on_closed.append(release_session)
+    except BaseException:
+        release_session()
+        release_source()
+        raise
     try:
         await session.start()
     except BaseException as error:
+        release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
-    return session, plan
+    return _Acquired(session, new_input, release_source)
 
 
 class CLITurn:
@@ -229,6 +264,10 @@ class CLITurn:
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
+        new_input: list[ContentBlock],
+        files: TranscriptFiles,
+        keep: bool = True,
+        release_source: Callable[[], None] = _nothing,
     ) -> None:
         self.runner = runner
         self.session = session
@@ -240,6 +279,13 @@ class CLITurn:
         self.stderr = stderr
         self.translator = translator
         self.wants_structured_output = wants_structured_output
+        self.new_input = new_input
+        self.files = files
+        self.keep = keep
+        """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
+        self._release_source = release_source
+        self._exact = True
+        """Whether the session's conversation is exactly the history and this turn's response."""
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
@@ -255,7 +301,7 @@ class CLITurn:
     def _user_message(self) -> dict[str, Any]:
         return {
             "type": "user",
-            "message": {"role": "user", "content": self.plan.new_input},
+            "message": {"role": "user", "content": self.new_input},
             "parent_tool_use_id": None,
             "uuid": str(uuid.uuid4()),
         }
@@ -325,18 +371,34 @@ class CLITurn:
         if result is not None and result.total_cost_usd is not None:
             self.session.reported_cost_usd = result.total_cost_usd
         details = translator.provider_details()
-        if translator.outcome.session_id is not None:
+        attempts = translator.attempts
+        if attempts.aborted:
+            details[ABORTED_ATTEMPTS_KEY] = attempts.aborted
+        session_id = translator.outcome.session_id
+        if session_id is not None:
             digest = history_digest([*self.messages_in, ModelResponse(parts=parts)])
             details[HISTORY_DIGEST_KEY] = digest
-            if (leaf := transcript_leaf(self.raw_messages)) is not None:
-                details[TRANSCRIPT_LEAF_KEY] = leaf
-            self.session.seen_digest = digest
+            # A session that kept part of an aborted attempt in its conversation holds more than the history.
+            self._exact = self.keep and not attempts.tainted
+            self.session.seen_digest = digest if self._exact else None
+            if self._exact and translator.outcome.last_entry_uuid is not None:
+                details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
+            self._note_session(session_id)
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),
             provider_details=details,
             provider_response_id=result.uuid if result is not None else None,
         )
+
+    def _note_session(self, session_id: str) -> None:
+        """Count the session's use of its id now that it is known (a fresh session), and own what it writes when
+        it serves no follow-up."""
+        ledger = self.runner.ledger
+        if not ledger.in_use(session_id):
+            self.session.on_closed.append(ledger.use(session_id))
+            if not self.keep:
+                ledger.own(session_id, self.files.path(session_id))
 
     async def stop(self) -> None:
         """Stop the turn now (the stream was cancelled): the session is not reused."""
@@ -349,8 +411,11 @@ class CLITurn:
         if source is not None:
             with contextlib.suppress(RuntimeError):  # still running in a task that was cancelled
                 await source.aclose()
+        self._release_source()
         if not self.completed or self.failed:
             await self.session.abort()
+        elif not self._exact:
+            await self.session.close()
         else:
             await self.runner.pool.put(self.session)
 

@@ -9,7 +9,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -222,7 +222,13 @@ class ClaudeCodeModel(Model):
 
     def _runner(self) -> TurnRunner:
         return TurnRunner(
-            self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool, self._session_store
+            self._model_name,
+            self.model_name,
+            self.cli_path,
+            self._env,
+            self._tools,
+            self._pool,
+            session_store=self._session_store,
         )
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
@@ -269,11 +275,16 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
             # Native output is read from the text after the last tool call: the validated JSON the CLI returned.
             part = TextPart(turn.structured_output_text())
             yield self._parts_manager.handle_part(vendor_part_id="structured_output", part=part)
-        summary = turn.conclude(self._parts_manager.get_parts())
+        summary = turn.conclude(turn.translator.kept(self._parts_manager.get_parts()))
         self._usage = summary.usage
         self.finish_reason = summary.finish_reason
         self.provider_details = summary.provider_details
         self.provider_response_id = summary.provider_response_id
+
+    def get(self) -> ModelResponse:
+        """The response so far, without what aborted attempts streamed (see :mod:`claudecode_model._attempts`)."""
+        response = super().get()
+        return replace(response, parts=self._turn.translator.kept(response.parts))
 
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
