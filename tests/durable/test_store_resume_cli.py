@@ -175,8 +175,7 @@ async def test_without_a_store_another_worker_replays_the_history(claude_backend
 
     assert second.output == "echo: again (prompts seen: 2)"
     assert claude_backend.requests[-1].user_texts() == ["hello", "again"]
-    assert session_of(second.all_messages()) != session_of(first.all_messages())
-    assert len(transcripts(env_b)) == 1  # the replayed history, written for the new session
+    assert session_of(second.all_messages()) != session_of(first.all_messages())  # a new session, replayed
 
 
 async def test_a_session_whose_last_turn_never_reached_the_store_is_replayed_not_resumed(
