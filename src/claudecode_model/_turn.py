@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
@@ -36,6 +38,7 @@ from claudecode_model._compat import current_run_context, new_parts_manager, req
 from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
+from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._options import RequestNeeds, build_options
@@ -62,6 +65,8 @@ from claudecode_model._to_anthropic import ContentBlock
 from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+logger = logging.getLogger(__name__)
 
 STDERR_LINES = 50
 """How many of the CLI's last stderr lines an error reports."""
@@ -107,6 +112,9 @@ async def start_turn(
     ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned.
     """
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    timeout = _turn_timeout(settings)
+    # The timeout covers the whole request: planning, the CLI's start and initialisation, and the turn itself.
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     await runner.pool.prune()
     keep = settings.get("claude_code_session", "auto") == "auto"
     plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
@@ -139,7 +147,14 @@ async def start_turn(
     files = TranscriptFiles(
         env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
     )
-    acquired = await _acquire_session(runner, plan, files, options, signature, servers, stderr, keep=keep)
+    starting = asyncio.timeout_at(deadline)
+    try:
+        async with starting:
+            acquired = await _acquire_session(runner, plan, files, options, signature, servers, stderr, keep=keep)
+    except TimeoutError as error:
+        if not starting.expired():
+            raise
+        raise timeout_error(timeout or 0) from error
     session = acquired.session
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
@@ -151,7 +166,8 @@ async def start_turn(
         plan=plan,
         messages_in=messages,
         params=params,
-        timeout=_turn_timeout(settings),
+        timeout=timeout,
+        deadline=deadline,
         stderr=stderr,
         translator=TurnTranslator(
             new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
@@ -204,15 +220,19 @@ async def _acquire_session(
     owned = not keep
     match source:
         case LiveSession(session=live):
+            logger.debug("continuing session %s in its live CLI process", live.session_id)
             return _Acquired(live, continue_input, _nothing)
         case ResumeSession(session_id=resumed):
+            logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
             session_id, new_input = resumed, continue_input
             resume: dict[str, Any] = {"resume": resumed}
         case ForkSession(session_id=forked, message_uuid=at):
+            logger.debug("forking session %s at %s: it went on past this history", forked, at)
             release_source = ledger.use(forked)
             session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
             resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
         case ReplayHistory(entries=entries):
+            logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
             session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd)
             new_input, owned, resume = plan.new_input, True, {"resume": session_id}
         case FreshSession():
@@ -261,6 +281,7 @@ class CLITurn:
         messages_in: list[ModelMessage],
         params: ModelRequestParameters,
         timeout: float | None,
+        deadline: float | None = None,
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
@@ -290,7 +311,9 @@ class CLITurn:
         self.completed = False
         self.failed = False
         self._source: AsyncGenerator[Message, None] | None = None
-        self._deadline: float | None = None
+        self._started = time.monotonic()
+        self._deadline = deadline
+        """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
 
     @property
     def model_used(self) -> str:
@@ -310,11 +333,11 @@ class CLITurn:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
-        timeout counts from the first iteration.
+        timeout counts from the start of the request (the CLI's start included).
         """
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
-            if self.timeout is not None:
+            if self._deadline is None and self.timeout is not None:
                 self._deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             async with asyncio.timeout_at(self._deadline):
@@ -330,7 +353,12 @@ class CLITurn:
             self.failed = True
             if self.router.fatal_error is not None and isinstance(error, Exception):
                 raise self.router.fatal_error from error
-            mapped = map_error(
+            classified = (
+                classify_failed_turn(self.raw_messages, self.runner.display_name)
+                if isinstance(error, Exception) and not isinstance(error, ClaudeCodeError)
+                else None
+            )
+            mapped = classified or map_error(
                 error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.runner.display_name
             )
             if mapped is error:
@@ -347,7 +375,9 @@ class CLITurn:
             # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
             self.completed = True
             return
-        error = result_error(self.translator.outcome, model_name=self.runner.display_name)
+        error = classify_failed_turn(self.raw_messages, self.runner.display_name) or result_error(
+            self.translator.outcome, model_name=self.runner.display_name
+        )
         if error is not None:
             self.failed = True
             raise error
@@ -384,6 +414,14 @@ class CLITurn:
             if self._exact and translator.outcome.last_entry_uuid is not None:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
             self._note_session(session_id)
+        logger.info(
+            "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
+            time.monotonic() - self._started,
+            usage.input_tokens,
+            usage.output_tokens,
+            f"${usage.cost:.6f}" if usage.cost is not None else "unknown",
+            session_id,
+        )
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),

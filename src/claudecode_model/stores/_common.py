@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from dataclasses import dataclass
@@ -12,7 +11,6 @@ from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import (
     SessionKey,
     SessionListSubkeysKey,
-    SessionStore,
     SessionStoreEntry,
     SessionSummaryEntry,
 )
@@ -86,17 +84,3 @@ def checked_prefix(table_prefix: str) -> str:
             f"table_prefix must be a lower-case SQL identifier (letters, digits, _; at most 40), not {table_prefix!r}"
         )
     return table_prefix
-
-
-def checked_session_store(store: object) -> SessionStore | None:
-    """``store`` if it can serve as a claude-agent-sdk ``SessionStore`` (async ``append`` and ``load``), else a
-    ``TypeError`` naming what is missing."""
-    if store is None:
-        return None
-    missing = [name for name in ("append", "load") if not inspect.iscoroutinefunction(getattr(store, name, None))]
-    if missing:
-        raise TypeError(
-            f"session_store must implement claude-agent-sdk's SessionStore protocol (async append() and load()); "
-            f"{type(store).__name__} lacks async {' and '.join(f'{name}()' for name in missing)}"
-        )
-    return cast("SessionStore", store)
