@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         CLIResponseParseError,
         CLITimeoutError,
         DependencyResolutionError,
+        InvalidModelIdError,
         IPCConnectionError,
         IPCError,
         IPCMessageSizeError,
@@ -67,7 +68,8 @@ if TYPE_CHECKING:
         mcp_tool_name,
     )
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
-    from claudecode_model.settings import ClaudeCodeModelSettings
+    from claudecode_model.resolve import ClaudeCodeModels
+    from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinition
     from claudecode_model.stores.postgres import PostgresSessionStore
     from claudecode_model.stores.sqlite import SQLiteSessionStore
     from claudecode_model.tool_converter import (
@@ -116,6 +118,8 @@ _EXPORTS: dict[str, str] = {
     "PostgresSessionStore": "claudecode_model.stores.postgres",
     **dict.fromkeys(("DurableSetupError", "check_dbos_sqlite", "dbos_config"), "claudecode_model.durable"),
     "SQLiteSessionStore": "claudecode_model.stores.sqlite",
+    "SubagentDefinition": "claudecode_model.settings",
+    "ClaudeCodeModels": "claudecode_model.resolve",
     "TransportType": "claudecode_model.ipc._types",
     **{
         name: "claudecode_model.exceptions"
@@ -143,6 +147,7 @@ _EXPORTS: dict[str, str] = {
             "IPCError",
             "IPCMessageSizeError",
             "IPCToolExecutionError",
+            "InvalidModelIdError",
             "MessageConversionError",
             "StructuredOutputError",
             "ToolNotFoundError",
@@ -172,6 +177,7 @@ __all__ = [
     "ClaudeCodeError",
     "ClaudeCodeModel",
     "ClaudeCodeModelSettings",
+    "ClaudeCodeModels",
     "ClaudeCodeOverloadedError",
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
@@ -187,6 +193,7 @@ __all__ = [
     "IPCError",
     "IPCMessageSizeError",
     "IPCToolExecutionError",
+    "InvalidModelIdError",
     "McpResponse",
     "McpTextContent",
     "MessageConversionError",
@@ -194,6 +201,7 @@ __all__ = [
     "PydanticAITool",
     "SQLiteSessionStore",
     "StructuredOutputError",
+    "SubagentDefinition",
     "ToolDefinition",
     "ToolHandler",
     "ToolNotFoundError",

@@ -14,6 +14,9 @@ HISTORY_DIGEST_KEY = "history_digest"
 CLI_TOOL_NAME_KEY = "cli_tool_name"
 """The name the CLI gave a tool call (``mcp__<server>__<tool>`` for MCP tools), kept to replay it faithfully."""
 
+PARENT_TOOL_CALL_ID_KEY = "parent_tool_call_id"
+"""Of a part produced inside a subagent: the id of the ``Agent`` call that started it (such parts are not replayed)."""
+
 RESUME_AT_KEY = "resume_session_at"
 """The transcript entry of the CLI session where a response ends: a later turn resumes (or branches) from there."""
 

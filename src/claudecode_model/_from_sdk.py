@@ -35,7 +35,8 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
+from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._native_tools import NativeToolPlan
 
 logger = logging.getLogger(__name__)
 
@@ -83,9 +84,11 @@ class TurnTranslator:
         *,
         tool_prefixes: tuple[str, ...],
         output_tool_names: frozenset[str] = frozenset(),
+        native_tools: NativeToolPlan | None = None,
     ) -> None:
         self._parts = parts
         self._tool_prefixes = tool_prefixes
+        self._native_tools = native_tools or NativeToolPlan()
         self._output_tool_names = output_tool_names
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
@@ -100,7 +103,11 @@ class TurnTranslator:
         return self._parts
 
     def display_tool_name(self, cli_name: str) -> str:
-        """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name."""
+        """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name, except
+        those standing in for a native tool of the request, which take its name (``web_search``, ``mcp_server:x``)."""
+        native = self._native_tools.display_name(cli_name)
+        if native is not None:
+            return native
         for prefix in self._tool_prefixes:
             if cli_name.startswith(prefix):
                 return cli_name[len(prefix) :]
@@ -121,11 +128,12 @@ class TurnTranslator:
                     if message.error is None and message.uuid:
                         self.outcome.last_entry_uuid = message.uuid
                     yield from self._assistant(message)
+                else:
+                    yield from self._subagent_calls(message, message.parent_tool_use_id)
             case UserMessage():
-                if message.parent_tool_use_id is None:
-                    if message.uuid:
-                        self.outcome.last_entry_uuid = message.uuid
-                    yield from self._tool_results(message)
+                if message.parent_tool_use_id is None and message.uuid:
+                    self.outcome.last_entry_uuid = message.uuid
+                yield from self._tool_results(message, message.parent_tool_use_id)
             case ResultMessage():
                 self.outcome.result = message
                 self.outcome.session_id = message.session_id
@@ -248,6 +256,14 @@ class TurnTranslator:
                 case _:
                     logger.debug("ignoring assistant block %s", type(block).__name__)
 
+    def _subagent_calls(self, message: AssistantMessage, parent_id: str) -> Iterator[ModelResponseStreamEvent]:
+        """The tool calls of a subagent's reply, linked to the call that started the subagent (text stays inside)."""
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                self._tool_names[block.id] = block.name
+                part = self._call_part(block.name, block.input, block.id, parent_id=parent_id)
+                yield self._parts.handle_part(vendor_part_id=("subagent", block.id), part=part)
+
     def _complete_streamed(self, key: tuple[str, int], block: Any) -> Iterator[ModelResponseStreamEvent]:
         """Settle a streamed tool call to its final arguments (deltas may be partial JSON)."""
         if not isinstance(block, ToolUseBlock):
@@ -261,19 +277,20 @@ class TurnTranslator:
     def _tool_call_part(self, block: ToolUseBlock) -> ToolCallPart | NativeToolCallPart:
         return self._call_part(block.name, block.input, block.id)
 
-    def _call_part(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> ToolCallPart | NativeToolCallPart:
+    def _call_part(
+        self, cli_name: str, args: dict[str, Any] | str, call_id: str, *, parent_id: str | None = None
+    ) -> ToolCallPart | NativeToolCallPart:
         name = self.display_tool_name(cli_name)
-        if cli_name in self._output_tool_names:
+        if cli_name in self._output_tool_names and parent_id is None:
             return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)
+        details: dict[str, Any] = {CLI_TOOL_NAME_KEY: cli_name}
+        if parent_id is not None:
+            details[PARENT_TOOL_CALL_ID_KEY] = parent_id
         return NativeToolCallPart(
-            tool_name=name,
-            args=args,
-            tool_call_id=call_id,
-            provider_name=PROVIDER_NAME,
-            provider_details={CLI_TOOL_NAME_KEY: cli_name},
+            tool_name=name, args=args, tool_call_id=call_id, provider_name=PROVIDER_NAME, provider_details=details
         )
 
-    def _tool_results(self, message: UserMessage) -> Iterator[ModelResponseStreamEvent]:
+    def _tool_results(self, message: UserMessage, parent_id: str | None) -> Iterator[ModelResponseStreamEvent]:
         if isinstance(message.content, str):
             return
         for block in message.content:
@@ -281,14 +298,17 @@ class TurnTranslator:
                 continue
             self.attempts.tool_result(block.tool_use_id)
             cli_name = self._tool_names.get(block.tool_use_id, "")
-            if cli_name in self._output_tool_names:
+            if cli_name in self._output_tool_names and parent_id is None:
                 continue
+            details: dict[str, Any] = {CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)}
+            if parent_id is not None:
+                details[PARENT_TOOL_CALL_ID_KEY] = parent_id
             part = NativeToolReturnPart(
                 tool_name=self.display_tool_name(cli_name),
                 content=_tool_result_text(block.content),
                 tool_call_id=block.tool_use_id,
                 provider_name=PROVIDER_NAME,
-                provider_details={CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)},
+                provider_details=details,
                 outcome="failed" if block.is_error else "success",
             )
             yield self._parts.handle_part(vendor_part_id=None, part=part)

@@ -29,7 +29,7 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model._compat import session_transcript_path
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
+from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
 from claudecode_model._to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import ClaudeCodeError, MessageConversionError
 
@@ -64,6 +64,8 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
             continue
         pending: list[ContentBlock] = []
         for part in message.parts:
+            if PARENT_TOOL_CALL_ID_KEY in (getattr(part, "provider_details", None) or {}):
+                continue  # a subagent's call or result: it happened inside the Agent call, which is replayed
             match part:
                 case TextPart():
                     if part.content:

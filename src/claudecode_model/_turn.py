@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import Message, SessionStore
+from claude_agent_sdk.types import McpServerConfig, Message, SessionStore
 from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RequestUsage
 
-from claudecode_model._agent_tools import RunToolRouter
+from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
 from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
 from claudecode_model._digest import history_digest
@@ -41,6 +41,7 @@ from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
+from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._replay import write_replay_transcript
@@ -61,6 +62,7 @@ from claudecode_model._source import (
     choose_source,
 )
 from claudecode_model._store_transcripts import mirror_transcript, transcripts_with_store
+from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._to_anthropic import ContentBlock
 from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
@@ -134,6 +136,10 @@ async def start_turn(
         thinking=params.thinking,
         allowed_tools=list(names.servers),
         mcp_tools_signature=[server.signature for server in servers] if servers else None,
+        native_tools=plan_native_tools(
+            params.native_tools,
+            reserved_servers=(AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, runner.tools.server_name),
+        ),
     )
     stderr: deque[str] = deque(maxlen=STDERR_LINES)
     options, signature = build_options(
@@ -170,13 +176,17 @@ async def start_turn(
         deadline=deadline,
         stderr=stderr,
         translator=TurnTranslator(
-            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
+            new_parts_manager(params),
+            tool_prefixes=names.prefixes,
+            output_tool_names=names.output_tools,
+            native_tools=needs.native_tools,
         ),
         wants_structured_output=needs.output_schema is not None,
         new_input=acquired.new_input,
         files=files,
         keep=keep,
         release_source=acquired.release_source,
+        session_source=acquired.source,
     )
 
 
@@ -187,6 +197,8 @@ class _Acquired:
     """The user message that starts the turn in this session."""
     release_source: Callable[[], None]
     """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
+    source: SessionSource = "fresh"
+    """How the session was reached (reported on the response and its trace span)."""
 
 
 def _nothing() -> None:
@@ -221,21 +233,25 @@ async def _acquire_session(
     match source:
         case LiveSession(session=live):
             logger.debug("continuing session %s in its live CLI process", live.session_id)
-            return _Acquired(live, continue_input, _nothing)
+            return _Acquired(live, continue_input, _nothing, "live")
         case ResumeSession(session_id=resumed):
             logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
+            kind: SessionSource = "resume"
             session_id, new_input = resumed, continue_input
             resume: dict[str, Any] = {"resume": resumed}
         case ForkSession(session_id=forked, message_uuid=at):
             logger.debug("forking session %s at %s: it went on past this history", forked, at)
+            kind = "fork"
             release_source = ledger.use(forked)
             session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
             resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
         case ReplayHistory(entries=entries):
+            kind = "replay"
             logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
             session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd)
             new_input, owned, resume = plan.new_input, True, {"resume": session_id}
         case FreshSession():
+            kind = "fresh"
             new_input, resume = plan.new_input, {}
     release_session = ledger.use(session_id) if session_id is not None else _nothing
     if session_id is not None and owned:
@@ -250,7 +266,10 @@ async def _acquire_session(
             options,
             **resume,
             session_store=runner.session_store,
-            mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
+            mcp_servers={
+                **cast("dict[str, McpServerConfig]", options.mcp_servers),  # the native tools' remote servers
+                **{server.name: tools.config for server, tools in zip(servers, served, strict=True)},
+            },
             env={**options.env, **cli_env},
         )
         # The session keeps the signature computed without per-process values (such as the IPC secret).
@@ -265,7 +284,7 @@ async def _acquire_session(
     except BaseException as error:
         release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
-    return _Acquired(session, new_input, release_source)
+    return _Acquired(session, new_input, release_source, kind)
 
 
 class CLITurn:
@@ -289,6 +308,7 @@ class CLITurn:
         files: TranscriptFiles,
         keep: bool = True,
         release_source: Callable[[], None] = _nothing,
+        session_source: SessionSource = "fresh",
     ) -> None:
         self.runner = runner
         self.session = session
@@ -305,6 +325,8 @@ class CLITurn:
         self.keep = keep
         """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
         self._release_source = release_source
+        self.session_source = session_source
+        """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay`` or ``fresh``."""
         self._exact = True
         """Whether the session's conversation is exactly the history and this turn's response."""
         self.raw_messages: list[Message] = []
@@ -414,6 +436,8 @@ class CLITurn:
             if self._exact and translator.outcome.last_entry_uuid is not None:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
             self._note_session(session_id)
+        details[SESSION_SOURCE_KEY] = self.session_source
+        record_turn(details, parts)
         logger.info(
             "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
             time.monotonic() - self._started,

@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Run one prompt. The answer goes to stdout; tool calls and a final usage line go to stderr.",
     )
     run.add_argument("prompt", help="what to ask; '-' reads it from stdin")
-    run.add_argument("--model", default=None, help="Claude model (sonnet, opus, or a full id)")
+    run.add_argument("--model", default=None, help="Claude model: sonnet, opus, a full id, or claude-code:<model>")
     run.add_argument("--instructions", default=None, help="agent instructions (system prompt)")
     run.add_argument("--offline", action="store_true", help="use the offline backend instead of your login")
     run.add_argument("--no-stream", action="store_true", help="print the answer at the end instead of streaming")
@@ -270,6 +270,10 @@ def _usage_line(response: ModelResponse, elapsed: float) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from claudecode_model.resolve import claude_code_model_name, is_claude_code_model_id
+
+    if args.model is not None and is_claude_code_model_id(args.model):
+        args.model = claude_code_model_name(args.model)
     prompt = _prompt(args.prompt)
     if not prompt.strip():
         print("error: the prompt is empty", file=sys.stderr)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.native_tools import AbstractNativeTool
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.settings import ModelSettings
@@ -136,6 +137,19 @@ class ClaudeCodeModel(Model):
     def system(self) -> str:
         """The provider name used by pydantic-ai's instrumentation."""
         return PROVIDER_NAME
+
+    @classmethod
+    def supported_native_tools(cls) -> frozenset[type[AbstractNativeTool]]:
+        """pydantic-ai's native tools with a Claude Code counterpart: web search, web fetch, MCP servers."""
+        from claudecode_model._native_tools import SUPPORTED_NATIVE_TOOLS
+
+        return SUPPORTED_NATIVE_TOOLS
+
+    def unsupported_native_tool_settings(self, native_tool: AbstractNativeTool) -> frozenset[str]:
+        """The restricting settings of a native tool Claude Code cannot apply (``max_uses``)."""
+        from claudecode_model._native_tools import unsupported_native_tool_settings
+
+        return unsupported_native_tool_settings(native_tool)
 
     @property
     def cli_path(self) -> Path:
