@@ -209,7 +209,7 @@ class SQLiteSessionStore(SessionStore):
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA journal_mode = WAL")
+            _use_wal(db)
             db.execute("PRAGMA synchronous = NORMAL")
             with db:
                 db.execute(
@@ -234,6 +234,25 @@ class SQLiteSessionStore(SessionStore):
             db.close()
             raise
         return db
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL mode (once per file; it stays so). The switch does not wait for a busy database
+    the way statements do, so another process opening the file at the same moment is waited for here."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            (mode,) = db.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+            continue
+        if str(mode).lower() in ("wal", "memory"):  # an in-memory database has no journal file
+            return
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError(f"could not switch {db!r} to WAL mode (journal mode {mode})")
+        time.sleep(0.01)
 
 
 def _columns(key: StoredKey) -> tuple[str, str, str]:
