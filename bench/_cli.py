@@ -19,6 +19,7 @@ from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_
 from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
+from bench._store_suites import StoreSuite
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
@@ -27,6 +28,7 @@ SUITES: tuple[Suite, ...] = (
     ConcurrencySuite(),
     BridgeSpawnSuite(),
     IPCRoundTripSuite(),
+    StoreSuite(),
 )
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import McpServerConfig, Message
+from claude_agent_sdk.types import McpServerConfig, Message, SessionStore
 from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
@@ -69,6 +69,7 @@ from claudecode_model._source import (
     ResumeSession,
     choose_source,
 )
+from claudecode_model._store_transcripts import mirror_transcript, transcripts_with_store
 from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._trace_context import traceparent_env
@@ -96,6 +97,8 @@ class TurnRunner:
     pool: SessionPool[CLISession]
     ledger: SessionLedger = PROCESS_LEDGER
     """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
+    session_store: SessionStore | None = None
+    """Where the CLI mirrors session transcripts, and where the transcript of another worker's session is found."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,8 @@ async def _acquire_session(
         return runner.pool.take(point.session_id, signature=signature, digest=point.digest)
 
     # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
-    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=files)
+    transcripts = await transcripts_with_store(files, runner.session_store, plan.point)
+    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
     continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
     release_source = _nothing
     session_id: str | None = None
@@ -278,9 +282,12 @@ async def _acquire_session(
         router = RunToolRouter()
         served = await serve_tool_servers(runner.tools, servers, router)
         cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        if runner.session_store is not None and isinstance(source, ReplayHistory) and session_id is not None:
+            await mirror_transcript(runner.session_store, files, session_id)
         options = replace(
             options,
             **resume,
+            session_store=runner.session_store,
             mcp_servers={
                 **cast("dict[str, McpServerConfig]", options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(servers, served, strict=True)},

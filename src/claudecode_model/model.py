@@ -31,10 +31,11 @@ from claudecode_model._settings_check import check_model_arguments, check_reques
 from claudecode_model.exceptions import CLIInterruptedError
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
+from claudecode_model.stores._check import checked_session_store
 
 if TYPE_CHECKING:
     from claude_agent_sdk import McpSdkServerConfig, ResultMessage
-    from claude_agent_sdk.types import Message
+    from claude_agent_sdk.types import Message, SessionStore
 
     from claudecode_model._compat import ModelResponsePartsManager
     from claudecode_model._parked import ParkingLot
@@ -90,6 +91,7 @@ class ClaudeCodeModel(Model):
         session_idle_timeout: float = 300.0,
         tool_transport: TransportType = "auto",
         tool_execution: ToolExecution = "agent",
+        session_store: SessionStore | None = None,
     ) -> None:
         """Create a Claude Code model.
 
@@ -108,6 +110,10 @@ class ClaudeCodeModel(Model):
                 calls, retries, events, usage limits and traces; each Claude reply that calls tools is one model
                 request) or ``"cli"`` (Claude Code's loop, one model request per turn). See
                 ``docs/tool-execution.md``.
+            session_store: Where CLI session transcripts are mirrored (claude-agent-sdk's ``SessionStore``, e.g.
+                :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
+                process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
+                replaying the history. Workers must share the store and the working directory.
         """
         check_model_arguments(
             keep_sessions=keep_sessions,
@@ -126,6 +132,7 @@ class ClaudeCodeModel(Model):
         self._tool_setup: ToolSetup | None = None
         self._tool_execution = checked_tool_execution(tool_execution)
         self._parking_lot: ParkingLot[CLITurn] | None = None
+        self._session_store = checked_session_store(session_store)
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
 
     # --- pydantic-ai Model interface ------------------------------------------------------------------------
@@ -368,7 +375,15 @@ class ClaudeCodeModel(Model):
     def _runner(self) -> TurnRunner:
         from claudecode_model._turn import TurnRunner
 
-        return TurnRunner(self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool)
+        return TurnRunner(
+            self._model_name,
+            self.model_name,
+            self.cli_path,
+            self._env,
+            self._tools,
+            self._pool,
+            session_store=self._session_store,
+        )
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
         """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""
