@@ -10,16 +10,14 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.native_tools import AbstractNativeTool
-from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
-from pydantic_ai.profiles.anthropic import anthropic_model_profile
+from pydantic_ai.profiles import ModelProfileSpec
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
@@ -27,8 +25,10 @@ from claudecode_model._details import PROVIDER_NAME
 from claudecode_model._execution import ToolExecution, checked_tool_execution
 from claudecode_model._exit import close_blocking, track
 from claudecode_model._history_repair import repair_history
+from claudecode_model._parked_turns import continue_parked, settle
+from claudecode_model._profile import default_profile
 from claudecode_model._settings_check import check_model_arguments, check_request_settings
-from claudecode_model.exceptions import CLIInterruptedError
+from claudecode_model._streamed import ClaudeCodeStreamedResponse
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import checked_session_store
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from claude_agent_sdk import McpSdkServerConfig, ResultMessage
     from claude_agent_sdk.types import Message, SessionStore
 
-    from claudecode_model._compat import ModelResponsePartsManager
     from claudecode_model._parked import ParkingLot
     from claudecode_model._request_tools import ToolSetup
     from claudecode_model._session import CLISession, SessionPool
@@ -133,7 +132,7 @@ class ClaudeCodeModel(Model):
         self._tool_execution = checked_tool_execution(tool_execution)
         self._parking_lot: ParkingLot[CLITurn] | None = None
         self._session_store = checked_session_store(session_store)
-        super().__init__(settings=settings, profile=profile or _default_profile(model_name))
+        super().__init__(settings=settings, profile=profile or default_profile(model_name))
 
     # --- pydantic-ai Model interface ------------------------------------------------------------------------
 
@@ -216,13 +215,13 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        turn = await self._continue_parked(messages, params)
+        turn = await continue_parked(self._parking_lot, messages, params)
         if turn is None:
             turn = await self._start_turn(messages, settings, params, run_context)
         try:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         finally:
-            await self._settle(turn)
+            await settle(turn, self._parked, self._pool.idle_timeout)
 
     # --- extra entry points ---------------------------------------------------------------------------------
 
@@ -260,7 +259,7 @@ class ClaudeCodeModel(Model):
         from claudecode_model._session import ToolsWaiting
 
         settings, params = self.prepare_request(model_settings, model_request_parameters or ModelRequestParameters())
-        turn = await self._continue_parked(messages, params)
+        turn = await continue_parked(self._parking_lot, messages, params)
         if turn is None:
             turn = await self._start_turn(messages, settings, params)
         try:
@@ -273,7 +272,7 @@ class ClaudeCodeModel(Model):
                     if turn.waiting_calls:
                         break
         finally:
-            await self._settle(turn)
+            await settle(turn, self._parked, self._pool.idle_timeout)
 
     def set_agent_toolsets(
         self, toolsets: Any, *, server_name: str = DEFAULT_SERVER_NAME, transport: TransportType = "auto"
@@ -333,45 +332,6 @@ class ClaudeCodeModel(Model):
 
         return run_scope(self._parked, lambda: self._pool.idle_timeout)
 
-    async def _continue_parked(self, messages: list[ModelMessage], params: ModelRequestParameters) -> CLITurn | None:
-        """The parked turn waiting for the answers this request carries, with the answers delivered (and a new user
-        prompt sent along with them, which Claude gets with the answers)."""
-        if self._parking_lot is None:
-            return None
-        from claudecode_model._agent_run import deliver_answers, pending_calls
-        from claudecode_model._compat import new_parts_manager
-
-        self._parked.prune_dead_loops()
-        pending = pending_calls(messages, PROVIDER_NAME)
-        if pending is None:
-            return None
-        turn = self._parked.claim(pending.ids)
-        if turn is None:
-            return None
-        try:
-            if pending.prompts:
-                await turn.say(pending.prompts)
-        except BaseException:
-            await turn.close_parked()
-            raise
-        turn.session.waiting_for_tools = False
-        deliver_answers(turn.router.results, pending)
-        turn.continue_with(messages, new_parts_manager(params))
-        return turn
-
-    async def _settle(self, turn: CLITurn) -> None:
-        """After a request: park a turn that waits for tool results, else finish it."""
-        waiting = turn.waiting_calls
-        if not waiting:
-            await turn.finish()
-            return
-        from claudecode_model._agent_run import current_run_scope
-
-        scope = current_run_scope()
-        timeout = None if scope is not None else self._pool.idle_timeout
-        turn.session.waiting_for_tools = True
-        self._parked.park(turn, waiting, timeout=timeout, owner=scope)
-
     def _runner(self) -> TurnRunner:
         from claudecode_model._turn import TurnRunner
 
@@ -392,98 +352,3 @@ class ClaudeCodeModel(Model):
     def _overrides_unified_effort(self, model_settings: Mapping[str, object]) -> bool:
         """``claude_code_effort`` replaces the effort a unified ``thinking`` level maps to."""
         return "claude_code_effort" in model_settings
-
-
-def _default_profile(model_name: str | None) -> ModelProfile:
-    base = anthropic_model_profile(model_name or "claude-sonnet-4-5") or ModelProfile()
-    return {
-        **base,
-        "supports_json_schema_output": True,
-        "default_structured_output_mode": "native",
-        # What the CLI's input accepts (see _to_anthropic): images, PDF and plain text; no audio, video or Office files.
-        "supports_audio_file_input": False,
-        "supports_video_input": False,
-        "supported_document_media_types": frozenset({"application/pdf", "text/plain"}),
-    }
-
-
-def _now_utc() -> datetime:
-    from claudecode_model._compat import now_utc
-
-    return now_utc()
-
-
-@dataclass
-class ClaudeCodeStreamedResponse(StreamedResponse):
-    """Streamed response of a Claude Code turn: true token streaming from the CLI's partial messages."""
-
-    _turn: CLITurn
-    _timestamp: datetime = field(default_factory=lambda: _now_utc())
-    _closed: bool = field(default=False, init=False)
-
-    @property
-    def turn(self) -> CLITurn:
-        """The CLI turn behind this response."""
-        return self._turn
-
-    @property
-    def _parts_manager(self) -> ModelResponsePartsManager:  # the parts the turn's translator builds
-        return self._turn.translator.parts
-
-    async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
-        from claudecode_model._session import ToolsWaiting
-
-        turn = self._turn
-        async with aclosing(turn.messages()) as messages:
-            async for message in messages:
-                if self._closed:
-                    return
-                if isinstance(message, ToolsWaiting):  # a reply that was not streamed ended with agent tool calls
-                    break
-                for event in turn.translator.feed(message):
-                    yield event
-                    if self._closed:  # nothing after cancel(): the response was recorded as it stood
-                        return
-                if turn.waiting_calls:  # Claude's reply called tools pydantic-ai runs: this response ends here
-                    break
-        if turn.wants_structured_output and not turn.waiting_calls:
-            # Native output is read from the text after the last tool call: the validated JSON the CLI returned.
-            part = TextPart(turn.structured_output_text())
-            yield self._parts_manager.handle_part(vendor_part_id="structured_output", part=part)
-        summary = turn.conclude(turn.translator.kept(self._parts_manager.get_parts()))
-        self._usage = summary.usage
-        self.finish_reason = summary.finish_reason
-        self.provider_details = summary.provider_details
-        self.provider_response_id = summary.provider_response_id
-
-    def get(self) -> ModelResponse:
-        """The response so far, without what aborted attempts streamed (see :mod:`claudecode_model._attempts`)."""
-        response = super().get()
-        return replace(response, parts=self._turn.translator.kept(response.parts))
-
-    async def close_stream(self) -> None:
-        """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
-        # Set here, not read from ``cancelled``: wrappers (pydantic-ai's continuation stream) call this directly.
-        self._closed = True
-        await self._turn.stop()
-
-    def get_stream_cancel_errors(self) -> tuple[type[BaseException], ...]:
-        """The error a turn stopped by :meth:`close_stream` ends with (suppressed after ``cancel()``)."""
-        return (CLIInterruptedError,)
-
-    @property
-    def model_name(self) -> str:
-        """The model the CLI used (from its init message), else the name the model was created with."""
-        return self._turn.model_used
-
-    @property
-    def provider_name(self) -> str:
-        return PROVIDER_NAME
-
-    @property
-    def provider_url(self) -> str | None:
-        return None
-
-    @property
-    def timestamp(self) -> datetime:
-        return self._timestamp

@@ -1,0 +1,64 @@
+"""Parking and continuing the CLI turns that wait for tool results pydantic-ai runs (see :mod:`._agent_run`).
+
+Importing this module imports neither claude-agent-sdk nor mcp: they are imported at the first request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import ModelRequestParameters
+
+from claudecode_model._details import PROVIDER_NAME
+
+if TYPE_CHECKING:
+    from claudecode_model._parked import ParkingLot
+    from claudecode_model._turn import CLITurn
+
+__all__ = ["continue_parked", "settle"]
+
+
+async def continue_parked(
+    lot: ParkingLot[CLITurn] | None, messages: list[ModelMessage], params: ModelRequestParameters
+) -> CLITurn | None:
+    """The parked turn waiting for the answers this request carries, with the answers delivered (and a new user
+    prompt sent along with them, which Claude gets with the answers)."""
+    if lot is None:
+        return None
+    from claudecode_model._agent_run import deliver_answers, pending_calls
+    from claudecode_model._compat import new_parts_manager
+
+    lot.prune_dead_loops()
+    pending = pending_calls(messages, PROVIDER_NAME)
+    if pending is None:
+        return None
+    turn = lot.claim(pending.ids)
+    if turn is None:
+        return None
+    try:
+        if pending.prompts:
+            await turn.say(pending.prompts)
+    except BaseException:
+        await turn.close_parked()
+        raise
+    turn.session.waiting_for_tools = False
+    deliver_answers(turn.router.results, pending)
+    turn.continue_with(messages, new_parts_manager(params))
+    return turn
+
+
+async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | None) -> None:
+    """After a request: park a turn that waits for tool results, else finish it.
+
+    Outside an agent run's scope the parked turn is closed after ``idle_timeout``; inside, the scope decides.
+    """
+    waiting = turn.waiting_calls
+    if not waiting:
+        await turn.finish()
+        return
+    from claudecode_model._agent_run import current_run_scope
+
+    scope = current_run_scope()
+    turn.session.waiting_for_tools = True
+    lot.park(turn, waiting, timeout=None if scope is not None else idle_timeout, owner=scope)

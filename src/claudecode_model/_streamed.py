@@ -1,0 +1,103 @@
+"""``ClaudeCodeStreamedResponse``: the streamed response of one Claude Code turn (re-exported by ``model``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pydantic_ai.messages import ModelResponse, ModelResponseStreamEvent, TextPart
+from pydantic_ai.models import StreamedResponse
+
+from claudecode_model._details import PROVIDER_NAME
+from claudecode_model.exceptions import CLIInterruptedError
+
+if TYPE_CHECKING:
+    from claudecode_model._compat import ModelResponsePartsManager
+    from claudecode_model._turn import CLITurn
+
+__all__ = ["ClaudeCodeStreamedResponse"]
+
+
+def _now_utc() -> datetime:
+    from claudecode_model._compat import now_utc
+
+    return now_utc()
+
+
+@dataclass
+class ClaudeCodeStreamedResponse(StreamedResponse):
+    """Streamed response of a Claude Code turn: true token streaming from the CLI's partial messages."""
+
+    _turn: CLITurn
+    _timestamp: datetime = field(default_factory=lambda: _now_utc())
+    _closed: bool = field(default=False, init=False)
+
+    @property
+    def turn(self) -> CLITurn:
+        """The CLI turn behind this response."""
+        return self._turn
+
+    @property
+    def _parts_manager(self) -> ModelResponsePartsManager:  # the parts the turn's translator builds
+        return self._turn.translator.parts
+
+    async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
+        from claudecode_model._session import ToolsWaiting
+
+        turn = self._turn
+        async with aclosing(turn.messages()) as messages:
+            async for message in messages:
+                if self._closed:
+                    return
+                if isinstance(message, ToolsWaiting):  # a reply that was not streamed ended with agent tool calls
+                    break
+                for event in turn.translator.feed(message):
+                    yield event
+                    if self._closed:  # nothing after cancel(): the response was recorded as it stood
+                        return
+                if turn.waiting_calls:  # Claude's reply called tools pydantic-ai runs: this response ends here
+                    break
+        if turn.wants_structured_output and not turn.waiting_calls:
+            # Native output is read from the text after the last tool call: the validated JSON the CLI returned.
+            part = TextPart(turn.structured_output_text())
+            yield self._parts_manager.handle_part(vendor_part_id="structured_output", part=part)
+        summary = turn.conclude(turn.translator.kept(self._parts_manager.get_parts()))
+        self._usage = summary.usage
+        self.finish_reason = summary.finish_reason
+        self.provider_details = summary.provider_details
+        self.provider_response_id = summary.provider_response_id
+
+    def get(self) -> ModelResponse:
+        """The response so far, without what aborted attempts streamed (see :mod:`claudecode_model._attempts`)."""
+        response = super().get()
+        return replace(response, parts=self._turn.translator.kept(response.parts))
+
+    async def close_stream(self) -> None:
+        """Stop the CLI turn (used by ``cancel()``): the session is not reused."""
+        # Set here, not read from ``cancelled``: wrappers (pydantic-ai's continuation stream) call this directly.
+        self._closed = True
+        await self._turn.stop()
+
+    def get_stream_cancel_errors(self) -> tuple[type[BaseException], ...]:
+        """The error a turn stopped by :meth:`close_stream` ends with (suppressed after ``cancel()``)."""
+        return (CLIInterruptedError,)
+
+    @property
+    def model_name(self) -> str:
+        """The model the CLI used (from its init message), else the name the model was created with."""
+        return self._turn.model_used
+
+    @property
+    def provider_name(self) -> str:
+        return PROVIDER_NAME
+
+    @property
+    def provider_url(self) -> str | None:
+        return None
+
+    @property
+    def timestamp(self) -> datetime:
+        return self._timestamp
