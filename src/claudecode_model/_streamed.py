@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import StreamedResponse
@@ -15,10 +15,23 @@ from claudecode_model._details import PROVIDER_NAME
 from claudecode_model.exceptions import CLIInterruptedError
 
 if TYPE_CHECKING:
+    from claude_agent_sdk import ResultMessage
+    from claude_agent_sdk.types import Message
+
     from claudecode_model._compat import ModelResponsePartsManager
     from claudecode_model._turn import CLITurn
 
-__all__ = ["ClaudeCodeStreamedResponse"]
+__all__ = ["ClaudeCodeResponse", "ClaudeCodeStreamedResponse", "raw_messages", "response_with_metadata"]
+
+
+@dataclass
+class ClaudeCodeResponse:
+    """A model response together with everything the CLI reported about the turn."""
+
+    response: ModelResponse
+    result: ResultMessage | None
+    init: dict[str, Any]
+    messages: list[Message]
 
 
 def _now_utc() -> datetime:
@@ -101,3 +114,28 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
     @property
     def timestamp(self) -> datetime:
         return self._timestamp
+
+
+def response_with_metadata(stream: ClaudeCodeStreamedResponse) -> ClaudeCodeResponse:
+    """The response a finished stream built, with the CLI's result message, init data and raw messages."""
+    outcome = stream.turn.translator.outcome
+    return ClaudeCodeResponse(
+        response=stream.get(),
+        result=outcome.result,
+        init=outcome.init_data,
+        messages=list(stream.turn.raw_messages),
+    )
+
+
+async def raw_messages(turn: CLITurn) -> AsyncGenerator[Message]:
+    """The turn's raw claude-agent-sdk messages (fed to its translator), up to a reply that calls the agent's tools."""
+    from claudecode_model._session import ToolsWaiting
+
+    async with aclosing(turn.messages()) as stream:
+        async for message in stream:
+            if not isinstance(message, ToolsWaiting):
+                for _ in turn.translator.feed(message):
+                    pass
+                yield message
+            if turn.waiting_calls:
+                break

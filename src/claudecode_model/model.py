@@ -10,7 +10,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,38 +26,31 @@ from claudecode_model._exit import close_blocking, track
 from claudecode_model._history_repair import repair_history
 from claudecode_model._parked_turns import continue_parked, settle
 from claudecode_model._profile import default_profile
+from claudecode_model._resources import ModelResources
 from claudecode_model._settings_check import check_model_arguments, check_request_settings
-from claudecode_model._streamed import ClaudeCodeStreamedResponse
+from claudecode_model._streamed import (
+    ClaudeCodeResponse,
+    ClaudeCodeStreamedResponse,
+    raw_messages,
+    response_with_metadata,
+)
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import checked_session_store
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import McpSdkServerConfig, ResultMessage
+    from claude_agent_sdk import McpSdkServerConfig
     from claude_agent_sdk.types import Message, SessionStore
 
-    from claudecode_model._parked import ParkingLot
-    from claudecode_model._request_tools import ToolSetup
     from claudecode_model._session import CLISession, SessionPool
-    from claudecode_model._turn import CLITurn, TurnRunner
+    from claudecode_model._turn import CLITurn
 
 DEFAULT_SERVER_NAME = "pydantic_tools"
-"""The MCP server name of registered toolsets (``claudecode_model.DEFAULT_SERVER_NAME``; kept here so that
-importing the model does not import mcp)."""
+"""The MCP server name of registered toolsets (kept here so that importing the model does not import mcp)."""
 
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ClaudeCodeResponse:
-    """A model response together with everything the CLI reported about the turn."""
-
-    response: ModelResponse
-    result: ResultMessage | None
-    init: dict[str, Any]
-    messages: list[Message]
 
 
 class ClaudeCodeModel(Model):
@@ -124,13 +116,12 @@ class ClaudeCodeModel(Model):
         self._cli_path_option = cli_path
         self._cli_path: Path | None = None
         self._env = dict(env or {})
-        self._keep_sessions = keep_sessions
-        self._session_idle_timeout = session_idle_timeout
-        self._tool_transport = tool_transport
-        self._session_pool: SessionPool[CLISession] | None = None
-        self._tool_setup: ToolSetup | None = None
-        self._tool_execution = checked_tool_execution(tool_execution)
-        self._parking_lot: ParkingLot[CLITurn] | None = None
+        self._resources = ModelResources(
+            keep_sessions=keep_sessions,
+            idle_timeout=session_idle_timeout,
+            transport=tool_transport,
+            execution=checked_tool_execution(tool_execution),
+        )
         self._session_store = checked_session_store(session_store)
         super().__init__(settings=settings, profile=profile or default_profile(model_name))
 
@@ -171,30 +162,7 @@ class ClaudeCodeModel(Model):
     @property
     def _pool(self) -> SessionPool[CLISession]:
         """The idle CLI sessions kept for follow-up turns (created with the first request)."""
-        if self._session_pool is None:
-            from claudecode_model._session import SessionPool
-
-            self._session_pool = SessionPool(max_idle=self._keep_sessions, idle_timeout=self._session_idle_timeout)
-        return self._session_pool
-
-    @property
-    def _tools(self) -> ToolSetup:
-        """How this model serves tools (created on first use)."""
-        if self._tool_setup is None:
-            from claudecode_model._request_tools import ToolSetup
-
-            self._tool_setup = ToolSetup(transport=self._tool_transport, execution=self._tool_execution)
-        return self._tool_setup
-
-    @property
-    def _parked(self) -> ParkingLot[CLITurn]:
-        """The CLI turns waiting for tool results pydantic-ai runs (created on first use)."""
-        if self._parking_lot is None:
-            from claudecode_model._parked import ParkingLot
-            from claudecode_model._turn import CLITurn
-
-            self._parking_lot = ParkingLot(close=CLITurn.close_parked, kill=CLITurn.kill)
-        return self._parking_lot
+        return self._resources.pool
 
     async def request(
         self,
@@ -215,13 +183,11 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        turn = await continue_parked(self._parking_lot, messages, params)
-        if turn is None:
-            turn = await self._start_turn(messages, settings, params, run_context)
+        turn = await self._start_turn(messages, settings, params, run_context)
         try:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         finally:
-            await settle(turn, self._parked, self._pool.idle_timeout)
+            await settle(turn, self._resources.parked, self._pool.idle_timeout)
 
     # --- extra entry points ---------------------------------------------------------------------------------
 
@@ -237,13 +203,7 @@ class ClaudeCodeModel(Model):
             async for _ in stream:
                 pass
         assert isinstance(stream, ClaudeCodeStreamedResponse)
-        outcome = stream.turn.translator.outcome
-        return ClaudeCodeResponse(
-            response=stream.get(),
-            result=outcome.result,
-            init=outcome.init_data,
-            messages=list(stream.turn.raw_messages),
-        )
+        return response_with_metadata(stream)
 
     async def stream_messages(
         self,
@@ -256,23 +216,14 @@ class ClaudeCodeModel(Model):
         Like :meth:`request`, it ends at a reply of Claude's that calls the agent's tools (when pydantic-ai runs them):
         the turn then waits, and a later request carrying the results continues it.
         """
-        from claudecode_model._session import ToolsWaiting
-
         settings, params = self.prepare_request(model_settings, model_request_parameters or ModelRequestParameters())
-        turn = await continue_parked(self._parking_lot, messages, params)
-        if turn is None:
-            turn = await self._start_turn(messages, settings, params)
+        turn = await self._start_turn(messages, settings, params)
         try:
-            async with aclosing(turn.messages()) as stream:
+            async with aclosing(raw_messages(turn)) as stream:
                 async for message in stream:
-                    if not isinstance(message, ToolsWaiting):
-                        for _ in turn.translator.feed(message):
-                            pass
-                        yield message
-                    if turn.waiting_calls:
-                        break
+                    yield message
         finally:
-            await settle(turn, self._parked, self._pool.idle_timeout)
+            await settle(turn, self._resources.parked, self._pool.idle_timeout)
 
     def set_agent_toolsets(
         self, toolsets: Any, *, server_name: str = DEFAULT_SERVER_NAME, transport: TransportType = "auto"
@@ -286,20 +237,17 @@ class ClaudeCodeModel(Model):
         (the IPC bridge) or ``"auto"`` (see ``tool_transport`` of the constructor). Calling it again replaces
         the previous registration (with a warning).
         """
-        if self._tools.registered_toolsets is not None:
+        if self._resources.tools.registered_toolsets is not None:
             logger.warning("set_agent_toolsets() replaces the toolsets registered before")
-        self._tools.register(toolsets, server_name=server_name, transport=transport)
+        self._resources.tools.register(toolsets, server_name=server_name, transport=transport)
 
     def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
         """The in-process MCP server holding only the registered tools this request names."""
-        return self._tools.registered_server(function_tool_names)
+        return self._resources.tools.registered_server(function_tool_names)
 
     async def aclose(self) -> None:
         """Stop every CLI process this model keeps for follow-up turns, and every turn waiting for tool results."""
-        if self._parking_lot is not None:
-            await self._parking_lot.close_all()
-        if self._session_pool is not None:
-            await self._session_pool.close_all()
+        await self._resources.aclose()
 
     def close(self) -> None:
         """Synchronous :meth:`aclose` for programs that use ``run_sync`` (not callable from async code)."""
@@ -309,8 +257,6 @@ class ClaudeCodeModel(Model):
         await self.aclose()
         return await super().__aexit__(*args)
 
-    # --- internals ------------------------------------------------------------------------------------------
-
     async def _start_turn(
         self,
         messages: list[ModelMessage],
@@ -318,32 +264,32 @@ class ClaudeCodeModel(Model):
         params: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> CLITurn:
-        """Check the settings (before anything starts), then plan and start the turn."""
-        from claudecode_model._turn import start_turn
+        """Continue the parked turn waiting for this request's tool results, else check the settings (before
+        anything starts), then plan and start a new turn."""
+        from claudecode_model._turn import TurnRunner, start_turn
 
+        parked = await continue_parked(self._resources.parked_if_created, messages, params)
+        if parked is not None:
+            return parked
         check_request_settings(self, settings)
         track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
         # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
-        return await start_turn(self._runner(), repair_history(messages), settings, params, run_context)
+        runner = TurnRunner(
+            self._model_name,
+            self.model_name,
+            self.cli_path,
+            self._env,
+            self._resources.tools,
+            self._pool,
+            session_store=self._session_store,
+        )
+        return await start_turn(runner, repair_history(messages), settings, params, run_context)
 
     def _run_scope(self) -> AbstractAsyncContextManager[None]:
         """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""
         from claudecode_model._agent_run import run_scope
 
-        return run_scope(self._parked, lambda: self._pool.idle_timeout)
-
-    def _runner(self) -> TurnRunner:
-        from claudecode_model._turn import TurnRunner
-
-        return TurnRunner(
-            self._model_name,
-            self.model_name,
-            self.cli_path,
-            self._env,
-            self._tools,
-            self._pool,
-            session_store=self._session_store,
-        )
+        return run_scope(self._resources.parked, lambda: self._pool.idle_timeout)
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
         """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""
