@@ -21,11 +21,9 @@ from claude_agent_sdk import project_key_for_directory
 from claude_agent_sdk.types import SessionKey, SessionStore
 
 from claudecode_model._plan import SessionPoint
-from claudecode_model._transcripts import PointPosition, TranscriptFiles
+from claudecode_model._transcripts import PointPosition, TranscriptFiles, entries_position
 
 logger = logging.getLogger(__name__)
-
-_CONVERSATION_TYPES = frozenset({"user", "assistant"})
 
 
 @dataclass(frozen=True)
@@ -42,19 +40,6 @@ class StoredTranscript:
         if on_disk != "missing" or session_id != self.session_id:
             return on_disk
         return entries_position(self.entries, message_uuid)
-
-
-def entries_position(entries: Sequence[Any], message_uuid: str) -> PointPosition:
-    """Where the entry ``message_uuid`` lies among transcript entries (the same reading as the CLI's files)."""
-    found = False
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        if found and entry.get("type") in _CONVERSATION_TYPES:
-            return "inside"
-        if entry.get("uuid") == message_uuid:
-            found = True
-    return "end" if found else "missing"
 
 
 def store_key(files: TranscriptFiles, session_id: str) -> SessionKey:

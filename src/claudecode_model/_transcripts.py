@@ -11,10 +11,10 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from claudecode_model._replay import transcript_path
 
@@ -43,19 +43,31 @@ class TranscriptFiles:
             text = self.path(session_id).read_text(encoding="utf-8", errors="surrogateescape")
         except OSError:
             return "missing"
-        found = False
-        for line in text.splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(entry, dict):
-                continue
-            if found and entry.get("type") in _CONVERSATION_TYPES:
-                return "inside"
-            if entry.get("uuid") == message_uuid:
-                found = True
-        return "end" if found else "missing"
+        return entries_position(_json_lines(text), message_uuid)
+
+
+def entries_position(entries: Sequence[Any], message_uuid: str) -> PointPosition:
+    """Where the entry ``message_uuid`` lies among transcript entries (the same reading as the CLI's files)."""
+    found = False
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        if found and entry.get("type") in _CONVERSATION_TYPES:
+            return "inside"
+        if entry.get("uuid") == message_uuid:
+            found = True
+    return "end" if found else "missing"
+
+
+def _json_lines(text: str) -> list[Any]:
+    """The JSON values of a JSONL text's lines (lines that are not JSON are skipped)."""
+    values: list[Any] = []
+    for line in text.splitlines():
+        try:
+            values.append(json.loads(line))
+        except ValueError:
+            continue
+    return values
 
 
 def remove_transcript(path: Path) -> None:
