@@ -34,6 +34,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
+from claudecode_model._agent_tools import tool_specs
 from claudecode_model._call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
 from claudecode_model._execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
 from claudecode_model._mcp import McpResponse, ToolCallHandler, ToolSpec, text_result
@@ -81,16 +82,7 @@ def waiting_tool_specs(tool_defs: Sequence[ToolDefinition], results: CallResults
 
         return handle
 
-    return [
-        ToolSpec(
-            name=tool.name,
-            description=tool.description or "",
-            input_schema=dict(tool.parameters_json_schema),
-            handler=handler(tool.name),
-            read_only=True,
-        )
-        for tool in tool_defs
-    ]
+    return tool_specs(tool_defs, handler, read_only=lambda tool: True)
 
 
 @dataclass(frozen=True)

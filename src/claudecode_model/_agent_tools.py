@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -173,16 +173,21 @@ def tools_signature(tool_defs: list[ToolDefinition]) -> str:
     return hashlib.sha256(json.dumps(source, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _specs(
-    tool_defs: list[ToolDefinition], handler: Callable[[str], ToolCallHandler], *, parallel: bool
+def tool_specs(
+    tool_defs: Sequence[ToolDefinition],
+    handler: Callable[[str], ToolCallHandler],
+    *,
+    read_only: Callable[[ToolDefinition], bool],
 ) -> list[ToolSpec]:
+    """pydantic-ai tool definitions as MCP tool specs, each with ``handler(name)``; ``read_only`` marks the tools
+    whose calls Claude Code may run at once."""
     return [
         ToolSpec(
             name=tool.name,
             description=tool.description or "",
             input_schema=dict(tool.parameters_json_schema),
             handler=handler(tool.name),
-            read_only=parallel and not tool.sequential,
+            read_only=read_only(tool),
         )
         for tool in tool_defs
     ]
@@ -201,7 +206,7 @@ def agent_tool_specs(tool_defs: list[ToolDefinition], router: RunToolRouter) -> 
 
         return handle
 
-    return _specs(tool_defs, handler, parallel=True)
+    return tool_specs(tool_defs, handler, read_only=lambda tool: not tool.sequential)
 
 
 def output_tool_specs(output_defs: list[ToolDefinition], router: RunToolRouter) -> list[ToolSpec]:
@@ -213,4 +218,4 @@ def output_tool_specs(output_defs: list[ToolDefinition], router: RunToolRouter) 
 
         return handle
 
-    return _specs(output_defs, handler, parallel=False)
+    return tool_specs(output_defs, handler, read_only=lambda tool: False)
