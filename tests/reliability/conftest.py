@@ -9,7 +9,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, _launcher
 from tests._support.polling import wait_for
 from tests._support.processes import cli_children, live_descendants
 from tests._support.reliability import Resources, assert_nothing_leaked, brain
@@ -64,6 +64,8 @@ class Harness:
 async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
     claude_backend.set_brain(FunctionModel(brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env())
+    # The CLI launcher is written once per user and kept in the temp dir: not something a test leaks.
+    _launcher.guarded_cli_path(model.cli_path)
     harness = Harness(claude_backend, model, Resources.now())
     try:
         yield harness
