@@ -181,6 +181,16 @@ async def start_turn(
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
+    translator = TurnTranslator(
+        new_parts_manager(params),
+        tool_prefixes=names.prefixes,
+        output_tool_names=names.plain_calls,
+        native_tools=needs.native_tools,
+        denied=_restriction_check(settings),
+    )
+    deferred = plan.deferred_call
+    if deferred is not None:
+        translator.resumes_call(str(deferred["id"]), str(deferred["name"]))
     if pending is not None:
         deliver_answers(router.results, pending)
     return CLITurn(
@@ -193,13 +203,7 @@ async def start_turn(
         timeout=timeout,
         deadline=deadline,
         stderr=stderr,
-        translator=TurnTranslator(
-            new_parts_manager(params),
-            tool_prefixes=names.prefixes,
-            output_tool_names=names.plain_calls,
-            native_tools=needs.native_tools,
-            denied=_restriction_check(settings),
-        ),
+        translator=translator,
         wants_structured_output=needs.output_schema is not None,
         agent_runs_tools=agent_runs_tools,
         new_input=acquired.new_input,
