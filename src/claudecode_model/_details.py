@@ -13,3 +13,9 @@ HISTORY_DIGEST_KEY = "history_digest"
 
 CLI_TOOL_NAME_KEY = "cli_tool_name"
 """The name the CLI gave a tool call (``mcp__<server>__<tool>`` for MCP tools), kept to replay it faithfully."""
+
+SESSION_SOURCE_KEY = "session_source"
+"""How the turn got its CLI session: ``"spare"``, ``"live"``, ``"resume"``, ``"replay"``, ``"fork"`` or ``"new"``."""
+
+FIRST_TOKEN_KEY = "first_token_seconds"
+"""Seconds from the request to the first token of the answer (the first streamed delta, or the first message)."""

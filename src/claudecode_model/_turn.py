@@ -16,15 +16,16 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import Message
+from claude_agent_sdk.types import AssistantMessage, Message, StreamEvent
 from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
@@ -33,7 +34,7 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._agent_tools import RunToolRouter
 from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
-from claudecode_model._details import HISTORY_DIGEST_KEY
+from claudecode_model._details import FIRST_TOKEN_KEY, HISTORY_DIGEST_KEY, SESSION_SOURCE_KEY
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._from_sdk import TurnTranslator
@@ -48,7 +49,8 @@ from claudecode_model._request_tools import (
     tool_names,
 )
 from claudecode_model._session import CLISession, SessionPool
-from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
+from claudecode_model._slots import ProcessSlots
+from claudecode_model.exceptions import ClaudeCodeError, CLITimeoutError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 STDERR_LINES = 50
@@ -67,6 +69,23 @@ class TurnRunner:
     env: Mapping[str, str]
     tools: ToolSetup
     pool: SessionPool[CLISession]
+    slots: ProcessSlots | None = None
+    """The model's bound on live CLI processes (``None``: unbounded)."""
+
+
+SessionSource = Literal["spare", "live", "resume", "replay", "fork", "new"]
+"""How a turn got its session: a spare started ahead, the live process of the conversation, a new process resuming
+its recorded session, replaying its history, branching it, or starting it."""
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    """Everything a new CLI process of a turn is started from (also what a spare for it is started from)."""
+
+    runner: TurnRunner
+    options: ClaudeAgentOptions
+    signature: str
+    servers: Sequence[ToolServerPlan]
 
 
 @dataclass(frozen=True)
@@ -90,6 +109,7 @@ async def start_turn(
 
     ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned.
     """
+    started = time.perf_counter()
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
     await runner.pool.prune()
     plan = plan_turn(
@@ -107,8 +127,42 @@ async def start_turn(
                 "This request carries function tools but no agent run context: run the model through an "
                 "Agent, or register the tools with set_agent_toolsets()."
             )
+    request, stderr = session_request(runner, settings, params, plan.system_prompt, servers)
+    timeout = _turn_timeout(settings)
+    session, source = await _acquire_session(request, plan, settings, stderr, timeout)
+    router = session.tool_router
+    assert router is not None, "every session of the turn runner has a tool router"
+    router.bind(run_context if runs_agent_tools else None)
+    return CLITurn(
+        runner=runner,
+        session=session,
+        router=router,
+        plan=plan,
+        messages_in=messages,
+        params=params,
+        timeout=timeout,
+        stderr=session.stderr if session.stderr is not None else stderr,
+        translator=TurnTranslator(
+            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
+        ),
+        wants_structured_output=_native_output_schema(params) is not None,
+        source=source,
+        started=started,
+        spare_request=request if source in ("new", "spare") else None,
+    )
+
+
+def session_request(
+    runner: TurnRunner,
+    settings: ClaudeCodeModelSettings,
+    params: ModelRequestParameters,
+    system_prompt: str | None,
+    servers: Sequence[ToolServerPlan],
+) -> tuple[SessionRequest, deque[str]]:
+    """The options and signature of a request's CLI session (built once per request), and its stderr lines."""
+    names = tool_names(servers)
     needs = RequestNeeds(
-        system_prompt=plan.system_prompt,
+        system_prompt=system_prompt,
         output_schema=_native_output_schema(params),
         thinking=params.thinking,
         allowed_tools=list(names.servers),
@@ -123,64 +177,134 @@ async def start_turn(
         base_env=runner.env,
         stderr=stderr.append,
     )
-    session = await _acquire_session(runner, plan, settings, options, signature, servers, stderr)
-    router = session.tool_router
-    assert router is not None, "every session of the turn runner has a tool router"
-    router.bind(run_context if runs_agent_tools else None)
-    return CLITurn(
-        runner=runner,
-        session=session,
-        router=router,
-        plan=plan,
-        messages_in=messages,
-        params=params,
-        timeout=_turn_timeout(settings),
-        stderr=stderr,
-        translator=TurnTranslator(
-            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
-        ),
-        wants_structured_output=needs.output_schema is not None,
-    )
+    return SessionRequest(runner, options, signature, servers), stderr
 
 
 async def _acquire_session(
-    runner: TurnRunner,
+    request: SessionRequest,
     plan: TurnPlan,
     settings: ClaudeCodeModelSettings,
-    options: ClaudeAgentOptions,
-    signature: str,
-    servers: Sequence[ToolServerPlan],
     stderr: deque[str],
-) -> CLISession:
-    """The live session that continues the conversation, else a new CLI process (resuming or replaying it)."""
+    slot_wait: float | None,
+) -> tuple[CLISession, SessionSource]:
+    """The live session that continues the conversation, else a spare (a new conversation), else a new CLI
+    process (resuming or replaying the conversation, or starting it)."""
+    runner = request.runner
     resume: str | None = None
+    source: SessionSource = "new"
     if plan.continue_session_id is not None and plan.history_digest is not None:
-        kept = runner.pool.take(plan.continue_session_id, signature=signature, digest=plan.history_digest)
+        kept = runner.pool.take(plan.continue_session_id, signature=request.signature, digest=plan.history_digest)
         if kept is not None:
-            return kept
-        resume = plan.continue_session_id
+            return kept, "live"
+        resume, source = plan.continue_session_id, "resume"
     elif plan.replay:
-        resume = write_replay_transcript(
-            plan.replay,
-            env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
-            cwd=settings.get("claude_code_cwd"),
+        resume, source = (
+            write_replay_transcript(
+                plan.replay,
+                env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
+                cwd=settings.get("claude_code_cwd"),
+            ),
+            "replay",
         )
-    router = RunToolRouter()
-    served = await serve_tool_servers(runner.tools, servers, router)
-    cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
-    options = replace(
-        options,
-        resume=resume,
-        mcp_servers={server.name: tools.config for server, tools in zip(servers, served, strict=True)},
-        env={**options.env, **cli_env},
-    )
-    # The session keeps the signature computed without per-process values (such as the IPC secret).
-    session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
+    else:
+        spare = await runner.pool.claim_spare(request.signature)
+        if spare is not None:
+            return spare, "spare"
+    await _take_slot(runner, slot_wait)
     try:
-        await session.start()
+        return await spawn_session(request, stderr, resume=resume, slot_taken=True), source
     except BaseException as error:
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
+
+
+async def _take_slot(runner: TurnRunner, slot_wait: float | None) -> None:
+    """Wait for a free process slot (stopping idle processes first), within the turn's timeout."""
+    slots = runner.slots
+    if slots is None:
+        return
+    try:
+        async with asyncio.timeout(slot_wait):
+            await slots.acquire(runner.pool.evict_idle)
+    except TimeoutError as error:
+        raise CLITimeoutError(
+            f"No Claude Code process could start within {slot_wait or 0:g} s: all {slots.limit} process slots "
+            "of the model (max_processes) stayed busy",
+            timeout=slot_wait or 0.0,
+        ) from error
+
+
+async def spawn_session(
+    request: SessionRequest, stderr: deque[str], *, resume: str | None = None, slot_taken: bool = False
+) -> CLISession:
+    """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
+
+    Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
+    (:class:`NoSlotError`); the slot is given back once the process is gone.
+    """
+    runner = request.runner
+    slots = runner.slots
+    if slots is not None and not slot_taken and not slots.try_acquire():
+        raise NoSlotError("every process slot of the model is taken")
+    release = slots.release if slots is not None else _nothing
+    try:
+        router = RunToolRouter()
+        served = await serve_tool_servers(runner.tools, request.servers, router)
+    except BaseException:
+        release()
+        raise
+    cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+    options = replace(
+        request.options,
+        resume=resume,
+        mcp_servers={server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
+        env={**request.options.env, **cli_env},
+        stderr=stderr.append,
+    )
+    # The session keeps the signature computed without per-process values (such as the IPC secret).
+    session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
+    session.stderr = stderr
+    session.on_closed.append(release)
+    await session.start()
     return session
+
+
+async def prewarm_turn(
+    runner: TurnRunner,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    params: ModelRequestParameters,
+) -> bool:
+    """Start a spare for the session a request like this one would start, and wait until it is ready.
+
+    Whether a spare is ready for it now (started here, or already there).
+    """
+    settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    await runner.pool.prune()
+    plan = plan_turn(messages, request_instructions(messages, params), allow_continue=False)
+    servers = plan_tool_servers(runner.tools, params, runner.cli_path)
+    request, _ = session_request(runner, settings, params, plan.system_prompt, servers)
+    start_spare(request)
+    return await runner.pool.wait_spare(request.signature)
+
+
+def start_spare(request: SessionRequest) -> bool:
+    """Start a spare session for ``request``'s signature in the background, within the pool's bounds."""
+
+    async def spawn() -> CLISession | None:
+        try:
+            return await spawn_session(request, deque(maxlen=STDERR_LINES))
+        except NoSlotError:
+            return None
+
+    return request.runner.pool.start_spare(request.signature, spawn)
+
+
+class NoSlotError(RuntimeError):
+    """No process slot was free for a spare (spares never wait for one)."""
+
+
+def _nothing() -> None:
+    return None
 
 
 class CLITurn:
@@ -199,6 +323,9 @@ class CLITurn:
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
+        source: SessionSource = "new",
+        started: float | None = None,
+        spare_request: SessionRequest | None = None,
     ) -> None:
         self.runner = runner
         self.session = session
@@ -210,6 +337,14 @@ class CLITurn:
         self.stderr = stderr
         self.translator = translator
         self.wants_structured_output = wants_structured_output
+        self.source: SessionSource = source
+        """How the turn got its session."""
+        self.started = started if started is not None else time.perf_counter()
+        """When the request started (``time.perf_counter()``)."""
+        self.first_token_seconds: float | None = None
+        """Seconds from the request to the first token of Claude's answer (a streamed delta or a message)."""
+        self._spare_request = spare_request
+        """What to start a spare from once the turn is over (turns of new conversations only)."""
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
@@ -244,6 +379,8 @@ class CLITurn:
             async with asyncio.timeout_at(self._deadline):
                 async for message in self._source:
                     self.raw_messages.append(message)
+                    if self.first_token_seconds is None and _is_token(message):
+                        self.first_token_seconds = time.perf_counter() - self.started
                     yield message
         except TimeoutError as error:
             self.failed = True
@@ -295,6 +432,9 @@ class CLITurn:
         if result is not None and result.total_cost_usd is not None:
             self.session.reported_cost_usd = result.total_cost_usd
         details = translator.provider_details()
+        details[SESSION_SOURCE_KEY] = self.source
+        if self.first_token_seconds is not None:
+            details[FIRST_TOKEN_KEY] = round(self.first_token_seconds, 4)
         if translator.outcome.session_id is not None:
             digest = history_digest([*self.messages_in, ModelResponse(parts=parts)])
             details[HISTORY_DIGEST_KEY] = digest
@@ -321,6 +461,17 @@ class CLITurn:
             await self.session.abort()
         else:
             await self.runner.pool.put(self.session)
+        spare_request, self._spare_request = self._spare_request, None
+        if spare_request is not None:
+            # Started once the turn is over, so that it does not compete with the turn for CPU.
+            start_spare(spare_request)
+
+
+def _is_token(message: Message) -> bool:
+    """Whether ``message`` carries the first of Claude's answer: a content delta, or a whole message."""
+    if isinstance(message, StreamEvent):
+        return message.event.get("type") == "content_block_delta"
+    return isinstance(message, AssistantMessage)
 
 
 def _turn_timeout(settings: ClaudeCodeModelSettings) -> float | None:

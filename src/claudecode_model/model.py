@@ -9,6 +9,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +17,8 @@ from typing import Any
 
 from claude_agent_sdk import McpSdkServerConfig, ResultMessage
 from claude_agent_sdk.types import Message
-from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent, TextPart
+from pydantic_ai.agent import AbstractAgent
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
@@ -28,7 +30,8 @@ from claudecode_model._compat import ModelResponsePartsManager, now_utc
 from claudecode_model._details import PROVIDER_NAME
 from claudecode_model._request_tools import ToolSetup
 from claudecode_model._session import CLISession, SessionPool
-from claudecode_model._turn import CLITurn, TurnRunner, start_turn
+from claudecode_model._slots import ProcessSlots, default_max_processes
+from claudecode_model._turn import CLITurn, TurnRunner, prewarm_turn, start_turn
 from claudecode_model.exceptions import CLIInterruptedError
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.mcp_integration import DEFAULT_SERVER_NAME
@@ -37,6 +40,18 @@ from claudecode_model.settings import ClaudeCodeModelSettings
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
 
 logger = logging.getLogger(__name__)
+
+SURPLUS_IDLE_SECONDS = 60.0
+"""How long idle sessions beyond ``keep_sessions`` are kept (while no new process needs their slot)."""
+SPARES_PER_SIGNATURE_TOTAL = 4
+"""The total cap on spares is this many times ``spare_sessions``."""
+
+_PREWARMING: ContextVar[list[bool] | None] = ContextVar("claudecode_model_prewarming", default=None)
+"""Set by :meth:`ClaudeCodeModel.prewarm` while it runs the agent: the request starts a spare instead of a turn."""
+
+
+class _Prewarmed(Exception):
+    """Ends the agent run :meth:`ClaudeCodeModel.prewarm` started, once the spare is ready."""
 
 
 @dataclass
@@ -77,6 +92,8 @@ class ClaudeCodeModel(Model):
         keep_sessions: int = 4,
         session_idle_timeout: float = 300.0,
         tool_transport: TransportType = "auto",
+        spare_sessions: int = 1,
+        max_processes: int | None = None,
     ) -> None:
         """Create a Claude Code model.
 
@@ -91,12 +108,30 @@ class ClaudeCodeModel(Model):
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
                 supports: in-process for Claude Code 2.0 and later).
+            spare_sessions: How many CLI processes to start ahead, per session signature (system prompt, tools,
+                settings), for the next new conversation: after a request starts a new conversation, and with
+                :meth:`prewarm`. A new conversation claims a ready spare instead of waiting for a CLI to start.
+                Spares are stopped after ``session_idle_timeout`` unused, and with the model. 0 disables.
+            max_processes: The most CLI processes this model runs at once (busy, kept and spare together); a
+                request beyond it waits for one to end, within its timeout. By default from the machine: what the
+                available memory holds at about 250 MB per CLI, at most 8 per CPU.
         """
+        if spare_sessions < 0:
+            raise ValueError(f"spare_sessions must be 0 or more, got {spare_sessions}")
+        if max_processes is not None and max_processes < 1:
+            raise ValueError(f"max_processes must be at least 1, got {max_processes}")
         self._model_name = model_name
         self._cli_path_option = cli_path
         self._cli_path: Path | None = None
         self._env = dict(env or {})
-        self._pool: SessionPool[CLISession] = SessionPool(max_idle=keep_sessions, idle_timeout=session_idle_timeout)
+        self._pool: SessionPool[CLISession] = SessionPool(
+            max_idle=keep_sessions,
+            idle_timeout=session_idle_timeout,
+            surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep_sessions > 0 else 0.0,
+            max_spares=spare_sessions,
+            max_spares_total=SPARES_PER_SIGNATURE_TOTAL * spare_sessions,
+        )
+        self._slots = ProcessSlots(max_processes if max_processes is not None else default_max_processes())
         self._tools = ToolSetup(transport=tool_transport)
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
 
@@ -138,6 +173,10 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
+        prewarming = _PREWARMING.get()
+        if prewarming is not None:
+            prewarming.append(await prewarm_turn(self._runner(), messages, settings, params))
+            raise _Prewarmed
         turn = await start_turn(self._runner(), messages, settings, params, run_context)
         try:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
@@ -203,8 +242,43 @@ class ClaudeCodeModel(Model):
         """The in-process MCP server holding only the registered tools this request names."""
         return self._tools.registered_server(function_tool_names)
 
+    async def prewarm(
+        self,
+        agent: AbstractAgent[Any, Any] | None = None,
+        *,
+        deps: Any = None,
+        model_settings: ModelSettings | None = None,
+    ) -> bool:
+        """Start a spare CLI process for ``agent``'s next new conversation on this model, and wait until it is ready.
+
+        The spare has what a run of ``agent`` would start a CLI with (its instructions and system prompts, tools,
+        output type, settings): the agent's run machinery prepares the request (with ``deps`` for dynamic
+        instructions), and the request starts a spare instead of a turn; nothing reaches Claude. Without an agent,
+        the spare serves plain requests to the model. Returns whether a spare is ready (``False`` with
+        ``spare_sessions=0``, or when no process slot is free).
+        """
+        prewarmed: list[bool] = []
+        token = _PREWARMING.set(prewarmed)
+        try:
+            if agent is None:
+                messages: list[ModelMessage] = [ModelRequest.user_text_prompt("")]
+                await self.request(messages, model_settings, ModelRequestParameters())
+            else:
+                await agent.run("", model=self, deps=deps, model_settings=model_settings)
+        except _Prewarmed:
+            pass
+        except BaseExceptionGroup as group:
+            _, rest = group.split(_Prewarmed)
+            if rest is not None:
+                raise rest from None
+        finally:
+            _PREWARMING.reset(token)
+        if not prewarmed:
+            raise RuntimeError("prewarm(): the agent's run did not request this model")
+        return prewarmed[0]
+
     async def aclose(self) -> None:
-        """Stop every CLI process this model keeps for follow-up turns."""
+        """Stop every CLI process this model keeps for follow-up turns, and its spares."""
         await self._pool.close_all()
 
     async def __aexit__(self, *args: Any) -> bool | None:
@@ -214,7 +288,9 @@ class ClaudeCodeModel(Model):
     # --- internals ------------------------------------------------------------------------------------------
 
     def _runner(self) -> TurnRunner:
-        return TurnRunner(self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool)
+        return TurnRunner(
+            self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool, self._slots
+        )
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
         """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""
