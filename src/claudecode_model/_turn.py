@@ -461,6 +461,9 @@ class CLITurn:
             await self.session.abort()
         else:
             await self.runner.pool.put(self.session)
+        slots = self.runner.slots
+        if slots is not None and slots.waiting:
+            self.runner.pool.evict_idle()  # a request waits for a process slot: it gets this one
         spare_request, self._spare_request = self._spare_request, None
         if spare_request is not None:
             # Started once the turn is over, so that it does not compete with the turn for CPU.
