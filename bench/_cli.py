@@ -19,12 +19,15 @@ from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_
 from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
+from bench._spare_suites import ManySuite, SpareSuite
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
     AgentSuite(),
     StreamSuite(),
     ConcurrencySuite(),
+    SpareSuite(),
+    ManySuite(),
     BridgeSpawnSuite(),
     IPCRoundTripSuite(),
 )
