@@ -49,7 +49,9 @@ def cli_children() -> set[int]:
     return {p.pid for p in process_table() if p.alive and p.ppid == me}
 
 
-def agent_with_probe(model: ClaudeCodeModel, instructions: str = "Be brief.") -> tuple[Agent[None, str], list[set[int]]]:
+def agent_with_probe(
+    model: ClaudeCodeModel, instructions: str = "Be brief."
+) -> tuple[Agent[None, str], list[set[int]]]:
     """An agent whose tool records the CLI processes alive while it runs."""
     agent = Agent(model, instructions=instructions)
     seen: list[set[int]] = []
@@ -212,12 +214,12 @@ async def test_the_process_cap_makes_requests_wait_and_times_out_clearly(backend
         await model.aclose()
 
 
-async def test_interpreter_exit_leaves_no_spare(backend: OfflineBackend, tmp_path: Path) -> None:
+def test_interpreter_exit_leaves_no_spare(backend: OfflineBackend, tmp_path: Path) -> None:
     marker = uuid.uuid4().hex
     script = tmp_path / "exit_with_spare.py"
     script.write_text(
         textwrap.dedent(
-            f"""
+            """
             import asyncio, json, sys
             from pydantic_ai import Agent
             from claudecode_model import ClaudeCodeModel
@@ -250,4 +252,7 @@ async def test_interpreter_exit_leaves_no_spare(backend: OfflineBackend, tmp_pat
                 found.append(process.pid)
         return found
 
-    await wait_until(lambda: not marked(), within=10)
+    deadline = time.monotonic() + 10
+    while marked():
+        assert time.monotonic() < deadline, f"CLI processes left after the interpreter exited: {marked()}"
+        time.sleep(0.05)
