@@ -19,7 +19,7 @@ from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_
 from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
-from bench._spare_suites import ManySuite, SpareSuite
+from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
@@ -28,6 +28,7 @@ SUITES: tuple[Suite, ...] = (
     ConcurrencySuite(),
     SpareSuite(),
     ManySuite(),
+    ModelCPUSuite(),
     BridgeSpawnSuite(),
     IPCRoundTripSuite(),
 )

@@ -12,6 +12,8 @@ from typing import Any
 
 from claude_agent_sdk import ClaudeSDKClient
 from pydantic_ai import Agent
+from pydantic_ai.messages import ModelRequest, TextPart
+from pydantic_ai.models import ModelRequestParameters
 
 from bench import _raw
 from bench._agent_suites import _deps_agent, _probe_agent
@@ -282,4 +284,67 @@ class ManySuite(Suite):
                 target=Target("reported"),
                 note=f"{live:.0f} of {MANY} follow-ups continued their live process (keep_sessions=4)",
             ),
+        ]
+
+
+# --- CPU of the model layer ------------------------------------------------------------------------------------
+
+CPU_TURNS = 15
+
+
+async def ours_model_cpu(bench: BenchContext) -> Metrics:
+    """CPU of this process per follow-up turn through ``model.request()`` (no Agent), live session."""
+    model = ClaudeCodeModel(env=bench.env, spare_sessions=0)
+    messages: list[Any] = [ModelRequest.user_text_prompt(prompt())]
+    try:
+        messages.append(await model.request(messages, None, ModelRequestParameters()))
+        cpu = time.process_time()
+        for _ in range(CPU_TURNS):
+            messages.append(ModelRequest.user_text_prompt(prompt()))
+            response = await model.request(messages, None, ModelRequestParameters())
+            check(response.parts == [TextPart(expected_answer(calls=0))], f"answered {response.parts!r}")
+            check((response.provider_details or {}).get("session_source") == "live", "not the live session")
+            messages.append(response)
+        cpu = (time.process_time() - cpu) / CPU_TURNS
+    finally:
+        await model.aclose()
+    return {"cpu_turn": cpu}
+
+
+async def raw_client_cpu(bench: BenchContext) -> Metrics:
+    """The same turns as ``query()`` calls on one ``ClaudeSDKClient`` with partial messages."""
+    client = ClaudeSDKClient(_raw.options(bench.env, None, partial_messages=True))
+    try:
+        await client.connect()
+        await client.query(prompt())
+        await _raw.result_of(client.receive_response())
+        cpu = time.process_time()
+        for _ in range(CPU_TURNS):
+            await client.query(prompt())
+            _raw.answer_of(await _raw.result_of(client.receive_response()), expected_answer(calls=0))
+        cpu = (time.process_time() - cpu) / CPU_TURNS
+    finally:
+        await client.disconnect()
+    return {"cpu_turn": cpu}
+
+
+class ModelCPUSuite(Suite):
+    """CPU of this process per turn, the model alone (no Agent run machinery) against the raw SDK."""
+
+    name = "model-cpu"
+    description = f"{CPU_TURNS} follow-up turns through model.request() / ClaudeSDKClient.query(); CPU per turn"
+    row_names = ("cpu-model-turn",)
+
+    @asynccontextmanager
+    async def variants(self, bench: BenchContext) -> AsyncIterator[dict[str, Variant]]:
+        yield {"ours": lambda: ours_model_cpu(bench), "raw": lambda: raw_client_cpu(bench)}
+
+    def rows(self, medians: dict[str, float]) -> list[Row]:
+        return [
+            Row(
+                key="cpu-model-turn",
+                name="CPU of this process per turn, model.request() (no Agent) vs raw query() (partial messages)",
+                **measured(medians, "ours.cpu_turn", "raw.cpu_turn"),
+                target=Target("<= 1.2 x raw", 1.2),
+            )
         ]
