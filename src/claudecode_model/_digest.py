@@ -33,8 +33,12 @@ from pydantic_ai.messages import (
 
 
 def canonical_digest(value: Any) -> str:
-    """SHA-256 of ``value`` as canonical JSON (sorted keys, non-JSON values as their ``str``)."""
-    encoded = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()
+    """SHA-256 of ``value`` as canonical JSON (sorted keys, non-JSON values as their ``str``).
+
+    Text that is not valid Unicode (lone surrogates, as ``os.fsdecode`` gives for undecodable bytes) is digested
+    as its surrogate code points; valid text gives the same digest as plain UTF-8.
+    """
+    encoded = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
     return hashlib.sha256(encoded).hexdigest()
 
 

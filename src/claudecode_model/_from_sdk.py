@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -23,6 +23,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import Message
 from pydantic_ai.messages import (
     FinishReason,
+    ModelResponsePart,
     ModelResponseStreamEvent,
     NativeToolCallPart,
     NativeToolReturnPart,
@@ -32,6 +33,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.usage import RequestUsage
 
+from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager
 from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
 
@@ -58,6 +60,8 @@ class TurnOutcome:
     last_stop_reason: str | None = None
     stream_usage: RequestUsage = field(default_factory=RequestUsage)
     init_data: dict[str, Any] = field(default_factory=dict)
+    last_entry_uuid: str | None = None
+    """The transcript entry of the last conversation message of the turn (where a later turn may resume)."""
 
 
 class TurnTranslator:
@@ -68,6 +72,9 @@ class TurnTranslator:
     so that text written before a tool call is never mistaken for the final answer. A call of one of pydantic-ai's
     output tools (``output_tool_names``, as the CLI names them) becomes a plain ``ToolCallPart`` instead, for the
     agent to validate; its result inside the CLI is not reported.
+
+    Parts of an aborted attempt (a response whose stream was cut, see :mod:`claudecode_model._attempts`) stay in the
+    parts manager, whose events were already sent, but :meth:`kept` leaves them out of the response.
     """
 
     def __init__(
@@ -85,6 +92,7 @@ class TurnTranslator:
         self._block_counts: dict[str, int] = {}
         self._streamed: set[tuple[str, int]] = set()
         self._tool_names: dict[str, str] = {}
+        self.attempts = AttemptTracker()
 
     @property
     def parts(self) -> ModelResponsePartsManager:
@@ -98,6 +106,11 @@ class TurnTranslator:
                 return cli_name[len(prefix) :]
         return cli_name
 
+    def kept(self, parts: Sequence[ModelResponsePart]) -> list[ModelResponsePart]:
+        """``parts`` (the parts manager's, in order) without those of aborted attempts."""
+        discarded = self.attempts.discarded
+        return [part for index, part in enumerate(parts) if index not in discarded]
+
     def feed(self, message: Message) -> Iterator[ModelResponseStreamEvent]:
         match message:
             case StreamEvent():
@@ -105,9 +118,13 @@ class TurnTranslator:
                     yield from self._stream_event(message.event)
             case AssistantMessage():
                 if message.parent_tool_use_id is None:
+                    if message.error is None and message.uuid:
+                        self.outcome.last_entry_uuid = message.uuid
                     yield from self._assistant(message)
             case UserMessage():
                 if message.parent_tool_use_id is None:
+                    if message.uuid:
+                        self.outcome.last_entry_uuid = message.uuid
                     yield from self._tool_results(message)
             case ResultMessage():
                 self.outcome.result = message
@@ -128,9 +145,15 @@ class TurnTranslator:
         if kind == "message_start":
             message = event.get("message") or {}
             self._message_id = message.get("id")
+            if self._message_id is not None:
+                self.attempts.started(self._message_id)
             self._add_usage(message.get("usage") or {})
             return
+        if kind == "message_stop":
+            self.attempts.stopped()
+            return
         if kind == "message_delta":
+            self.attempts.finished()
             delta = event.get("delta") or {}
             if delta.get("stop_reason"):
                 self.outcome.last_stop_reason = delta["stop_reason"]
@@ -139,14 +162,20 @@ class TurnTranslator:
         index = event.get("index")
         if self._message_id is None or not isinstance(index, int):
             return
-        key = (self._message_id, index)
+        yield from self._tagged(self._message_id, self._block_event(kind, (self._message_id, index), event))
+
+    def _block_event(
+        self, kind: object, key: tuple[str, int], event: dict[str, Any]
+    ) -> Iterator[ModelResponseStreamEvent]:
         if kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
                 self._streamed.add(key)
                 cli_name = str(block.get("name", ""))
-                self._tool_names[str(block.get("id"))] = cli_name
-                part = self._call_part(cli_name, "", str(block.get("id")))
+                call_id = str(block.get("id"))
+                self._tool_names[call_id] = cli_name
+                self.attempts.tool_call(key[0], call_id)
+                part = self._call_part(cli_name, "", call_id)
                 yield self._parts.handle_part(vendor_part_id=key, part=part)
             return
         if kind != "content_block_delta":
@@ -172,6 +201,16 @@ class TurnTranslator:
             case _:
                 return
 
+    def _tagged(
+        self, message_id: str, events: Iterable[ModelResponseStreamEvent]
+    ) -> Iterator[ModelResponseStreamEvent]:
+        """``events``, noting which parts each API response built."""
+        for event in events:
+            index = getattr(event, "index", None)
+            if isinstance(index, int):
+                self.attempts.part(message_id, index)
+            yield event
+
     def _add_usage(self, usage: Mapping[str, Any], *, output_only: bool = False) -> None:
         if output_only:
             usage = {"output_tokens": usage.get("output_tokens")}
@@ -185,6 +224,10 @@ class TurnTranslator:
             self.outcome.api_error_text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
             return
         message_id = message.message_id or f"anon-{id(message)}"
+        self.attempts.delivered(message_id)
+        yield from self._tagged(message_id, self._assistant_blocks(message_id, message))
+
+    def _assistant_blocks(self, message_id: str, message: AssistantMessage) -> Iterator[ModelResponseStreamEvent]:
         for block in message.content:
             index = self._block_counts.get(message_id, 0)
             self._block_counts[message_id] = index + 1
@@ -200,6 +243,7 @@ class TurnTranslator:
                     yield self._parts.handle_part(vendor_part_id=key, part=part)
                 case ToolUseBlock():
                     self._tool_names[block.id] = block.name
+                    self.attempts.tool_call(message_id, block.id)
                     yield self._parts.handle_part(vendor_part_id=key, part=self._tool_call_part(block))
                 case _:
                     logger.debug("ignoring assistant block %s", type(block).__name__)
@@ -235,6 +279,7 @@ class TurnTranslator:
         for block in message.content:
             if not isinstance(block, ToolResultBlock):
                 continue
+            self.attempts.tool_result(block.tool_use_id)
             cli_name = self._tool_names.get(block.tool_use_id, "")
             if cli_name in self._output_tool_names:
                 continue

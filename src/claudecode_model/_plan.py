@@ -1,18 +1,20 @@
-"""Planning a request from a pydantic-ai message history: continue a CLI session, or replay into a new one.
+"""Planning a request from a pydantic-ai message history: where the history ends in a CLI session, what to send.
 
-A request either continues a CLI session that has already seen the history (a live process, or ``--resume``), or
-replays the history into a new session. :func:`plan_turn` decides which and returns a :class:`TurnPlan`; the turn
-runner carries it out.
+A history whose last response came from a Claude Code session carries the point of that session's transcript where
+it ends (:class:`SessionPoint`). The request goes on from that point, in the live process, by ``--resume`` or by a
+fork of the transcript cut at the point; a history without a point (or whose transcript is gone) is replayed into a
+new session. :func:`plan_turn` reads the history and returns a :class:`TurnPlan`; which of these the turn takes is
+decided when it starts (:mod:`claudecode_model._source`), because it depends on the sessions alive at that moment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart
 
-from claudecode_model._details import HISTORY_DIGEST_KEY, PROVIDER_NAME, SESSION_ID_KEY
+from claudecode_model._details import HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY, SESSION_ID_KEY
 from claudecode_model._digest import history_digest
 from claudecode_model._replay import TranscriptEntry, transcript_of
 from claudecode_model._to_anthropic import ContentBlock, request_blocks
@@ -20,22 +22,41 @@ from claudecode_model.exceptions import MessageConversionError
 
 
 @dataclass(frozen=True)
+class SessionPoint:
+    """The point of a CLI session's transcript where a history ends."""
+
+    session_id: str
+    message_uuid: str
+    """The transcript entry the history's last response ended on (``resume_session_at``)."""
+    digest: str
+    """Digest of the history up to that point (a live session that has seen exactly it can go on in place)."""
+
+
+@dataclass(frozen=True)
 class TurnPlan:
-    """What to send for one request, and which session it belongs to."""
+    """What to send for one request, and where its history ends in a CLI session, if anywhere."""
 
     system_prompt: str | None
     new_input: list[ContentBlock]
-    """Content blocks of the user message that starts this turn."""
-    continue_session_id: str | None = None
-    """A session whose transcript already holds ``history`` (continue it live or by resume)."""
-    history_digest: str | None = None
-    """Digest of the history the continued session has seen."""
-    replay: list[TranscriptEntry] = field(default_factory=list)
-    """History to replay into a fresh session when no session can be continued."""
+    """Content blocks of the user message that starts this turn in a new session (fresh, or after a replay)."""
+    history: Sequence[ModelMessage] = ()
+    """The answered part of the conversation (replayed when no session transcript holds it)."""
+    point: SessionPoint | None = None
+    """Where ``history`` ends in a CLI session whose transcript holds it."""
+    continue_input: list[ContentBlock] | None = None
+    """The user message when the turn goes on from ``point``: output tool calls the CLI already answered there
+    are told to Claude as text, not sent again as tool results."""
+
+    def replay(self) -> list[TranscriptEntry]:
+        """``history`` as the Anthropic messages to replay into a new session."""
+        return transcript_of(self.history)
 
 
 def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, allow_continue: bool = True) -> TurnPlan:
-    """Split ``messages`` into the history already answered and the new input of this turn."""
+    """Split ``messages`` into the history already answered and the new input of this turn.
+
+    With ``allow_continue=False`` the plan has no session point: the history is replayed into a new session.
+    """
     system_prompt = _system_prompt(messages, instructions)
     last_response = _last_response_index(messages)
     new_requests = [m for m in messages[last_response + 1 :] if isinstance(m, ModelRequest)]
@@ -44,26 +65,36 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
     history = messages[: last_response + 1]
     response = messages[last_response]
     assert isinstance(response, ModelResponse)
+    new_input = _new_input(new_requests)
+    point = _session_point(response, history) if allow_continue else None
+    if point is None:
+        return TurnPlan(system_prompt=system_prompt, new_input=new_input, history=history)
+    # The CLI already answered the output tool calls it stopped at (plain ToolCallParts): what pydantic-ai says
+    # about them (a validation retry, "Final result processed.") goes to Claude as text.
+    answered = {part.tool_call_id for part in response.parts if type(part) is ToolCallPart}
+    return TurnPlan(
+        system_prompt=system_prompt,
+        new_input=new_input,
+        history=history,
+        point=point,
+        continue_input=_new_input(new_requests, answered_calls=answered),
+    )
+
+
+def _session_point(response: ModelResponse, history: Sequence[ModelMessage]) -> SessionPoint | None:
+    """Where ``history`` (ending with ``response``) ends in the session that produced ``response``, if it is
+    unchanged since (its digest matches) and the response recorded the transcript entry it ended on."""
+    if response.provider_name != PROVIDER_NAME:
+        return None
     details = response.provider_details or {}
     session_id = details.get(SESSION_ID_KEY)
+    message_uuid = details.get(RESUME_AT_KEY)
     recorded_digest = details.get(HISTORY_DIGEST_KEY)
-    if (
-        allow_continue
-        and response.provider_name == PROVIDER_NAME
-        and isinstance(session_id, str)
-        and recorded_digest == history_digest(history)
-    ):
-        # The CLI already answered the output tool calls it stopped at (plain ToolCallParts): what pydantic-ai
-        # says about them (a validation retry, "Final result processed.") goes to Claude as text.
-        answered = {part.tool_call_id for part in response.parts if type(part) is ToolCallPart}
-        new_input = _new_input(new_requests, answered_calls=answered)
-        return TurnPlan(
-            system_prompt=system_prompt,
-            new_input=new_input,
-            continue_session_id=session_id,
-            history_digest=recorded_digest,
-        )
-    return TurnPlan(system_prompt=system_prompt, new_input=_new_input(new_requests), replay=transcript_of(history))
+    if not (isinstance(session_id, str) and isinstance(message_uuid, str) and isinstance(recorded_digest, str)):
+        return None
+    if recorded_digest != history_digest(history):
+        return None
+    return SessionPoint(session_id=session_id, message_uuid=message_uuid, digest=recorded_digest)
 
 
 def _new_input(

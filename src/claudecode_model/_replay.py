@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from pydantic_ai.messages import (
 from claudecode_model._compat import session_transcript_path
 from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
 from claudecode_model._to_anthropic import ContentBlock, request_blocks
-from claudecode_model.exceptions import MessageConversionError
+from claudecode_model.exceptions import ClaudeCodeError, MessageConversionError
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,13 @@ def transcript_path(session_id: str, *, env: Mapping[str, str], cwd: str | os.Pa
 def write_replay_transcript(
     entries: Sequence[TranscriptEntry], *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
 ) -> str:
-    """Write ``entries`` as a new session transcript and return its session id, ready for ``resume=``."""
+    """Write ``entries`` as a new session transcript and return its session id, ready for ``resume=``.
+
+    Raises:
+        ClaudeCodeError: The transcript could not be written (a read-only or full config dir), naming the folder.
+    """
     session_id = str(uuid.uuid4())
     path = transcript_path(session_id, env=env, cwd=cwd)
-    path.parent.mkdir(parents=True, exist_ok=True)
     working_dir = str(cwd) if cwd is not None else os.getcwd()
     parent: str | None = None
     lines: list[str] = []
@@ -131,12 +135,33 @@ def write_replay_transcript(
             "cwd": working_dir,
             "sessionId": session_id,
         }
-        lines.append(json.dumps(record, ensure_ascii=False))
+        lines.append(_json_line(record))
         parent = entry_uuid
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write("\n".join(lines) + "\n")
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ClaudeCodeError(
+            f"Claude Code cannot replay the message history: writing its session transcript to {path.parent} "
+            f"failed ({reason}). The CLI's config dir (CLAUDE_CONFIG_DIR) must be writable and have free space."
+        ) from error
     return session_id
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    """``record`` as one JSON line: UTF-8 text as it is, lone surrogates (not UTF-8) as ``\\uXXXX`` escapes."""
+    text = json.dumps(record, ensure_ascii=False)
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def _message(entry: TranscriptEntry) -> dict[str, Any]:

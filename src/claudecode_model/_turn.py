@@ -19,7 +19,7 @@ import os
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -34,12 +34,19 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._agent_tools import RunToolRouter
 from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
-from claudecode_model._details import FIRST_TOKEN_KEY, HISTORY_DIGEST_KEY, SESSION_SOURCE_KEY
+from claudecode_model._details import (
+    ABORTED_ATTEMPTS_KEY,
+    FIRST_TOKEN_KEY,
+    HISTORY_DIGEST_KEY,
+    RESUME_AT_KEY,
+    SESSION_SOURCE_KEY,
+)
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._from_sdk import TurnTranslator
+from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._options import RequestNeeds, build_options
-from claudecode_model._plan import TurnPlan, plan_turn
+from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._replay import write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
@@ -50,6 +57,16 @@ from claudecode_model._request_tools import (
 )
 from claudecode_model._session import CLISession, SessionPool
 from claudecode_model._slots import ProcessSlots
+from claudecode_model._source import (
+    ForkSession,
+    FreshSession,
+    LiveSession,
+    ReplayHistory,
+    ResumeSession,
+    choose_source,
+)
+from claudecode_model._to_anthropic import ContentBlock
+from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, CLITimeoutError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -69,6 +86,8 @@ class TurnRunner:
     env: Mapping[str, str]
     tools: ToolSetup
     pool: SessionPool[CLISession]
+    ledger: SessionLedger = PROCESS_LEDGER
+    """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
     slots: ProcessSlots | None = None
     """The model's bound on live CLI processes (``None``: unbounded)."""
 
@@ -112,11 +131,8 @@ async def start_turn(
     started = time.perf_counter()
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
     await runner.pool.prune()
-    plan = plan_turn(
-        messages,
-        request_instructions(messages, params),
-        allow_continue=settings.get("claude_code_session", "auto") == "auto",
-    )
+    keep = settings.get("claude_code_session", "auto") == "auto"
+    plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
     servers = plan_tool_servers(runner.tools, params, runner.cli_path)
     names = tool_names(servers)
     runs_agent_tools = any(server.runs_agent_tools for server in servers)
@@ -129,7 +145,11 @@ async def start_turn(
             )
     request, stderr = session_request(runner, settings, params, plan.system_prompt, servers)
     timeout = _turn_timeout(settings)
-    session, source = await _acquire_session(request, plan, settings, stderr, timeout)
+    files = TranscriptFiles(
+        env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
+    )
+    acquired = await _acquire_session(request, plan, files, stderr, keep=keep, slot_wait=timeout)
+    session = acquired.session
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
@@ -146,9 +166,13 @@ async def start_turn(
             new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
         ),
         wants_structured_output=_native_output_schema(params) is not None,
-        source=source,
+        new_input=acquired.new_input,
+        files=files,
+        keep=keep,
+        release_source=acquired.release_source,
+        source=acquired.source,
         started=started,
-        spare_request=request if source in ("new", "spare") else None,
+        spare_request=request if acquired.source in ("new", "spare") else None,
     )
 
 
@@ -180,41 +204,77 @@ def session_request(
     return SessionRequest(runner, options, signature, servers), stderr
 
 
+@dataclass(frozen=True)
+class _Acquired:
+    session: CLISession
+    new_input: list[ContentBlock]
+    """The user message that starts the turn in this session."""
+    release_source: Callable[[], None]
+    """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
+    source: SessionSource
+
+
+def _nothing() -> None:
+    return None
+
+
 async def _acquire_session(
     request: SessionRequest,
     plan: TurnPlan,
-    settings: ClaudeCodeModelSettings,
+    files: TranscriptFiles,
     stderr: deque[str],
+    *,
+    keep: bool,
     slot_wait: float | None,
-) -> tuple[CLISession, SessionSource]:
-    """The live session that continues the conversation, else a spare (a new conversation), else a new CLI
-    process (resuming or replaying the conversation, or starting it)."""
+) -> _Acquired:
+    """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
+    replays it (see :mod:`claudecode_model._source`); a new conversation claims a spare with its signature first."""
     runner = request.runner
-    resume: str | None = None
-    source: SessionSource = "new"
-    if plan.continue_session_id is not None and plan.history_digest is not None:
-        kept = runner.pool.take(plan.continue_session_id, signature=request.signature, digest=plan.history_digest)
-        if kept is not None:
-            return kept, "live"
-        resume, source = plan.continue_session_id, "resume"
-    elif plan.replay:
-        resume, source = (
-            write_replay_transcript(
-                plan.replay,
-                env={**os.environ, **runner.env, **settings.get("claude_code_env", {})},
-                cwd=settings.get("claude_code_cwd"),
-            ),
-            "replay",
-        )
-    else:
-        spare = await runner.pool.claim_spare(request.signature)
-        if spare is not None:
-            return spare, "spare"
-    await _take_slot(runner, slot_wait)
+    ledger = runner.ledger
+
+    def take_live(point: SessionPoint) -> CLISession | None:
+        return runner.pool.take(point.session_id, signature=request.signature, digest=point.digest)
+
+    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
+    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=files)
+    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
+    release_source = _nothing
+    session_id: str | None = None
+    owned = not keep
+    kind: SessionSource
+    match source:
+        case LiveSession(session=live):
+            return _Acquired(live, continue_input, _nothing, "live")
+        case ResumeSession(session_id=resumed):
+            session_id, new_input, kind = resumed, continue_input, "resume"
+            resume: dict[str, Any] = {"resume": resumed}
+        case ForkSession(session_id=forked, message_uuid=at):
+            release_source = ledger.use(forked)
+            session_id, new_input, owned, kind = str(uuid.uuid4()), continue_input, True, "fork"
+            resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
+        case ReplayHistory(entries=entries):
+            session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd)
+            new_input, owned, resume, kind = plan.new_input, True, {"resume": session_id}, "replay"
+        case FreshSession():
+            spare = await runner.pool.claim_spare(request.signature)
+            if spare is not None:
+                return _Acquired(spare, plan.new_input, _nothing, "spare")
+            new_input, resume, kind = plan.new_input, {}, "new"
+    release_session = ledger.use(session_id) if session_id is not None else _nothing
+    if session_id is not None and owned:
+        ledger.own(session_id, files.path(session_id))
     try:
-        return await spawn_session(request, stderr, resume=resume, slot_taken=True), source
+        await _take_slot(runner, slot_wait)
+    except BaseException:
+        release_session()
+        release_source()
+        raise
+    try:
+        session = await spawn_session(request, stderr, resume=resume, slot_taken=True, on_closed=release_session)
     except BaseException as error:
+        release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
+    return _Acquired(session, new_input, release_source, kind)
 
 
 async def _take_slot(runner: TurnRunner, slot_wait: float | None) -> None:
@@ -234,36 +294,44 @@ async def _take_slot(runner: TurnRunner, slot_wait: float | None) -> None:
 
 
 async def spawn_session(
-    request: SessionRequest, stderr: deque[str], *, resume: str | None = None, slot_taken: bool = False
+    request: SessionRequest,
+    stderr: deque[str],
+    *,
+    resume: Mapping[str, Any] | None = None,
+    slot_taken: bool = False,
+    on_closed: Callable[[], None] = _nothing,
 ) -> CLISession:
     """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
 
     Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
-    (:class:`NoSlotError`); the slot is given back once the process is gone.
+    (:class:`NoSlotError`); the slot is given back once the process is gone, and ``on_closed`` is called then
+    (also if the start fails).
     """
     runner = request.runner
     slots = runner.slots
     if slots is not None and not slot_taken and not slots.try_acquire():
+        on_closed()
         raise NoSlotError("every process slot of the model is taken")
     release = slots.release if slots is not None else _nothing
     try:
         router = RunToolRouter()
         served = await serve_tool_servers(runner.tools, request.servers, router)
+        cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        options = replace(
+            request.options,
+            **dict(resume or {}),
+            mcp_servers={server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
+            env={**request.options.env, **cli_env},
+            stderr=stderr.append,
+        )
+        # The session keeps the signature computed without per-process values (such as the IPC secret).
+        session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
     except BaseException:
         release()
+        on_closed()
         raise
-    cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
-    options = replace(
-        request.options,
-        resume=resume,
-        mcp_servers={server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
-        env={**request.options.env, **cli_env},
-        stderr=stderr.append,
-    )
-    # The session keeps the signature computed without per-process values (such as the IPC secret).
-    session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
     session.stderr = stderr
-    session.on_closed.append(release)
+    session.on_closed.extend((release, on_closed))
     await session.start()
     return session
 
@@ -303,10 +371,6 @@ class NoSlotError(RuntimeError):
     """No process slot was free for a spare (spares never wait for one)."""
 
 
-def _nothing() -> None:
-    return None
-
-
 class CLITurn:
     """One CLI turn in flight: its session, the translator of its SDK messages, and the cleanup owed at the end."""
 
@@ -323,6 +387,10 @@ class CLITurn:
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
+        new_input: list[ContentBlock],
+        files: TranscriptFiles,
+        keep: bool = True,
+        release_source: Callable[[], None] = _nothing,
         source: SessionSource = "new",
         started: float | None = None,
         spare_request: SessionRequest | None = None,
@@ -337,6 +405,13 @@ class CLITurn:
         self.stderr = stderr
         self.translator = translator
         self.wants_structured_output = wants_structured_output
+        self.new_input = new_input
+        self.files = files
+        self.keep = keep
+        """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
+        self._release_source = release_source
+        self._exact = True
+        """Whether the session's conversation is exactly the history and this turn's response."""
         self.source: SessionSource = source
         """How the turn got its session."""
         self.started = started if started is not None else time.perf_counter()
@@ -360,7 +435,7 @@ class CLITurn:
     def _user_message(self) -> dict[str, Any]:
         return {
             "type": "user",
-            "message": {"role": "user", "content": self.plan.new_input},
+            "message": {"role": "user", "content": self.new_input},
             "parent_tool_use_id": None,
             "uuid": str(uuid.uuid4()),
         }
@@ -435,16 +510,34 @@ class CLITurn:
         details[SESSION_SOURCE_KEY] = self.source
         if self.first_token_seconds is not None:
             details[FIRST_TOKEN_KEY] = round(self.first_token_seconds, 4)
-        if translator.outcome.session_id is not None:
+        attempts = translator.attempts
+        if attempts.aborted:
+            details[ABORTED_ATTEMPTS_KEY] = attempts.aborted
+        session_id = translator.outcome.session_id
+        if session_id is not None:
             digest = history_digest([*self.messages_in, ModelResponse(parts=parts)])
             details[HISTORY_DIGEST_KEY] = digest
-            self.session.seen_digest = digest
+            # A session that kept part of an aborted attempt in its conversation holds more than the history.
+            self._exact = self.keep and not attempts.tainted
+            self.session.seen_digest = digest if self._exact else None
+            if self._exact and translator.outcome.last_entry_uuid is not None:
+                details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
+            self._note_session(session_id)
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),
             provider_details=details,
             provider_response_id=result.uuid if result is not None else None,
         )
+
+    def _note_session(self, session_id: str) -> None:
+        """Count the session's use of its id now that it is known (a fresh session), and own what it writes when
+        it serves no follow-up."""
+        ledger = self.runner.ledger
+        if not ledger.in_use(session_id):
+            self.session.on_closed.append(ledger.use(session_id))
+            if not self.keep:
+                ledger.own(session_id, self.files.path(session_id))
 
     async def stop(self) -> None:
         """Stop the turn now (the stream was cancelled): the session is not reused."""
@@ -457,8 +550,11 @@ class CLITurn:
         if source is not None:
             with contextlib.suppress(RuntimeError):  # still running in a task that was cancelled
                 await source.aclose()
+        self._release_source()
         if not self.completed or self.failed:
             await self.session.abort()
+        elif not self._exact:
+            await self.session.close()
         else:
             await self.runner.pool.put(self.session)
         slots = self.runner.slots

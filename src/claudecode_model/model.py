@@ -10,7 +10,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -289,7 +289,7 @@ class ClaudeCodeModel(Model):
 
     def _runner(self) -> TurnRunner:
         return TurnRunner(
-            self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool, self._slots
+            self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool, slots=self._slots
         )
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
@@ -336,11 +336,16 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
             # Native output is read from the text after the last tool call: the validated JSON the CLI returned.
             part = TextPart(turn.structured_output_text())
             yield self._parts_manager.handle_part(vendor_part_id="structured_output", part=part)
-        summary = turn.conclude(self._parts_manager.get_parts())
+        summary = turn.conclude(turn.translator.kept(self._parts_manager.get_parts()))
         self._usage = summary.usage
         self.finish_reason = summary.finish_reason
         self.provider_details = summary.provider_details
         self.provider_response_id = summary.provider_response_id
+
+    def get(self) -> ModelResponse:
+        """The response so far, without what aborted attempts streamed (see :mod:`claudecode_model._attempts`)."""
+        response = super().get()
+        return replace(response, parts=self._turn.translator.kept(response.parts))
 
     async def close_stream(self) -> None:
         """Stop the CLI turn (used by ``cancel()``): the session is not reused."""

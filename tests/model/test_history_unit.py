@@ -19,9 +19,9 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model import MessageConversionError, UnsupportedContentError
-from claudecode_model._details import CLI_TOOL_NAME_KEY, HISTORY_DIGEST_KEY
+from claudecode_model._details import CLI_TOOL_NAME_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
 from claudecode_model._digest import history_digest
-from claudecode_model._plan import plan_turn
+from claudecode_model._plan import SessionPoint, plan_turn
 from claudecode_model._replay import transcript_of
 from claudecode_model._to_anthropic import user_content_blocks
 
@@ -30,7 +30,11 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 
 def _claude_response(history: list, text: str, session: str = "s-1") -> ModelResponse:
     response = ModelResponse(parts=[TextPart(text)], provider_name="claude-code")
-    response.provider_details = {"session_id": session, HISTORY_DIGEST_KEY: history_digest([*history, response])}
+    response.provider_details = {
+        "session_id": session,
+        HISTORY_DIGEST_KEY: history_digest([*history, response]),
+        RESUME_AT_KEY: "entry-1",
+    }
     return response
 
 
@@ -41,8 +45,8 @@ def test_first_turn_sends_user_prompt_and_system_prompt_with_instructions():
 
     assert plan.system_prompt == "sys\n\nbe brief"
     assert plan.new_input == [{"type": "text", "text": "hi"}]
-    assert plan.continue_session_id is None
-    assert plan.replay == []
+    assert plan.point is None
+    assert plan.replay() == []
 
 
 def test_history_seen_by_a_session_is_continued_with_only_the_new_input():
@@ -52,10 +56,23 @@ def test_history_seen_by_a_session_is_continued_with_only_the_new_input():
 
     plan = plan_turn(messages, None)
 
-    assert plan.continue_session_id == "s-1"
-    assert plan.history_digest == response.provider_details[HISTORY_DIGEST_KEY]  # type: ignore[index]
-    assert plan.new_input == [{"type": "text", "text": "two"}]
-    assert plan.replay == []
+    digest = response.provider_details[HISTORY_DIGEST_KEY]  # type: ignore[index]
+    assert plan.point == SessionPoint(session_id="s-1", message_uuid="entry-1", digest=digest)
+    assert plan.continue_input == [{"type": "text", "text": "two"}]
+    # Should the session's transcript be gone, the history can still be replayed.
+    assert [entry.role for entry in plan.replay()] == ["user", "assistant"]
+
+
+def test_a_response_without_its_transcript_entry_is_not_continued():
+    """Responses recorded before the entry was noted (or by other tools) have no point to branch from."""
+    first = ModelRequest(parts=[UserPromptPart("one")])
+    response = _claude_response([first], "reply")
+    del response.provider_details[RESUME_AT_KEY]  # type: ignore[union-attr]
+
+    plan = plan_turn([first, response, ModelRequest(parts=[UserPromptPart("two")])], None)
+
+    assert plan.point is None
+    assert len(plan.replay()) == 2
 
 
 def test_edited_history_is_replayed_not_continued():
@@ -65,9 +82,9 @@ def test_edited_history_is_replayed_not_continued():
 
     plan = plan_turn([edited, response, ModelRequest(parts=[UserPromptPart("two")])], None)
 
-    assert plan.continue_session_id is None
-    assert [entry.role for entry in plan.replay] == ["user", "assistant"]
-    assert plan.replay[0].content == [{"type": "text", "text": "one, edited"}]
+    assert plan.point is None
+    assert [entry.role for entry in plan.replay()] == ["user", "assistant"]
+    assert plan.replay()[0].content == [{"type": "text", "text": "one, edited"}]
 
 
 def test_session_mode_new_never_continues():
@@ -76,8 +93,8 @@ def test_session_mode_new_never_continues():
 
     plan = plan_turn(messages, None, allow_continue=False)
 
-    assert plan.continue_session_id is None
-    assert len(plan.replay) == 2
+    assert plan.point is None
+    assert len(plan.replay()) == 2
 
 
 def test_history_without_new_input_is_an_error():
@@ -175,14 +192,19 @@ def test_output_call_answered_by_the_cli_gets_pydantic_ais_verdict_as_text_when_
     response = ModelResponse(
         parts=[ToolCallPart("final_result", {"name": "Paris"}, "toolu_1")], provider_name="claude-code"
     )
-    response.provider_details = {"session_id": "s-1", HISTORY_DIGEST_KEY: history_digest([first, response])}
+    response.provider_details = {
+        "session_id": "s-1",
+        HISTORY_DIGEST_KEY: history_digest([first, response]),
+        RESUME_AT_KEY: "entry-1",
+    }
     retry = ToolReturnPart("final_result", "country: Field required", "toolu_1", outcome="retried")
 
     continued = plan_turn([first, response, ModelRequest(parts=[retry])], None)
     response.provider_details = {"session_id": "s-1", HISTORY_DIGEST_KEY: "another conversation"}
     replayed = plan_turn([first, response, ModelRequest(parts=[retry])], None)
 
-    [block] = continued.new_input
+    assert continued.continue_input is not None
+    [block] = continued.continue_input
     assert block["type"] == "text"
     assert "not accepted" in block["text"]
     assert "country: Field required" in block["text"]

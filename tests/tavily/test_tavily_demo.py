@@ -165,7 +165,8 @@ def test_run_research_offline_points_to_the_demo(capsys: pytest.CaptureFixture[s
 async def test_run_builds_the_research_agent_when_asked(argv: list[str], tools: list[str], instructions: str) -> None:
     seen: dict[str, Any] = {}
 
-    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    # Async, so pydantic-ai runs it on the loop: a sync function would leave an idle AnyIO worker thread behind.
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.update(tools=sorted(tool.name for tool in info.function_tools), instructions=info.instructions)
         return ModelResponse(parts=[TextPart("ok")])
 

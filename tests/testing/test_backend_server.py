@@ -300,6 +300,41 @@ def test_sse_error_event_after_message_start(backend: OfflineBackend, client: ht
     assert non_stream.json()["error"]["message"] == "boom"
 
 
+def test_cut_stream_ends_with_an_sse_error_after_some_deltas(backend: OfflineBackend, client: httpx.Client) -> None:
+    backend.fail_next(Failure.cut("this answer will be cut short", after_deltas=2, ending="sse_error"))
+    response = post(client, body())
+
+    events = sse(response)
+    assert [e for e, _ in events] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "error",
+    ]
+    assert streamed_text(response) == "this answer will"
+    assert events[-1][1]["error"]["type"] == "overloaded_error"
+
+
+def test_cut_stream_drops_the_connection_mid_body(backend: OfflineBackend, client: httpx.Client) -> None:
+    partial = ScriptedTurn.tool_call("mcp__t__echo", {"text": "a long argument"}, text="let me call")
+    backend.fail_next(Failure.cut(partial, after_deltas=3))
+    received = b""
+    with pytest.raises(httpx.RemoteProtocolError), client.stream("POST", "/v1/messages", json=body()) as response:
+        for chunk in response.iter_bytes():
+            received += chunk
+    text = received.decode()
+    assert '"text_delta"' in text
+    assert '"input_json_delta"' in text  # the tool call was cut part-way
+    assert "message_delta" not in text
+    assert "message_stop" not in text
+    # A plain request hit by the same failure gets its error status instead.
+    backend.fail_next(Failure.cut("x", after_deltas=0))
+    assert post(client, body(stream=False)).status_code == 529
+    with pytest.raises(ValueError, match="must not be negative"):
+        Failure.cut("x", after_deltas=-1)
+
+
 def test_malformed_sse_is_garbage(backend: OfflineBackend, client: httpx.Client) -> None:
     backend.fail_next(Failure.malformed_sse(), count=2)
     response = post(client, body())

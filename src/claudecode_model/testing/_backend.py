@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
 _HOLD_POLL_SECONDS = 0.005
+_CUT_PAUSE_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -523,6 +524,52 @@ class OfflineBackend:
                     return Response(b'{"type": "message", "content": [', media_type="application/json")
                 garbage = b'event: message_start\ndata: {"type": "message_start", "message": \n\nnot SSE at all\n\n'
                 return self._sse_response(_once(garbage))
+            case "cut":
+                if not stream:
+                    return _error_response(failure.status, failure.message, failure.error_type)
+                logging.getLogger("uvicorn.error").addFilter(_QUIET_CUTS)  # a filter already there is not added again
+                return self._sse_response(self._cut_stream(failure, model))
+
+    async def _cut_stream(self, failure: Failure, model: str) -> AsyncIterator[bytes]:
+        """The stream of ``failure.partial`` up to ``failure.after_deltas`` content deltas, then the cut."""
+        assert failure.partial is not None
+        events = stream_events(
+            failure.partial,
+            message_id=new_message_id(),
+            model=model,
+            request_body={},
+            text_chunk_size=self.text_chunk_size,
+        )
+        deltas = 0
+        for event in events:
+            if event.event == "content_block_delta":
+                if deltas == failure.after_deltas:
+                    break
+                deltas += 1
+            elif event.event == "message_delta":
+                break
+            yield event.encode()
+        # The client handles what it received before the cut (a cut that arrives with the data may be seen first).
+        await self._wait(_CUT_PAUSE_SECONDS)
+        if failure.ending == "sse_error":
+            yield SSEEvent("error", failure.error_body()).encode()
+            return
+        # Ending the response generator with an error makes the server abort the connection mid-body.
+        raise _CutConnectionError("offline backend: connection cut on purpose")
+
+
+class _CutConnectionError(Exception):
+    """Raised inside a streamed body to drop the connection (an injected failure, not a bug)."""
+
+
+class _QuietCuts(logging.Filter):
+    """Keeps the server's traceback of an injected connection cut out of the logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _CutConnectionError))
+
+
+_QUIET_CUTS = _QuietCuts()
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:

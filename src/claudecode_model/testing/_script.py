@@ -34,14 +34,15 @@ def error_type_for_status(status: int) -> str:
     return "api_error" if status >= 500 else "invalid_request_error"
 
 
-FailureKind = Literal["http", "sse_error", "malformed_sse", "stall"]
+FailureKind = Literal["http", "sse_error", "malformed_sse", "stall", "cut"]
+CutEnding = Literal["drop", "sse_error"]
 
 
 @dataclass(frozen=True)
 class Failure:
     """A failure the backend serves instead of the brain's answer (see ``OfflineBackend.fail_next``).
 
-    Build one with :meth:`http`, :meth:`sse_error`, :meth:`malformed_sse` or :meth:`stall`.
+    Build one with :meth:`http`, :meth:`sse_error`, :meth:`malformed_sse`, :meth:`stall` or :meth:`cut`.
     """
 
     kind: FailureKind
@@ -49,6 +50,12 @@ class Failure:
     error_type: str = "api_error"
     message: str = ""
     seconds: float | None = None
+    partial: ModelResponse | None = None
+    """For :meth:`cut`: the answer whose stream is cut."""
+    after_deltas: int = 0
+    """For :meth:`cut`: how many content deltas of ``partial`` are sent before the cut."""
+    ending: CutEnding = "drop"
+    """For :meth:`cut`: how the stream ends: the connection dropped, or an SSE ``error`` event."""
 
     @classmethod
     def http(cls, status: int, message: str | None = None, *, error_type: str | None = None) -> Failure:
@@ -79,6 +86,42 @@ class Failure:
             error_type="overloaded_error",
             message="offline backend: stalled",
             seconds=seconds,
+        )
+
+    @classmethod
+    def cut(
+        cls,
+        answer: ScriptedTurn | ModelResponse | str,
+        *,
+        after_deltas: int,
+        ending: CutEnding = "drop",
+        error_type: str = "overloaded_error",
+        message: str = "Overloaded",
+    ) -> Failure:
+        """A stream of ``answer`` that ends after ``after_deltas`` content deltas: the connection drops
+        (``ending="drop"``) or an SSE ``error`` event follows (``ending="sse_error"``).
+
+        The Claude Code CLI recovers from both by retrying the request without streaming; a plain request
+        hit by this failure gets the ``ending`` as an error status instead. What the client saw of ``answer``
+        belongs to an aborted attempt.
+        """
+        if after_deltas < 0:
+            raise ValueError("after_deltas must not be negative")
+        match answer:
+            case str():
+                partial = ModelResponse(parts=[TextPart(answer)])
+            case ScriptedTurn():
+                partial = answer.to_response()
+            case ModelResponse():
+                partial = answer
+        return cls(
+            "cut",
+            status=529 if error_type == "overloaded_error" else 500,
+            error_type=error_type,
+            message=message,
+            partial=partial,
+            after_deltas=after_deltas,
+            ending=ending,
         )
 
     def error_body(self) -> dict[str, Any]:
