@@ -121,8 +121,11 @@ class CLISession:
     def closed(self) -> bool:
         """Whether the session can serve no more turns: its owner task ended, or its CLI process is known to have
         exited (killed or crashed while idle, before the owner task noticed)."""
-        exited = self._process is not None and self._process.returncode is not None
-        return self._owner is not None and (self._owner.done() or exited)
+        if self._owner is None:
+            return False
+        if self._owner.done() or (self._process is not None and self._process.returncode is not None):
+            return True
+        return _exited(self._pid)
 
     async def start(self) -> None:
         """Start the CLI process and wait until it is connected."""
@@ -281,6 +284,28 @@ class CLISession:
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
     await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
+
+
+def _exited(pid: int | None) -> bool:
+    """Whether the child ``pid`` has exited, without reaping it (its owner's watcher may not have seen it yet)."""
+    if pid is None or not hasattr(os, "waitid"):
+        return False
+    try:
+        status = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True  # already reaped
+    except OSError:
+        return False
+    if status is not None:
+        return True
+    # Killed but still tearing down (a large multi-threaded process takes a while): its main thread is a zombie
+    # already, though the process cannot be waited for yet.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            stat = stat_file.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X")
 
 
 def _terminate(pid: int | None) -> None:
