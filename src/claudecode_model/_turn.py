@@ -172,7 +172,8 @@ async def start_turn(
         release_source=acquired.release_source,
         source=acquired.source,
         started=started,
-        spare_request=request if acquired.source in ("new", "spare") else None,
+        # claude_code_session="new" asks for no process to outlive the turn: no spare either.
+        spare_request=request if keep and acquired.source in ("new", "spare") else None,
     )
 
 
@@ -561,7 +562,7 @@ class CLITurn:
         if slots is not None and slots.waiting:
             self.runner.pool.evict_idle()  # a request waits for a process slot: it gets this one
         spare_request, self._spare_request = self._spare_request, None
-        if spare_request is not None:
+        if spare_request is not None and self.completed and not self.failed:
             # Started once the turn is over, so that it does not compete with the turn for CPU.
             start_spare(spare_request)
 

@@ -41,6 +41,7 @@ __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_KEEP_SESSIONS = 4
 SURPLUS_IDLE_SECONDS = 60.0
 """How long idle sessions beyond ``keep_sessions`` are kept (while no new process needs their slot)."""
 SPARES_PER_SIGNATURE_TOTAL = 4
@@ -89,7 +90,7 @@ class ClaudeCodeModel(Model):
         settings: ClaudeCodeModelSettings | None = None,
         profile: ModelProfileSpec | None = None,
         env: dict[str, str] | None = None,
-        keep_sessions: int = 4,
+        keep_sessions: int | None = None,
         session_idle_timeout: float = 300.0,
         tool_transport: TransportType = "auto",
         spare_sessions: int = 1,
@@ -103,7 +104,10 @@ class ClaudeCodeModel(Model):
             settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
             profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
             env: Extra environment variables for every CLI process.
-            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables).
+            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables). By default
+                4, and more (within ``max_processes``) for 60 s while no new process needs their slot, so that the
+                follow-ups of many concurrent conversations find their processes; an explicit number is a hard
+                bound.
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
@@ -125,9 +129,9 @@ class ClaudeCodeModel(Model):
         self._cli_path: Path | None = None
         self._env = dict(env or {})
         self._pool: SessionPool[CLISession] = SessionPool(
-            max_idle=keep_sessions,
+            max_idle=DEFAULT_KEEP_SESSIONS if keep_sessions is None else keep_sessions,
             idle_timeout=session_idle_timeout,
-            surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep_sessions > 0 else 0.0,
+            surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep_sessions is None else 0.0,
             max_spares=spare_sessions,
             max_spares_total=SPARES_PER_SIGNATURE_TOTAL * spare_sessions,
         )

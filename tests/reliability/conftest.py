@@ -63,7 +63,7 @@ class Harness:
 @pytest.fixture
 async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
     claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)  # counts its CLIs exactly
     harness = Harness(claude_backend, model, Resources.now())
     try:
         yield harness
