@@ -45,6 +45,12 @@ def find_cli(cli_path: str | os.PathLike[str] | None = None) -> Path:
         explicit = Path(cli_path).expanduser()
         if _is_executable(explicit):
             return explicit
+        if explicit.is_file():
+            raise CLINotFoundError(
+                f"The cli_path {str(explicit)!r} exists but is not executable; make it executable "
+                f"(chmod +x {str(explicit)!r}) or pass the path of the claude binary.",
+                searched=[str(explicit)],
+            )
         raise CLINotFoundError(
             f"Claude Code CLI not found at the given cli_path {str(explicit)!r}. {INSTALL_HINT}",
             searched=[str(explicit)],

@@ -15,6 +15,7 @@ from claude_agent_sdk import CLINotFoundError as SDKCLINotFoundError
 from claude_agent_sdk import ProcessError as SDKProcessError
 from claude_agent_sdk import ResultMessage
 
+from claudecode_model._failures import map_sdk_error
 from claudecode_model._from_sdk import TurnOutcome
 from claudecode_model.exceptions import (
     ClaudeCodeConnectionError,
@@ -36,6 +37,8 @@ def map_error(
         return error
     if isinstance(error, SDKCLINotFoundError):
         return CLINotFoundError(str(error))
+    if (sdk_error := map_sdk_error(error, "\n".join(stderr))) is not None:
+        return sdk_error
     if outcome is not None:
         reported = api_error(outcome, model_name=model_name)
         if reported is not None:

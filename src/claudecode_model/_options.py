@@ -13,23 +13,13 @@ from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
 from claudecode_model._digest import canonical_digest
+from claudecode_model._launcher import guarded_cli_path
 from claudecode_model._restrictions import restriction_hooks
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PERMISSION_MODE = "dontAsk"
-_IGNORED_STANDARD_SETTINGS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "seed",
-    "stop_sequences",
-    "presence_penalty",
-    "frequency_penalty",
-    "logit_bias",
-    "parallel_tool_calls",
-)
 
 
 @dataclass
@@ -58,10 +48,6 @@ def build_options(
     stderr: Callable[[str], None],
 ) -> tuple[ClaudeAgentOptions, str]:
     """The SDK options for a request, and a signature of everything that fixes a CLI session's behaviour."""
-    for key in _IGNORED_STANDARD_SETTINGS:
-        if key in settings:
-            logger.debug("setting %r is ignored: the Claude Code CLI has no equivalent", key)
-
     builtin = settings.get("claude_code_builtin_tools")
     tools: list[str] | dict[str, str]
     builtin_names: list[str] = []
@@ -101,7 +87,7 @@ def build_options(
         max_budget_usd=settings.get("claude_code_max_budget_usd"),
         model=model_name,
         cwd=str(cwd) if cwd is not None else None,
-        cli_path=cli_path,
+        cli_path=guarded_cli_path(cli_path),  # the CLI dies with this process
         env=env,
         extra_args=dict(settings.get("claude_code_extra_args", {})),
         setting_sources=list(settings.get("claude_code_setting_sources", [])),

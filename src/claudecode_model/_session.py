@@ -134,11 +134,24 @@ class CLISession:
         try:
             await asyncio.shield(self._ready)
         except BaseException:
+            self._kill_starting()  # a CLI that hangs at start never reads its end of input
             await self.close()
+            if self._ready.done() and not self._ready.cancelled():
+                self._ready.exception()  # the start was given up: its late failure is known, not "never retrieved"
             raise
 
+    def _kill_starting(self) -> None:
+        """Kill the CLI process of a start that did not complete (timed out or cancelled), if it was spawned."""
+        client = self._starting_client
+        process = cli_process(client) if client is not None and self._client is None else None
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+
     async def _own(self) -> None:
-        client = self._starting_client = ClaudeSDKClient(self.options)
+        client = ClaudeSDKClient(self.options)
+        self._starting_client = client
+        started = time.monotonic()
         try:
             await client.connect()
         except BaseException as error:
@@ -148,6 +161,7 @@ class CLISession:
         self._process = cli_process(client)
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
+        logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
         self._ready.set_result(None)
         try:
             while (turn := await self._commands.get()) is not None:
@@ -371,7 +385,8 @@ class SessionPool(Generic[S]):
     ``max_spares`` spares per signature and ``max_spares_total`` in all, each stopped after ``idle_timeout`` unused.
 
     Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
-    which no turn should wait for. :meth:`close_all` waits for those closes too.
+    which no turn should wait for. :meth:`close_all` waits for those closes too. A session idle for
+    ``idle_timeout`` seconds is closed by a timer of its event loop, whether or not another request comes.
     """
 
     def __init__(
@@ -391,6 +406,7 @@ class SessionPool(Generic[S]):
         self._sessions: dict[str, S] = {}
         self._spares: list[_Spare[S]] = []
         self._closing: dict[S, asyncio.Task[None]] = {}
+        self._timers: dict[S, asyncio.TimerHandle] = {}
         _LIVE_POOLS.add(self)
 
     def take(self, session_id: str, *, signature: str, digest: str) -> S | None:
@@ -403,6 +419,7 @@ class SessionPool(Generic[S]):
         if session.signature != signature or session.seen_digest != digest:
             return None
         del self._sessions[session_id]
+        self._cancel_timer(session)
         return session
 
     async def put(self, session: S) -> None:
@@ -414,7 +431,28 @@ class SessionPool(Generic[S]):
         if previous is not None and previous is not session:
             self._retire(previous)
         self._sessions[session.session_id] = session
+        self._cancel_timer(session)
+        self._timers[session] = session.loop.call_later(self.idle_timeout, self._expire, session)
         await self.prune()
+
+    def _expire(self, session: S) -> None:
+        """The idle timer of ``session`` fired: close it if it is still kept and still idle."""
+        self._timers.pop(session, None)
+        key = session.session_id
+        if key is None or self._sessions.get(key) is not session:
+            return
+        idle = time.monotonic() - session.last_used
+        if idle < self.idle_timeout:  # used again meanwhile and put back: wait for the rest
+            self._timers[session] = session.loop.call_later(self.idle_timeout - idle, self._expire, session)
+            return
+        del self._sessions[key]
+        logger.debug("closing a CLI session idle for %.0f s", idle)
+        self._retire(session)
+
+    def _cancel_timer(self, session: S) -> None:
+        timer = self._timers.pop(session, None)
+        if timer is not None:
+            timer.cancel()
 
     async def prune(self) -> None:
         """Close expired sessions, sessions of other (or closed) event loops, and the oldest over the limit;
@@ -550,6 +588,7 @@ class SessionPool(Generic[S]):
 
     def _retire(self, session: S) -> None:
         """Close ``session`` in a background task of its loop (tracked until done)."""
+        self._cancel_timer(session)
         if session in self._closing:
             return
         task = session.loop.create_task(_close_or_kill(session), name="claude-code-session-close")
@@ -561,16 +600,18 @@ class SessionPool(Generic[S]):
         the processes of sessions of other loops."""
         loop = _running_loop()
         sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            self._cancel_timer(session)
         spares, self._spares = self._spares, [s for s in self._spares if s.loop is not loop]
         starting: list[asyncio.Task[S | None]] = []
         for spare in spares:
-            session = spare.ready()
+            ready = spare.ready()
             if spare.loop is not loop:
-                if session is not None:
-                    session.kill()
+                if ready is not None:
+                    ready.kill()
                 continue
-            if session is not None:
-                sessions.append(session)
+            if ready is not None:
+                sessions.append(ready)
             elif not spare.task.done():
                 spare.task.cancel()
                 starting.append(spare.task)

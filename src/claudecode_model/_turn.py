@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import time
 import uuid
@@ -43,6 +44,7 @@ from claudecode_model._details import (
 )
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
+from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._options import RequestNeeds, build_options
@@ -69,6 +71,8 @@ from claudecode_model._to_anthropic import ContentBlock
 from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, CLITimeoutError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+logger = logging.getLogger(__name__)
 
 STDERR_LINES = 50
 """How many of the CLI's last stderr lines an error reports."""
@@ -130,6 +134,9 @@ async def start_turn(
     """
     started = time.perf_counter()
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    timeout = _turn_timeout(settings)
+    # The timeout covers the whole request: planning, the CLI's start and initialisation, and the turn itself.
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     await runner.pool.prune()
     keep = settings.get("claude_code_session", "auto") == "auto"
     plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
@@ -144,11 +151,17 @@ async def start_turn(
                 "Agent, or register the tools with set_agent_toolsets()."
             )
     request, stderr = session_request(runner, settings, params, plan.system_prompt, servers)
-    timeout = _turn_timeout(settings)
     files = TranscriptFiles(
         env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
     )
-    acquired = await _acquire_session(request, plan, files, stderr, keep=keep, slot_wait=timeout)
+    starting = asyncio.timeout_at(deadline)
+    try:
+        async with starting:
+            acquired = await _acquire_session(request, plan, files, stderr, keep=keep, deadline=deadline)
+    except TimeoutError as error:
+        if not starting.expired() or isinstance(error, CLITimeoutError):
+            raise
+        raise timeout_error(timeout or 0) from error
     session = acquired.session
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
@@ -161,6 +174,7 @@ async def start_turn(
         messages_in=messages,
         params=params,
         timeout=timeout,
+        deadline=deadline,
         stderr=session.stderr if session.stderr is not None else stderr,
         translator=TurnTranslator(
             new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
@@ -226,7 +240,7 @@ async def _acquire_session(
     stderr: deque[str],
     *,
     keep: bool,
-    slot_wait: float | None,
+    deadline: float | None,
 ) -> _Acquired:
     """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
     replays it (see :mod:`claudecode_model._source`); a new conversation claims a spare with its signature first."""
@@ -245,15 +259,19 @@ async def _acquire_session(
     kind: SessionSource
     match source:
         case LiveSession(session=live):
+            logger.debug("continuing session %s in its live CLI process", live.session_id)
             return _Acquired(live, continue_input, _nothing, "live")
         case ResumeSession(session_id=resumed):
+            logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
             session_id, new_input, kind = resumed, continue_input, "resume"
             resume: dict[str, Any] = {"resume": resumed}
         case ForkSession(session_id=forked, message_uuid=at):
+            logger.debug("forking session %s at %s: it went on past this history", forked, at)
             release_source = ledger.use(forked)
             session_id, new_input, owned, kind = str(uuid.uuid4()), continue_input, True, "fork"
             resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
         case ReplayHistory(entries=entries):
+            logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
             session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd)
             new_input, owned, resume, kind = plan.new_input, True, {"resume": session_id}, "replay"
         case FreshSession():
@@ -265,7 +283,7 @@ async def _acquire_session(
     if session_id is not None and owned:
         ledger.own(session_id, files.path(session_id))
     try:
-        await _take_slot(runner, slot_wait)
+        await _take_slot(runner, deadline)
     except BaseException:
         release_session()
         release_source()
@@ -278,19 +296,21 @@ async def _acquire_session(
     return _Acquired(session, new_input, release_source, kind)
 
 
-async def _take_slot(runner: TurnRunner, slot_wait: float | None) -> None:
-    """Wait for a free process slot (stopping idle processes first), within the turn's timeout."""
+async def _take_slot(runner: TurnRunner, deadline: float | None) -> None:
+    """Wait for a free process slot (stopping idle processes first), within the request's timeout."""
     slots = runner.slots
     if slots is None:
         return
+    waited = asyncio.get_running_loop().time()
     try:
-        async with asyncio.timeout(slot_wait):
+        async with asyncio.timeout_at(deadline):
             await slots.acquire(runner.pool.evict_idle)
     except TimeoutError as error:
+        seconds = asyncio.get_running_loop().time() - waited
         raise CLITimeoutError(
-            f"No Claude Code process could start within {slot_wait or 0:g} s: all {slots.limit} process slots "
-            "of the model (max_processes) stayed busy",
-            timeout=slot_wait or 0.0,
+            f"No Claude Code process could start within the request's timeout (waited {seconds:.1f} s): all "
+            f"{slots.limit} process slots of the model (max_processes) stayed busy",
+            timeout=seconds,
         ) from error
 
 
@@ -385,6 +405,7 @@ class CLITurn:
         messages_in: list[ModelMessage],
         params: ModelRequestParameters,
         timeout: float | None,
+        deadline: float | None = None,
         stderr: deque[str],
         translator: TurnTranslator,
         wants_structured_output: bool,
@@ -425,7 +446,9 @@ class CLITurn:
         self.completed = False
         self.failed = False
         self._source: AsyncGenerator[Message, None] | None = None
-        self._deadline: float | None = None
+        self._started = time.monotonic()
+        self._deadline = deadline
+        """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
 
     @property
     def model_used(self) -> str:
@@ -445,11 +468,11 @@ class CLITurn:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
-        timeout counts from the first iteration.
+        timeout counts from the start of the request (the CLI's start included).
         """
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
-            if self.timeout is not None:
+            if self._deadline is None and self.timeout is not None:
                 self._deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             async with asyncio.timeout_at(self._deadline):
@@ -467,7 +490,12 @@ class CLITurn:
             self.failed = True
             if self.router.fatal_error is not None and isinstance(error, Exception):
                 raise self.router.fatal_error from error
-            mapped = map_error(
+            classified = (
+                classify_failed_turn(self.raw_messages, self.runner.display_name)
+                if isinstance(error, Exception) and not isinstance(error, ClaudeCodeError)
+                else None
+            )
+            mapped = classified or map_error(
                 error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.runner.display_name
             )
             if mapped is error:
@@ -484,7 +512,9 @@ class CLITurn:
             # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
             self.completed = True
             return
-        error = result_error(self.translator.outcome, model_name=self.runner.display_name)
+        error = classify_failed_turn(self.raw_messages, self.runner.display_name) or result_error(
+            self.translator.outcome, model_name=self.runner.display_name
+        )
         if error is not None:
             self.failed = True
             raise error
@@ -524,6 +554,14 @@ class CLITurn:
             if self._exact and translator.outcome.last_entry_uuid is not None:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
             self._note_session(session_id)
+        logger.info(
+            "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
+            time.monotonic() - self._started,
+            usage.input_tokens,
+            usage.output_tokens,
+            f"${usage.cost:.6f}" if usage.cost is not None else "unknown",
+            session_id,
+        )
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),

@@ -1,6 +1,7 @@
-"""The ``claudecode-model`` command: ``demo``, ``run`` and ``doctor``.
+"""The ``claudecode-model`` command: ``run``, ``login``, ``doctor`` and ``demo``.
 
-``demo --research`` and ``run --research`` use the Tavily research agent (the ``tavily`` extra).
+``demo --research`` and ``run --research`` use the Tavily research agent (the ``tavily`` extra). Heavy imports
+(pydantic-ai, the SDK) happen inside the commands, so ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -9,30 +10,40 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import logging
 import os
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, NativeToolCallPart, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo
+    from pydantic_ai.run import AgentRunResult
 
-from claudecode_model._cli import cli_version_text, find_cli
-from claudecode_model.exceptions import ClaudeCodeError
-from claudecode_model.model import ClaudeCodeModel
+    from claudecode_model.model import ClaudeCodeModel
 
 DEMO_PROMPT = "In one sentence: what does claudecode-model do?"
+LOGIN_COMMAND = "claudecode-model login"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``claudecode-model`` console script."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if getattr(args, "verbose", False):
+        _show_library_logs()
+    if args.command == "login":
+        return _login(args)
+    from claudecode_model.exceptions import ClaudeCodeError
+
     try:
-        result: int = asyncio.run(args.handler(args))
+        result = int(asyncio.run(args.handler(args)))
     except ClaudeCodeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -41,11 +52,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result
 
 
+def _show_library_logs() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    library = logging.getLogger("claudecode_model")
+    library.addHandler(handler)
+    library.setLevel(logging.DEBUG)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="claudecode-model", description="pydantic-ai agents on Claude through the Claude Code CLI."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser(
+        "run",
+        help="run one prompt with your Claude Code login",
+        description="Run one prompt. The answer goes to stdout; tool calls and a final usage line go to stderr.",
+    )
+    run.add_argument("prompt", help="what to ask; '-' reads it from stdin")
+    run.add_argument("--model", default=None, help="Claude model (sonnet, opus, or a full id)")
+    run.add_argument("--instructions", default=None, help="agent instructions (system prompt)")
+    run.add_argument("--offline", action="store_true", help="use the offline backend instead of your login")
+    run.add_argument("--no-stream", action="store_true", help="print the answer at the end instead of streaming")
+    run.add_argument(
+        "--tools",
+        default=None,
+        metavar="NAMES",
+        help="Claude Code built-in tools to enable, comma-separated (e.g. Read,Grep,Glob); none by default",
+    )
+    run.add_argument("--verbose", action="store_true", help="show the library's logs on stderr")
+    run.add_argument(
+        "--research",
+        action="store_true",
+        help="research on the web with the Tavily tools (needs the 'tavily' extra and TAVILY_API_KEY)",
+    )
+    run.set_defaults(handler=_run)
+
+    login = commands.add_parser(
+        "login",
+        help="log in to Claude (runs the bundled Claude Code CLI's `claude auth login`)",
+        description="Log in to Claude with the Claude Code CLI that claudecode-model uses (`claude auth login`).",
+    )
+    login.add_argument("--console", action="store_true", help="use an Anthropic Console account (API billing)")
+    login.add_argument("--sso", action="store_true", help="log in with SSO")
+    login.add_argument("--email", default=None, help="fill in the email address on the login page")
+    login.add_argument("--cli-path", default=None, help="the Claude Code CLI to use (default: the bundled one)")
+    login.set_defaults(handler=_login)
+
+    doctor = commands.add_parser("doctor", help="check the CLI, credentials and an offline round trip")
+    doctor.add_argument("--verbose", action="store_true", help="show the library's logs on stderr")
+    doctor.set_defaults(handler=_doctor)
 
     demo = commands.add_parser("demo", help="run an agent through the real CLI against the offline backend")
     demo.add_argument("prompt", nargs="?", default=None, help="what to ask (each demo has a question of its own)")
@@ -55,27 +113,36 @@ def _parser() -> argparse.ArgumentParser:
         help="run the Tavily research agent, with Tavily faked on 127.0.0.1 too (needs the 'tavily' extra)",
     )
     demo.set_defaults(handler=_demo)
-
-    run = commands.add_parser("run", help="run one prompt with your Claude Code login")
-    run.add_argument("prompt")
-    run.add_argument("--model", default=None, help="Claude model (sonnet, opus, or a full id)")
-    run.add_argument("--instructions", default=None, help="agent instructions (system prompt)")
-    run.add_argument("--offline", action="store_true", help="use the offline backend instead of your login")
-    run.add_argument("--no-stream", action="store_true", help="print the answer at the end instead of streaming")
-    run.add_argument(
-        "--research",
-        action="store_true",
-        help="research on the web with the Tavily tools (needs the 'tavily' extra and TAVILY_API_KEY)",
-    )
-    run.set_defaults(handler=_run)
-
-    doctor = commands.add_parser("doctor", help="check the CLI, credentials and an offline round trip")
-    doctor.set_defaults(handler=_doctor)
     return parser
+
+
+def _login(args: argparse.Namespace) -> int:
+    """Run ``claude auth login`` of the CLI the library uses, with the terminal attached."""
+    from claudecode_model._cli import find_cli
+    from claudecode_model.exceptions import ClaudeCodeError
+
+    try:
+        cli = find_cli(args.cli_path)
+    except ClaudeCodeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    command = [str(cli), "auth", "login"]
+    command += ["--console"] if args.console else []
+    command += ["--sso"] if args.sso else []
+    command += ["--email", args.email] if args.email else []
+    try:
+        return subprocess.run(command, check=False).returncode
+    except KeyboardInterrupt:
+        return 130
+    except OSError as error:
+        print(f"error: could not run {cli}: {error}", file=sys.stderr)
+        return 1
 
 
 def _demo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """The offline backend's stand-in for Claude in the demo: a fixed, honest answer."""
+    from pydantic_ai.messages import ModelResponse, TextPart, UserPromptPart
+
     prompts = [
         part.content
         for message in messages
@@ -90,12 +157,25 @@ def _demo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(answer)])
 
 
-async def _demo(args: argparse.Namespace) -> int:
-    if args.research:
-        return await _research_demo(args)
+@dataclass
+class _RoundTrip:
+    """What an offline round trip through the real CLI saw."""
+
+    cli_path: Path
+    backend_url: str
+    api_requests: int
+    output: str
+    response: ModelResponse
+    elapsed: float
+
+
+async def _offline_round_trip(prompt: str) -> _RoundTrip:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+
+    from claudecode_model.model import ClaudeCodeModel
     from claudecode_model.testing import OfflineBackend
 
-    prompt = args.prompt or DEMO_PROMPT
     with OfflineBackend(FunctionModel(_demo_brain)) as backend:
         model = ClaudeCodeModel(env=backend.cli_env())
         agent = Agent(model, instructions="Answer in one sentence.")
@@ -104,12 +184,26 @@ async def _demo(args: argparse.Namespace) -> int:
             result = await agent.run(prompt)
         finally:
             await model.aclose()
-        elapsed = time.perf_counter() - started
-        print(f"Claude Code CLI: {model.cli_path}")
-        print(f"Offline backend: {backend.url} ({len(backend.requests)} API request(s) received)")
-        print(f"Prompt: {prompt}")
-        print(f"Answer: {result.output}")
-        print(_usage_line(_last_response(result.all_messages()), elapsed))
+        return _RoundTrip(
+            cli_path=model.cli_path,
+            backend_url=backend.url,
+            api_requests=len(backend.requests),
+            output=result.output,
+            response=_last_response(result.all_messages()),
+            elapsed=time.perf_counter() - started,
+        )
+
+
+async def _demo(args: argparse.Namespace) -> int:
+    if args.research:
+        return await _research_demo(args)
+    prompt = args.prompt or DEMO_PROMPT
+    trip = await _offline_round_trip(prompt)
+    print(f"Claude Code CLI: {trip.cli_path}")
+    print(f"Offline backend: {trip.backend_url} ({trip.api_requests} API request(s) received)")
+    print(f"Prompt: {prompt}")
+    print(f"Answer: {trip.output}")
+    print(_usage_line(trip.response, trip.elapsed))
     return 0
 
 
@@ -122,6 +216,10 @@ async def _research_demo(args: argparse.Namespace) -> int:
     except ImportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    from pydantic_ai.messages import NativeToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from claudecode_model.model import ClaudeCodeModel
     from claudecode_model.testing import OfflineBackend
 
     prompt = args.prompt or RESEARCH_DEMO_PROMPT
@@ -152,6 +250,10 @@ async def _research_demo(args: argparse.Namespace) -> int:
 
 
 def _last_response(messages: list[ModelMessage]) -> ModelResponse:
+    from pydantic_ai.messages import ModelResponse
+
+    from claudecode_model.exceptions import ClaudeCodeError
+
     response = messages[-1]
     if not isinstance(response, ModelResponse):
         raise ClaudeCodeError(f"the run ended with a {type(response).__name__}, not a model response")
@@ -168,17 +270,31 @@ def _usage_line(response: ModelResponse, elapsed: float) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    prompt = _prompt(args.prompt)
+    if not prompt.strip():
+        print("error: the prompt is empty", file=sys.stderr)
+        return 2
     if args.research:
         problem = _research_problem(offline=args.offline)
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
             return 1
+    from claudecode_model.model import ClaudeCodeModel
+
+    settings: dict[str, Any] = {}
+    if args.tools:
+        settings["claude_code_builtin_tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
     if args.offline:
         from claudecode_model.testing import OfflineBackend
 
         with OfflineBackend() as backend:
-            return await _run_with(args, ClaudeCodeModel(args.model, env=backend.cli_env()))
-    return await _run_with(args, ClaudeCodeModel(args.model))
+            model = ClaudeCodeModel(args.model, env=backend.cli_env(), settings=settings)  # type: ignore[arg-type]
+            return await _run_with(args, model, prompt)
+    return await _run_with(args, ClaudeCodeModel(args.model, settings=settings), prompt)  # type: ignore[arg-type]
+
+
+def _prompt(argument: str) -> str:
+    return sys.stdin.read() if argument == "-" else argument
 
 
 def _research_problem(*, offline: bool) -> str | None:
@@ -197,6 +313,8 @@ def _research_problem(*, offline: bool) -> str | None:
 
 def _agent(args: argparse.Namespace, model: ClaudeCodeModel) -> Agent[Any, str]:
     """The agent of ``run``: a plain one, or with ``--research`` the Tavily research agent."""
+    from pydantic_ai import Agent
+
     if not args.research:
         return Agent(model, instructions=args.instructions)
     from claudecode_model.tavily import RESEARCH_INSTRUCTIONS, create_research_agent
@@ -204,23 +322,98 @@ def _agent(args: argparse.Namespace, model: ClaudeCodeModel) -> Agent[Any, str]:
     return create_research_agent(model, instructions=args.instructions or RESEARCH_INSTRUCTIONS)
 
 
-async def _run_with(args: argparse.Namespace, model: ClaudeCodeModel) -> int:
+async def _run_with(args: argparse.Namespace, model: ClaudeCodeModel, prompt: str) -> int:
     agent = _agent(args, model)
+    progress = _Progress(stream_text=not args.no_stream)
+    started = time.perf_counter()
     try:
-        if args.no_stream:
-            result = await agent.run(args.prompt)
-            print(result.output)
-            return 0
-        async with agent.run_stream(args.prompt) as stream:
-            async for delta in stream.stream_text(delta=True):
-                print(delta, end="", flush=True)
-        print()
+        result = await agent.run(prompt, event_stream_handler=progress.consume)
     finally:
         await model.aclose()
+    if args.no_stream:
+        print(result.output)
+    elif progress.text_printed:
+        print()
+    print(_run_summary(result, progress.tool_calls, time.perf_counter() - started), file=sys.stderr)
     return 0
 
 
+class _Progress:
+    """Streams the answer to stdout and writes one stderr line when a tool call starts and one when it ends."""
+
+    def __init__(self, *, stream_text: bool) -> None:
+        self.stream_text = stream_text
+        self.text_printed = False
+        self.tool_calls = 0
+        self._started: dict[str, float] = {}
+
+    async def consume(self, ctx: Any, events: AsyncIterable[Any]) -> None:
+        """pydantic-ai's ``event_stream_handler``: called with the events of each model request and tool round."""
+        async for event in events:
+            self.handle(event)
+
+    def handle(self, event: Any) -> None:
+        from pydantic_ai.messages import (
+            FunctionToolCallEvent,
+            FunctionToolResultEvent,
+            NativeToolCallPart,
+            NativeToolReturnPart,
+            PartDeltaEvent,
+            PartEndEvent,
+            PartStartEvent,
+            TextPart,
+            TextPartDelta,
+        )
+
+        match event:
+            case PartStartEvent(part=TextPart(content=text)) | PartDeltaEvent(delta=TextPartDelta(content_delta=text)):
+                if self.stream_text and text:
+                    print(text, end="", flush=True)
+                    self.text_printed = True
+            case PartEndEvent(part=NativeToolCallPart() as call) | FunctionToolCallEvent(part=call):
+                self._tool_started(call.tool_call_id, call.tool_name, call.args_as_dict())
+            case PartStartEvent(part=NativeToolReturnPart() as done):
+                self._tool_ended(done.tool_call_id, done.tool_name, failed=done.outcome != "success")
+            case FunctionToolResultEvent(part=done):
+                failed = getattr(done, "outcome", "success") != "success"
+                self._tool_ended(done.tool_call_id, done.tool_name, failed=failed)
+            case _:
+                pass
+
+    def _tool_started(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        self._started[call_id] = time.perf_counter()
+        self.tool_calls += 1
+        shown = json.dumps(arguments, ensure_ascii=False)
+        shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        self._line(f"[tool] {name} {shown}")
+
+    def _tool_ended(self, call_id: str, name: str, *, failed: bool) -> None:
+        started = self._started.pop(call_id, None)
+        took = f" in {time.perf_counter() - started:.2f} s" if started is not None else ""
+        self._line(f"[tool] {name} {'failed' if failed else 'done'}{took}")
+
+    def _line(self, text: str) -> None:
+        if self.text_printed:
+            print(flush=True)  # the streamed text so far ends its line before the progress line
+            self.text_printed = False
+        print(text, file=sys.stderr, flush=True)
+
+
+def _run_summary(result: AgentRunResult[str], tool_calls: int, elapsed: float) -> str:
+    usage = result.usage
+    response = _last_response(result.all_messages())
+    session = (response.provider_details or {}).get("session_id")
+    cost = f"${usage.cost:.6f}" if usage.cost is not None else "unknown"
+    return (
+        f"[done] {usage.input_tokens} input and {usage.output_tokens} output tokens, "
+        f"{tool_calls} tool call(s); cost {cost}; {elapsed:.2f} s; session {session}"
+    )
+
+
 async def _doctor(args: argparse.Namespace) -> int:
+    from claudecode_model._cli import cli_version_text, find_cli
+    from claudecode_model.exceptions import ClaudeCodeError
+
     problems = 0
     try:
         cli = find_cli()
@@ -231,14 +424,16 @@ async def _doctor(args: argparse.Namespace) -> int:
     print(f"[ok]   Claude Code CLI: {cli} ({version})")
     for line in _credentials():
         print(line)
-    started = time.perf_counter()
     try:
-        await _demo(argparse.Namespace(prompt="doctor check", research=False))
+        trip = await _offline_round_trip("doctor check")
     except ClaudeCodeError as error:
         problems += 1
         print(f"[fail] offline round trip: {error}")
     else:
-        print(f"[ok]   offline round trip through the real CLI in {time.perf_counter() - started:.2f} s")
+        print(
+            f"[ok]   offline round trip through the real CLI in {trip.elapsed:.2f} s "
+            f"({trip.api_requests} API request(s) to {trip.backend_url})"
+        )
     return 1 if problems else 0
 
 
@@ -253,7 +448,7 @@ def _credentials() -> list[str]:
     if found:
         lines.append(f"[ok]   credentials: {', '.join(found)} (values not shown)")
     else:
-        lines.append("[warn] credentials: none found; run `claude login` to use `claudecode-model run` online")
+        lines.append(f"[warn] credentials: none found; run `{LOGIN_COMMAND}` to use `claudecode-model run` online")
     return lines
 
 

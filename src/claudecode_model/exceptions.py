@@ -8,11 +8,13 @@ provider's errors.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic_ai.exceptions import (
     ModelAuthenticationError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     ModelOverloadedError,
     ModelRateLimitError,
@@ -34,11 +36,13 @@ __all__ = [
     "ClaudeCodeAPIError",
     "ClaudeCodeAuthenticationError",
     "ClaudeCodeConnectionError",
+    "ClaudeCodeContextWindowExceededError",
     "ClaudeCodeError",
     "ClaudeCodeOverloadedError",
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
     "ClaudeCodeServerError",
+    "ClaudeCodeSettingsError",
     "ClaudeCodeUnavailableError",
     "DependencyResolutionError",
     "ErrorType",
@@ -64,6 +68,13 @@ class ClaudeCodeError(Exception):
 
 
 # --- the CLI process -------------------------------------------------------------------------------------------
+
+
+class ClaudeCodeSettingsError(ClaudeCodeError, UserError, ValueError):
+    """A setting or constructor argument is invalid (the message names it and says what is allowed).
+
+    Raised before any CLI process starts. Also a pydantic-ai ``UserError`` and a ``ValueError``.
+    """
 
 
 class CLINotFoundError(ClaudeCodeError):
@@ -176,7 +187,12 @@ class ClaudeCodeAuthenticationError(ClaudeCodeAPIError, ModelAuthenticationError
 
 
 class ClaudeCodeRateLimitError(ClaudeCodeAPIError, ModelRateLimitError):
-    """429: rate limited."""
+    """429: rate limited, or a usage limit of the subscription reached (such as the 5-hour limit).
+
+    ``resets_at`` is when the limit resets, where the CLI says (``retry_after`` then holds the seconds until then).
+    """
+
+    resets_at: datetime | None = None
 
 
 class ClaudeCodeOverloadedError(ClaudeCodeAPIError, ModelOverloadedError):
@@ -193,6 +209,14 @@ class ClaudeCodeServerError(ClaudeCodeAPIError, ModelServerError):
 
 class ClaudeCodeRequestRejectedError(ClaudeCodeAPIError, ModelRequestRejectedError):
     """Any other 4xx status."""
+
+
+class ClaudeCodeContextWindowExceededError(ClaudeCodeRequestRejectedError, ModelContextWindowExceededError):
+    """The prompt is longer than the model's context window; ``prompt_tokens`` and ``limit_tokens`` give the sizes
+    where the CLI reported them. Not transient: retrying the same request fails the same way."""
+
+    prompt_tokens: int | None = None
+    limit_tokens: int | None = None
 
 
 class ClaudeCodeConnectionError(ClaudeCodeError, ModelConnectionError):
@@ -227,7 +251,7 @@ def api_error_for_status(
     return cls(status_code, model_name, body, cli_message=cli_message, result=result, in_stream=in_stream)
 
 
-# --- tools (seed 000) ------------------------------------------------------------------------------------------
+# --- tools ----------------------------------------------------------------------------------------------------
 
 
 class ToolValidationError(ClaudeCodeError, ValueError):
@@ -286,7 +310,7 @@ class MissingDepsError(ClaudeCodeError, NotImplementedError):
     """A tool takes a ``RunContext`` but was converted without dependencies to give it."""
 
 
-# --- the tool runtime (seed 003) -------------------------------------------------------------------------------
+# --- the tool runtime -----------------------------------------------------------------------------------------
 
 
 class DependencyResolutionError(ClaudeCodeError, UserError):
@@ -296,7 +320,7 @@ class DependencyResolutionError(ClaudeCodeError, UserError):
     """
 
 
-# --- IPC bridge (seed 002) -------------------------------------------------------------------------------------
+# --- IPC bridge -----------------------------------------------------------------------------------------------
 
 
 class IPCError(ClaudeCodeError):

@@ -1,6 +1,7 @@
 """``ClaudeCodeModel``: a pydantic-ai model that runs Claude through the Claude Code CLI.
 
 This module keeps the pydantic-ai contract only; a request's CLI turn is run by :mod:`claudecode_model._turn`.
+claude-agent-sdk and mcp (about a second of imports) are imported at the first request, not with this module.
 """
 
 from __future__ import annotations
@@ -13,11 +14,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from claude_agent_sdk import McpSdkServerConfig, ResultMessage
-from claude_agent_sdk.types import Message
-from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
@@ -25,17 +23,28 @@ from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
-from claudecode_model._cli import find_cli
-from claudecode_model._compat import ModelResponsePartsManager, now_utc
 from claudecode_model._details import PROVIDER_NAME
-from claudecode_model._request_tools import ToolSetup
-from claudecode_model._session import CLISession, SessionPool
-from claudecode_model._slots import ProcessSlots, default_max_processes
-from claudecode_model._turn import CLITurn, TurnRunner, prewarm_turn, start_turn
-from claudecode_model.exceptions import CLIInterruptedError
+from claudecode_model._exit import close_blocking, track
+from claudecode_model._history_repair import repair_history
+from claudecode_model._settings_check import check_model_arguments, check_request_settings
+from claudecode_model.exceptions import ClaudeCodeSettingsError, CLIInterruptedError
 from claudecode_model.ipc._types import TransportType
-from claudecode_model.mcp_integration import DEFAULT_SERVER_NAME
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import McpSdkServerConfig, ResultMessage
+    from claude_agent_sdk.types import Message
+    from pydantic_ai.agent import AbstractAgent
+
+    from claudecode_model._compat import ModelResponsePartsManager
+    from claudecode_model._request_tools import ToolSetup
+    from claudecode_model._session import CLISession, SessionPool
+    from claudecode_model._slots import ProcessSlots
+    from claudecode_model._turn import CLITurn, TurnRunner
+
+DEFAULT_SERVER_NAME = "pydantic_tools"
+"""The MCP server name of registered toolsets (``claudecode_model.DEFAULT_SERVER_NAME``; kept here so that
+importing the model does not import mcp)."""
 
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
 
@@ -43,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_KEEP_SESSIONS = 4
 SURPLUS_IDLE_SECONDS = 60.0
-"""How long idle sessions beyond ``keep_sessions`` are kept (while no new process needs their slot)."""
+"""How long idle sessions beyond the default ``keep_sessions`` are kept (while no new process needs their slot)."""
 SPARES_PER_SIGNATURE_TOTAL = 4
 """The total cap on spares is this many times ``spare_sessions``."""
 
@@ -120,23 +129,34 @@ class ClaudeCodeModel(Model):
                 request beyond it waits for one to end, within its timeout. By default from the machine: what the
                 available memory holds at about 250 MB per CLI, at most 8 per CPU.
         """
-        if spare_sessions < 0:
-            raise ValueError(f"spare_sessions must be 0 or more, got {spare_sessions}")
-        if max_processes is not None and max_processes < 1:
-            raise ValueError(f"max_processes must be at least 1, got {max_processes}")
+        check_model_arguments(
+            keep_sessions=DEFAULT_KEEP_SESSIONS if keep_sessions is None else keep_sessions,
+            session_idle_timeout=session_idle_timeout,
+            tool_transport=tool_transport,
+            settings=settings,
+        )
+        if isinstance(spare_sessions, bool) or not isinstance(spare_sessions, int) or spare_sessions < 0:
+            raise ClaudeCodeSettingsError(
+                f"Invalid spare_sessions={spare_sessions!r}: it must be an integer, 0 or more (0 starts no spare)."
+            )
+        if max_processes is not None and (
+            isinstance(max_processes, bool) or not isinstance(max_processes, int) or max_processes < 1
+        ):
+            raise ClaudeCodeSettingsError(
+                f"Invalid max_processes={max_processes!r}: it must be an integer, 1 or more (or None for the default)."
+            )
+        self._spare_sessions = spare_sessions
+        self._max_processes = max_processes
+        self._process_slots: ProcessSlots | None = None
         self._model_name = model_name
         self._cli_path_option = cli_path
         self._cli_path: Path | None = None
         self._env = dict(env or {})
-        self._pool: SessionPool[CLISession] = SessionPool(
-            max_idle=DEFAULT_KEEP_SESSIONS if keep_sessions is None else keep_sessions,
-            idle_timeout=session_idle_timeout,
-            surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep_sessions is None else 0.0,
-            max_spares=spare_sessions,
-            max_spares_total=SPARES_PER_SIGNATURE_TOTAL * spare_sessions,
-        )
-        self._slots = ProcessSlots(max_processes if max_processes is not None else default_max_processes())
-        self._tools = ToolSetup(transport=tool_transport)
+        self._keep_sessions = keep_sessions
+        self._session_idle_timeout = session_idle_timeout
+        self._tool_transport = tool_transport
+        self._session_pool: SessionPool[CLISession] | None = None
+        self._tool_setup: ToolSetup | None = None
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
 
     # --- pydantic-ai Model interface ------------------------------------------------------------------------
@@ -155,8 +175,45 @@ class ClaudeCodeModel(Model):
     def cli_path(self) -> Path:
         """The CLI binary this model runs (found on first use)."""
         if self._cli_path is None:
+            from claudecode_model._cli import find_cli
+
             self._cli_path = find_cli(self._cli_path_option)
         return self._cli_path
+
+    @property
+    def _pool(self) -> SessionPool[CLISession]:
+        """The idle CLI sessions kept for follow-up turns (created with the first request)."""
+        if self._session_pool is None:
+            from claudecode_model._session import SessionPool
+
+            keep = self._keep_sessions
+            self._session_pool = SessionPool(
+                max_idle=DEFAULT_KEEP_SESSIONS if keep is None else keep,
+                idle_timeout=self._session_idle_timeout,
+                surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep is None else 0.0,
+                max_spares=self._spare_sessions,
+                max_spares_total=SPARES_PER_SIGNATURE_TOTAL * self._spare_sessions,
+            )
+        return self._session_pool
+
+    @property
+    def _slots(self) -> ProcessSlots:
+        """The cap on this model's live CLI processes (created with the first request)."""
+        if self._process_slots is None:
+            from claudecode_model._slots import ProcessSlots, default_max_processes
+
+            limit = self._max_processes if self._max_processes is not None else default_max_processes()
+            self._process_slots = ProcessSlots(limit)
+        return self._process_slots
+
+    @property
+    def _tools(self) -> ToolSetup:
+        """How this model serves tools (created on first use)."""
+        if self._tool_setup is None:
+            from claudecode_model._request_tools import ToolSetup
+
+            self._tool_setup = ToolSetup(transport=self._tool_transport)
+        return self._tool_setup
 
     async def request(
         self,
@@ -179,9 +236,13 @@ class ClaudeCodeModel(Model):
         settings, params = self.prepare_request(model_settings, model_request_parameters)
         prewarming = _PREWARMING.get()
         if prewarming is not None:
-            prewarming.append(await prewarm_turn(self._runner(), messages, settings, params))
+            from claudecode_model._turn import prewarm_turn
+
+            check_request_settings(self, settings)
+            track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
+            prewarming.append(await prewarm_turn(self._runner(), repair_history(messages), settings, params))
             raise _Prewarmed
-        turn = await start_turn(self._runner(), messages, settings, params, run_context)
+        turn = await self._start_turn(messages, settings, params, run_context)
         try:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         finally:
@@ -217,7 +278,7 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[Message]:
         """Run one turn and yield the raw claude-agent-sdk messages as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters or ModelRequestParameters())
-        turn = await start_turn(self._runner(), messages, settings, params)
+        turn = await self._start_turn(messages, settings, params)
         try:
             async for message in turn.messages():
                 for _ in turn.translator.feed(message):
@@ -283,7 +344,12 @@ class ClaudeCodeModel(Model):
 
     async def aclose(self) -> None:
         """Stop every CLI process this model keeps for follow-up turns, and its spares."""
-        await self._pool.close_all()
+        if self._session_pool is not None:
+            await self._session_pool.close_all()
+
+    def close(self) -> None:
+        """Synchronous :meth:`aclose` for programs that use ``run_sync`` (not callable from async code)."""
+        close_blocking(self.aclose)
 
     async def __aexit__(self, *args: Any) -> bool | None:
         await self.aclose()
@@ -291,7 +357,24 @@ class ClaudeCodeModel(Model):
 
     # --- internals ------------------------------------------------------------------------------------------
 
+    async def _start_turn(
+        self,
+        messages: list[ModelMessage],
+        settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> CLITurn:
+        """Check the settings (before anything starts), then plan and start the turn."""
+        from claudecode_model._turn import start_turn
+
+        check_request_settings(self, settings)
+        track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
+        # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
+        return await start_turn(self._runner(), repair_history(messages), settings, params, run_context)
+
     def _runner(self) -> TurnRunner:
+        from claudecode_model._turn import TurnRunner
+
         return TurnRunner(
             self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool, slots=self._slots
         )
@@ -307,7 +390,21 @@ class ClaudeCodeModel(Model):
 
 def _default_profile(model_name: str | None) -> ModelProfile:
     base = anthropic_model_profile(model_name or "claude-sonnet-4-5") or ModelProfile()
-    return {**base, "supports_json_schema_output": True, "default_structured_output_mode": "native"}
+    return {
+        **base,
+        "supports_json_schema_output": True,
+        "default_structured_output_mode": "native",
+        # What the CLI's input accepts (see _to_anthropic): images, PDF and plain text; no audio, video or Office files.
+        "supports_audio_file_input": False,
+        "supports_video_input": False,
+        "supported_document_media_types": frozenset({"application/pdf", "text/plain"}),
+    }
+
+
+def _now_utc() -> datetime:
+    from claudecode_model._compat import now_utc
+
+    return now_utc()
 
 
 @dataclass
@@ -315,7 +412,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
     """Streamed response of a Claude Code turn: true token streaming from the CLI's partial messages."""
 
     _turn: CLITurn
-    _timestamp: datetime = field(default_factory=now_utc)
+    _timestamp: datetime = field(default_factory=lambda: _now_utc())
     _closed: bool = field(default=False, init=False)
 
     @property

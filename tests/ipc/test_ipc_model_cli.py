@@ -18,7 +18,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import FunctionModel
 
-from claudecode_model import ClaudeCodeModel, ToolValidationError
+from claudecode_model import ClaudeCodeModel, ClaudeCodeSettingsError, ToolValidationError
 from claudecode_model._tool_servers import resolve_transport
 from claudecode_model.ipc import SECRET_ENV_VAR, SOCKET_FILE_PREFIX
 from claudecode_model.ipc._constants import BRIDGE_MODULE
@@ -165,7 +165,7 @@ async def test_registered_toolsets_over_the_bridge(claude_backend: OfflineBacken
 
 
 def test_unknown_transport_is_a_typed_error(claude_backend: OfflineBackend):
-    with pytest.raises(ToolValidationError, match="Unknown tool transport"):
+    with pytest.raises(ClaudeCodeSettingsError, match="tool_transport='tcp'"):
         ClaudeCodeModel(tool_transport="tcp")  # type: ignore[arg-type]
     model = ClaudeCodeModel()
     with pytest.raises(ToolValidationError, match="Unknown tool transport"):

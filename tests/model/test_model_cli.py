@@ -48,7 +48,7 @@ async def test_text_answer_and_instructions_reach_the_cli(model: ClaudeCodeModel
     response = result.all_messages()[-1]
     assert isinstance(response, ModelResponse)
     assert response.provider_name == "claude-code"
-    assert response.model_name == "claude-opus-5-5"  # the model the CLI used, not "default"
+    assert response.model_name == claude_backend.model_name  # the model the CLI used, not "default"
     assert response.finish_reason == "stop"
     details = response.provider_details or {}
     assert details["session_id"]

@@ -450,6 +450,7 @@ def test_every_connection_has_tcp_nodelay(backend: OfflineBackend) -> None:
 def test_cli_env_points_the_cli_at_the_backend(backend: OfflineBackend, tmp_path: Path) -> None:
     env = backend.cli_env()
     assert env == {
+        "ANTHROPIC_MODEL": backend.model_name,
         "ANTHROPIC_BASE_URL": backend.url,
         "ANTHROPIC_API_KEY": DUMMY_API_KEY,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -1,4 +1,4 @@
-"""The IPC bridge transport (seed 002): this process's tools served to the Claude Code CLI by a stdio MCP
+"""The IPC bridge transport: this process's tools served to the Claude Code CLI by a stdio MCP
 server.
 
 The CLI starts ``python -m claudecode_model.ipc.bridge <socket_path> <schema_path>`` (see

@@ -1,4 +1,4 @@
-"""Constants of the IPC bridge (seed 002) and of its wire protocol.
+"""Constants of the IPC bridge and of its wire protocol.
 
 Standard library only, and not even ``typing`` at run time: the bridge process imports this module at
 start-up.
@@ -33,7 +33,7 @@ LENGTH_PREFIX_SIZE: Final = 4
 DEFAULT_TRANSPORT: Final[TransportType] = "auto"
 """Default tool transport."""
 
-# --- beyond the seed ----------------------------------------------------------------------------------------
+# --- beyond the original spec -------------------------------------------------------------------------------
 
 SECRET_ENV_VAR: Final = "CLAUDECODE_IPC_SECRET"
 """Environment variable through which the bridge receives the session secret (never on its command line)."""

@@ -39,6 +39,7 @@ from claudecode_model.ipc._framing import (
     decode_message,
     encode_message,
 )
+from claudecode_model.ipc._leftovers import directory_prefix, remove_dead_leftovers
 from claudecode_model.ipc._protocol import (
     error_response,
     hello_response,
@@ -95,7 +96,7 @@ def _peer_credentials(sock: object) -> tuple[int, int] | None:
 def _socket_base_directory(name_length: int) -> str:
     """The temp dir, or /tmp where the temp dir's path would make the socket path too long for AF_UNIX."""
     # mkdtemp adds 8 random characters to the prefix.
-    needed = len(SOCKET_FILE_PREFIX) + 8 + 2 + name_length
+    needed = len(directory_prefix()) + 8 + 2 + name_length
     for base in (tempfile.gettempdir(), "/tmp"):
         if len(os.fsencode(base)) + needed <= _MAX_SOCKET_PATH and os.path.isdir(base):
             return base
@@ -253,7 +254,8 @@ class IPCSession:
         session_id = uuid.uuid4().hex
         socket_name = f"{SOCKET_FILE_PREFIX}{session_id}{SOCKET_FILE_SUFFIX}"
         base = _socket_base_directory(len(socket_name))
-        self._directory = Path(tempfile.mkdtemp(prefix=SOCKET_FILE_PREFIX, dir=base))
+        remove_dead_leftovers(base)
+        self._directory = Path(tempfile.mkdtemp(prefix=directory_prefix(), dir=base))
         os.chmod(self._directory, DIRECTORY_MODE)
         self._schema_path = self._directory / f"{SCHEMA_FILE_PREFIX}{session_id}.json"
         self._write_schema_file(self._schema_path)

@@ -1,6 +1,6 @@
-"""Types of the IPC bridge (seed 002): the transport choice, the wire messages, the tool handler signatures.
+"""Types of the IPC bridge: the transport choice, the wire messages, the tool handler signatures.
 
-Departures from the seed, all additive:
+Additions to the original IPC specification, all additive:
 
 - Every request and response carries an ``id`` so several calls can be in flight on one connection; the answer
   with the same ``id`` goes back to the caller. An error about a message without a usable id has ``id: None``.

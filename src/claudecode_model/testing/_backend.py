@@ -29,7 +29,16 @@ from ._brain import Brain, BrainAnswer, BrainSpec, ScriptBrain, ScriptExhaustedE
 from ._env import quiet_cli_env
 from ._request import RecordedRequest, parse_request
 from ._script import Failure, error_type_for_status
-from ._sse import SSEEvent, Usage, message_json, message_start, new_message_id, stream_events
+from ._sse import (
+    SSEEvent,
+    Usage,
+    estimate_tokens,
+    message_json,
+    message_start,
+    new_message_id,
+    request_text,
+    stream_events,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -41,6 +50,9 @@ if TYPE_CHECKING:
 __all__ = ["OfflineBackend"]
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-opus-5-5"
+"""The offline backend's model: the bundled CLI's own default, so that naming no model changes nothing else."""
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
@@ -96,12 +108,14 @@ def _remove_dirs(*directories: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _error_response(status: int, message: str, error_type: str | None = None) -> JSONResponse:
+def _error_response(
+    status: int, message: str, error_type: str | None = None, headers: tuple[tuple[str, str], ...] = ()
+) -> JSONResponse:
     body = {
         "type": "error",
         "error": {"type": error_type or error_type_for_status(status), "message": message},
     }
-    return JSONResponse(body, status_code=status, headers={"request-id": _request_id()})
+    return JSONResponse(body, status_code=status, headers={"request-id": _request_id(), **dict(headers)})
 
 
 def _reject_constant(name: str) -> object:
@@ -128,6 +142,11 @@ class OfflineBackend:
     ``Failure``) consumed one per request. ``stream_function`` takes a ``FunctionModel`` stream function
     instead.
 
+    ``model_name`` is the model a ``ClaudeCodeModel`` without a name uses through :meth:`cli_env` (so its offline
+    cost is that of the same model named explicitly), and the model of answers to requests that name none.
+    Token counts are about one per four characters of the request's and the answer's text, unless a scripted turn
+    or a brain function sets usage itself.
+
     The server runs on 127.0.0.1 in a background thread with its own event loop; use it as a (sync or async)
     context manager or call :meth:`start` / :meth:`stop`.
     """
@@ -139,7 +158,7 @@ class OfflineBackend:
         stream_function: StreamFunctionDef | None = None,
         text_chunk_size: int = 8,
         delta_delay: float = 0.0,
-        model_name: str = "claude-sonnet-4-5",
+        model_name: str = DEFAULT_MODEL,
         port: int = 0,
     ) -> None:
         if text_chunk_size < 1:
@@ -311,9 +330,11 @@ class OfflineBackend:
     def cli_env(self, config_dir: str | Path | None = None) -> dict[str, str]:
         """The environment that points the CLI at this backend (see :func:`quiet_cli_env`).
 
-        ``config_dir`` defaults to a private dir the backend removes on stop.
+        ``config_dir`` defaults to a private dir the backend removes on stop. A model without a name uses the
+        backend's ``model_name``, so its offline cost is that of the same model named explicitly.
         """
-        return quiet_cli_env(self.url, config_dir if config_dir is not None else self.config_dir, self.tmp_dir)
+        config = config_dir if config_dir is not None else self.config_dir
+        return quiet_cli_env(self.url, config, self.tmp_dir, model=self.model_name)
 
     def set_brain(self, brain: BrainSpec = None, *, stream_function: StreamFunctionDef | None = None) -> None:
         """Replace the brain (same forms as the constructor)."""
@@ -405,8 +426,9 @@ class OfflineBackend:
         body = await self._body(request)
         if isinstance(body, Response):
             return body
-        size = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("system", "")))
-        return JSONResponse({"input_tokens": size // 4 + 1}, headers={"request-id": _request_id()})
+        return JSONResponse(
+            {"input_tokens": estimate_tokens(request_text(body))}, headers={"request-id": _request_id()}
+        )
 
     async def _messages(self, request: Request) -> Response:
         body = await self._body(request)
@@ -507,7 +529,7 @@ class OfflineBackend:
         logger.debug("offline backend serving injected failure %s", failure)
         match failure.kind:
             case "http":
-                return _error_response(failure.status, failure.message, failure.error_type)
+                return _error_response(failure.status, failure.message, failure.error_type, failure.headers)
             case "stall":
                 await self._wait(failure.seconds)
                 return _error_response(failure.status, failure.message, failure.error_type)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, TextPart, ToolCallPart
 from pydantic_ai.models import Model, ModelRequestParameters
-from pydantic_ai.models.function import FunctionDef, FunctionModel, StreamFunctionDef
+from pydantic_ai.models.function import AgentInfo, FunctionDef, FunctionModel, StreamFunctionDef
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
 
 from ._script import Failure, ScriptedTurn
 
@@ -54,20 +56,64 @@ def request_parameters(tools: list[ToolDefinition]) -> ModelRequestParameters:
 
 
 class ModelBrain(Brain):
-    """A pydantic-ai model as brain (stream-only ``FunctionModel`` included)."""
+    """A pydantic-ai model as brain (stream-only ``FunctionModel`` included).
+
+    ``TestModel`` and ``FunctionModel`` guess token counts from word counts; their guess is dropped so that the
+    backend's own estimate (a token per four characters) applies. Usage a ``FunctionModel`` function sets on its
+    response is kept.
+    """
 
     def __init__(self, model: Model) -> None:
         self.model = model
+        self._model = _keeping_explicit_usage(model)
 
     async def answer(self, messages: list[ModelMessage], tools: list[ToolDefinition]) -> BrainAnswer:
         params = request_parameters(tools)
-        model = self.model
+        model = self._model
         if isinstance(model, FunctionModel) and model.function is None:
             async with model.request_stream(messages, None, params) as stream:
                 async for _event in stream:
                     pass
-                return BrainAnswer(response=stream.get())
-        return BrainAnswer(response=await model.request(messages, None, params))
+                return BrainAnswer(response=_without_guessed_usage(stream.get()))
+        response = await model.request(messages, None, params)
+        return BrainAnswer(response=_without_guessed_usage(response) if isinstance(model, TestModel) else response)
+
+
+def _without_guessed_usage(response: ModelResponse) -> ModelResponse:
+    response.usage = RequestUsage()
+    return response
+
+
+def _keeping_explicit_usage(model: Model) -> Model:
+    """For a ``FunctionModel`` with a function: a copy whose responses carry no guessed usage (explicit usage stays).
+
+    ``FunctionModel`` guesses usage only for a response without any; a response marked as unmeasured is left alone,
+    and reaches the backend with zero counts, which it then estimates itself.
+    """
+    if not isinstance(model, FunctionModel) or model.function is None:
+        return model
+    function = model.function
+
+    def mark(response: ModelResponse) -> ModelResponse:
+        if not response.usage.has_values():
+            response.usage = RequestUsage(unmeasured_requests=1)
+        return response
+
+    if inspect.iscoroutinefunction(function):
+
+        async def async_wrapped(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            return mark(await function(messages, info))
+
+        wrapped: Any = async_wrapped
+    else:
+
+        def sync_wrapped(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            return mark(cast("ModelResponse", function(messages, info)))
+
+        wrapped = sync_wrapped
+    if model.stream_function is None:
+        return FunctionModel(wrapped, model_name=model.model_name)
+    return FunctionModel(wrapped, stream_function=model.stream_function, model_name=model.model_name)
 
 
 def _item_answer(item: ScriptItem) -> BrainAnswer:

@@ -13,13 +13,17 @@ DUMMY_API_KEY = "sk-ant-offline-backend-dummy-key"
 """The API key the CLI sends to the offline backend (any string works; the backend ignores it)."""
 
 
-def quiet_cli_env(base_url: str, config_dir: str | Path, tmp_dir: str | Path) -> dict[str, str]:
+def quiet_cli_env(
+    base_url: str, config_dir: str | Path, tmp_dir: str | Path, *, model: str | None = None
+) -> dict[str, str]:
     """Environment variables that point the CLI at ``base_url`` with all non-essential traffic off.
 
     ``config_dir`` becomes ``CLAUDE_CONFIG_DIR`` (sessions and settings stay out of ``~/.claude``) and
     ``tmp_dir`` becomes ``CLAUDE_CODE_TMPDIR`` (the CLI's temp litter stays contained). Both must exist.
+    ``model``, if given, becomes ``ANTHROPIC_MODEL``: the model the CLI uses when none is named.
     """
     return {
+        **({"ANTHROPIC_MODEL": model} if model else {}),
         "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_API_KEY": DUMMY_API_KEY,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -50,6 +50,8 @@ class Failure:
     error_type: str = "api_error"
     message: str = ""
     seconds: float | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    """For :meth:`http`: extra response headers."""
     partial: ModelResponse | None = None
     """For :meth:`cut`: the answer whose stream is cut."""
     after_deltas: int = 0
@@ -58,12 +60,29 @@ class Failure:
     """For :meth:`cut`: how the stream ends: the connection dropped, or an SSE ``error`` event."""
 
     @classmethod
-    def http(cls, status: int, message: str | None = None, *, error_type: str | None = None) -> Failure:
-        """An HTTP error status with Anthropic's error JSON body (type from the status unless given)."""
+    def http(
+        cls,
+        status: int,
+        message: str | None = None,
+        *,
+        error_type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Failure:
+        """An HTTP error status with Anthropic's error JSON body (type from the status unless given).
+
+        ``headers`` are added to the response, e.g. the ``anthropic-ratelimit-unified-*`` headers of a
+        subscription's usage limit, or ``retry-after``.
+        """
         if not 400 <= status <= 599:
             raise ValueError(f"an HTTP failure needs a 4xx or 5xx status, not {status}")
         kind = error_type or error_type_for_status(status)
-        return cls("http", status=status, error_type=kind, message=message or f"offline backend: injected {status}")
+        return cls(
+            "http",
+            status=status,
+            error_type=kind,
+            message=message or f"offline backend: injected {status}",
+            headers=tuple((headers or {}).items()),
+        )
 
     @classmethod
     def sse_error(cls, error_type: str = "overloaded_error", message: str = "Overloaded") -> Failure:

@@ -86,15 +86,63 @@ def content_blocks(response: ModelResponse) -> list[dict[str, Any]]:
     return blocks
 
 
-def _estimate_tokens(text: str) -> int:
-    return len(text) // 4 + 1
+CHARACTERS_PER_TOKEN = 4
+"""The offline token estimate: about one token per four characters of text, as for English with Claude."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens for ``text`` by the offline estimate (at least 1)."""
+    return max(1, round(len(text) / CHARACTERS_PER_TOKEN))
+
+
+_ATTACHMENT_TEXT = " " * (400 * CHARACTERS_PER_TOKEN)
+"""What an image or document counts for: a few hundred tokens."""
+
+
+def _text_of(value: Any) -> str:
+    """The text a model reads in a request or response fragment: strings as they are, structures as compact JSON,
+    leaving out ids, signatures and cache markers (which no tokenizer counts as text)."""
+    match value:
+        case str():
+            return value
+        case list():
+            return "".join(_text_of(item) for item in value)
+        case dict():
+            if value.get("type") in ("text", "thinking"):
+                return str(value.get("text", value.get("thinking", "")))
+            if value.get("type") == "tool_use":
+                return str(value.get("name", "")) + json.dumps(value.get("input", {}), separators=(",", ":"))
+            if value.get("type") == "tool_result":
+                return _text_of(value.get("content", ""))
+            if value.get("type") in ("image", "document"):
+                return _ATTACHMENT_TEXT
+            return (
+                _text_of(value.get("content", "")) if "content" in value else json.dumps(value, separators=(",", ":"))
+            )
+        case _:
+            return "" if value is None else json.dumps(value, separators=(",", ":"), default=str)
+
+
+def request_text(request_body: dict[str, Any]) -> str:
+    """The text of a request that counts as input: system prompt, messages and tool definitions."""
+    offered = request_body.get("tools")
+    tools = [
+        {"name": tool.get("name"), "description": tool.get("description"), "input_schema": tool.get("input_schema")}
+        for tool in (offered if isinstance(offered, list) else [])
+        if isinstance(tool, dict)
+    ]
+    return (
+        _text_of(request_body.get("system", ""))
+        + _text_of(request_body.get("messages", []))
+        + (json.dumps(tools, separators=(",", ":")) if tools else "")
+    )
 
 
 def usage_for(response: ModelResponse, request_body: dict[str, Any], blocks: list[dict[str, Any]]) -> Usage:
-    """Token counts: the brain's own if it reported any, else a rough estimate from the text sizes."""
+    """Token counts: the brain's own if it set any, else about one token per four characters of the text."""
     brain = response.usage
-    input_tokens = brain.input_tokens or _estimate_tokens(json.dumps(request_body.get("messages", [])))
-    output_tokens = brain.output_tokens or _estimate_tokens(json.dumps(blocks))
+    input_tokens = brain.input_tokens or estimate_tokens(request_text(request_body))
+    output_tokens = brain.output_tokens or estimate_tokens(_text_of(blocks))
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,

@@ -1,4 +1,4 @@
-"""The tool runtime of seed 003 for pydantic-ai agents (any model, including ``ClaudeCodeModel``).
+"""The tool runtime for pydantic-ai agents (any model, including ``ClaudeCodeModel``).
 
 - dependency keys: :class:`DependencyKey`, :func:`resolve`, :func:`override`, the :class:`Dependencies`
   capability;

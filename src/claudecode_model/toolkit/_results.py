@@ -115,7 +115,7 @@ class PartsResult:
 
 
 ToolResult: TypeAlias = TextResult | PartsResult | JsonResult
-"""The result kinds of a tool (seed 003): text, parts (text and images) or a JSON value."""
+"""The result kinds of a tool: text, parts (text and images) or a JSON value."""
 
 
 def stable_json(value: object) -> str:
@@ -207,7 +207,7 @@ class OutputCacheSettings:
 
 @dataclass
 class ToolResultsToolset(WrapperToolset[AgentDepsT]):
-    """Wraps a toolset so every tool result follows the seed-003 rules.
+    """Wraps a toolset so every tool result follows the result-kind rules.
 
     - the return value becomes :func:`to_tool_content` (``TextResult`` -> text, ``JsonResult`` -> stable
       JSON, ``PartsResult`` -> content parts, ...); a returned ``ToolReturn`` keeps its content and metadata;

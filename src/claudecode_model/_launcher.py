@@ -1,0 +1,101 @@
+"""A launcher that ties the CLI's life to this process: when Python dies, its CLI processes die with it.
+
+A Claude Code CLI whose parent is killed (SIGKILL, the OOM killer, a crash: no ``atexit`` runs) would otherwise
+finish its API request, run the tool calls and send another, paid, request. On Linux the launcher asks the kernel to
+send the CLI SIGKILL when its parent dies (``PR_SET_PDEATHSIG``), then execs the real CLI in the same process.
+
+The signal fires when the *thread* that spawned the process ends. The SDK spawns the CLI from the event loop's
+thread, and a CLI session lives no longer than its event loop, so that is the lifetime wanted.
+
+The launcher is a two-line shell script around util-linux ``setpriv --pdeathsig KILL`` (about 1 ms), or, where
+``setpriv`` is missing or too old, a small Python script calling ``prctl`` (about 20 ms of interpreter start). It
+lives in a per-user directory of the temp dir, one file per CLI path, written once and reused.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["guarded_cli_path"]
+
+logger = logging.getLogger(__name__)
+
+_PYTHON_LAUNCHER = """\
+import ctypes, os, signal, sys
+PR_SET_PDEATHSIG = 1
+if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    sys.stderr.write("claudecode-model launcher: prctl failed; the CLI will not stop with its parent\\n")
+os.execv({cli!r}, [{cli!r}, *sys.argv[1:]])
+"""
+
+
+def guarded_cli_path(cli_path: Path) -> Path:
+    """A launcher for ``cli_path`` that stops the CLI when this process dies; ``cli_path`` itself where there is
+    no such mechanism (not Linux) or the launcher cannot be written."""
+    if not sys.platform.startswith("linux"):
+        return cli_path
+    try:
+        return _launcher_for(str(cli_path), _setpriv())
+    except OSError as error:
+        logger.warning("cannot write the CLI launcher (%s); a CLI may outlive a killed Python process", error)
+        return cli_path
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """The ``setpriv`` binary if it supports ``--pdeathsig`` (util-linux 2.33+)."""
+    found = shutil.which("setpriv")
+    if found is None:
+        return None
+    try:
+        works = subprocess.run(
+            [found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found if works.returncode == 0 else None
+
+
+def _script(cli: str, setpriv: str | None) -> str:
+    if setpriv is not None:
+        return f'#!/bin/sh\nexec {shlex.quote(setpriv)} --pdeathsig KILL -- {shlex.quote(cli)} "$@"\n'
+    return f"#!{sys.executable} -SE\n" + _PYTHON_LAUNCHER.format(cli=cli)
+
+
+@functools.cache
+def _launcher_for(cli: str, setpriv: str | None) -> Path:
+    directory = _private_dir()
+    content = _script(cli, setpriv)
+    name = hashlib.sha256(content.encode()).hexdigest()[:20]
+    path = directory / f"claude-{name}"
+    try:
+        if path.read_text() == content and os.access(path, os.X_OK):
+            return path
+    except OSError:
+        pass
+    staging = directory / f".{name}.{os.getpid()}"
+    staging.write_text(content)
+    staging.chmod(0o700)
+    os.replace(staging, path)
+    logger.debug("CLI launcher %s written for %s", path, cli)
+    return path
+
+
+def _private_dir() -> Path:
+    """``<tmp>/claudecode-launch-<uid>``, owned by this user and closed to others (refused otherwise)."""
+    directory = Path(tempfile.gettempdir()) / f"claudecode-launch-{os.getuid()}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    info = directory.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(f"{directory} is not a private directory of this user")
+    return directory

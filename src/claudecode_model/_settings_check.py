@@ -1,0 +1,224 @@
+"""Checking settings and constructor arguments before anything starts (no CLI process, no API request).
+
+The allowed types come from :class:`~claudecode_model.settings.ClaudeCodeModelSettings`; a few keys add a range
+(positive numbers, an existing directory). Mistakes raise :class:`~claudecode_model.exceptions.ClaudeCodeSettingsError`
+(a pydantic-ai ``UserError`` and a ``ValueError``) naming the setting and what it allows.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import logging
+import types
+import weakref
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from pydantic import TypeAdapter, ValidationError
+
+from claudecode_model.exceptions import ClaudeCodeSettingsError
+from claudecode_model.settings import ClaudeCodeModelSettings
+
+__all__ = [
+    "IGNORED_STANDARD_SETTINGS",
+    "check_model_arguments",
+    "check_request_settings",
+    "check_settings",
+    "warn_ignored_settings",
+]
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "claude_code_"
+TRANSPORTS = ("auto", "sdk", "stdio")
+
+IGNORED_STANDARD_SETTINGS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "stop_sequences",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "parallel_tool_calls",
+    "max_retries",
+    "extra_headers",
+    "extra_body",
+    "service_tier",
+)
+"""Standard settings the Claude Code CLI has no way to honour (logged once per model at WARNING)."""
+
+_READ_STANDARD_SETTINGS = ("max_tokens", "timeout", "thinking")
+"""Standard settings the model turns into CLI options, checked like its own."""
+
+_STANDARD_OVERRIDES: dict[str, Any] = {"timeout": int | float}
+"""Narrower types than pydantic-ai declares: the CLI turn deadline is a number of seconds (no ``httpx.Timeout``)."""
+
+
+def _positive(value: Any) -> str | None:
+    return None if value > 0 else "must be greater than 0"
+
+
+def _thinking_budget(value: Any) -> str | None:
+    return None if not isinstance(value, int) or value > 0 else "a token budget must be greater than 0"
+
+
+def _existing_directory(value: Any) -> str | None:
+    return None if Path(value).expanduser().is_dir() else f"{str(value)!r} is not an existing directory"
+
+
+def _non_empty_names(value: Any) -> str | None:
+    return None if all(name for name in value) else "names must not be empty"
+
+
+_RANGES: dict[str, Callable[[Any], str | None]] = {
+    "claude_code_timeout": _positive,
+    "timeout": _positive,
+    "claude_code_max_turns": _positive,
+    "claude_code_max_budget_usd": _positive,
+    "max_tokens": _positive,
+    "claude_code_thinking": _thinking_budget,
+    "claude_code_cwd": _existing_directory,
+    "claude_code_allowed_tools": _non_empty_names,
+    "claude_code_disallowed_tools": _non_empty_names,
+    "claude_code_builtin_tools": lambda value: None if isinstance(value, str) else _non_empty_names(value),
+    "claude_code_extra_args": _non_empty_names,
+}
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    hints = get_type_hints(ClaudeCodeModelSettings)
+    checked = {name: hint for name, hint in hints.items() if name.startswith(PREFIX)}
+    checked.update({name: _STANDARD_OVERRIDES.get(name, hints[name]) for name in _READ_STANDARD_SETTINGS})
+    return checked
+
+
+@functools.cache
+def _adapter(name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(_hints()[name])
+
+
+def describe(hint: Any) -> str:
+    """A reader's description of a type hint: ``a number``, ``one of 'a', 'b'``, ``a list of strings``."""
+    origin = get_origin(hint)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(value) for value in get_args(hint))
+    if origin in (Union, types.UnionType):
+        options = [arg for arg in get_args(hint) if arg is not type(None)]
+        none = ["None"] if len(options) < len(get_args(hint)) else []
+        if set(options) == {int, float}:
+            return " or ".join(["a number", *none])
+        return " or ".join([*(describe(arg) for arg in options), *none])
+    if origin is list:
+        return f"a list of {_plural(get_args(hint)[0])}"
+    if origin is dict:
+        key, value = get_args(hint)
+        return f"a dict of {_plural(key)} to {_plural(value) if value is not Any else 'any values'}"
+    simple = {float: "a number", int: "an integer", str: "a string", bool: "True or False", Path: "a path"}
+    return simple.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _plural(hint: Any) -> str:
+    text = describe(hint)
+    for article in ("a ", "an "):
+        if text.startswith(article):
+            noun = text.removeprefix(article)
+            return "numbers" if noun == "number" else f"{noun}s" if " " not in noun else noun
+    return text
+
+
+def _check_value(name: str, value: Any) -> None:
+    try:
+        _adapter(name).validate_python(value, strict=True)
+    except ValidationError as error:
+        raise ClaudeCodeSettingsError(
+            f"Invalid setting {name}={value!r}: it must be {describe(_hints()[name])}{_culprit(value, error)}."
+        ) from None
+    check = _RANGES.get(name)
+    problem = check(value) if check is not None else None
+    if problem is not None:
+        raise ClaudeCodeSettingsError(f"Invalid setting {name}={value!r}: {problem}.")
+
+
+def _culprit(value: Any, error: ValidationError) -> str:
+    """For a list or dict, which item was wrong: `` (the item at ['A'] is not allowed: ...)``."""
+    if not isinstance(value, list | dict):
+        return ""
+    for detail in error.errors():
+        loc = detail["loc"]
+        item = loc[-1] if loc else None
+        inside = item in value if isinstance(value, dict) else isinstance(item, int) and 0 <= item < len(value)
+        if inside:
+            return f" (the item at [{item!r}] is wrong: {detail['msg']})"
+    return ""
+
+
+def check_settings(settings: Mapping[str, Any] | None) -> None:
+    """Raise :class:`ClaudeCodeSettingsError` for an unknown ``claude_code_*`` key, or a value of a wrong type or range.
+
+    ``None`` values count as unset.
+    """
+    if not settings:
+        return
+    known = _hints()
+    for name, value in settings.items():
+        if name.startswith(PREFIX) and name not in known:
+            candidates = [key for key in known if key.startswith(PREFIX)]
+            close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(sorted(candidates))}."
+            raise ClaudeCodeSettingsError(f"Unknown setting {name!r}.{hint}")
+        if name in known and value is not None:
+            _check_value(name, value)
+
+
+def check_model_arguments(
+    *, keep_sessions: Any, session_idle_timeout: Any, tool_transport: Any, settings: Mapping[str, Any] | None
+) -> None:
+    """Check the constructor arguments of :class:`~claudecode_model.ClaudeCodeModel`."""
+    if isinstance(keep_sessions, bool) or not isinstance(keep_sessions, int) or keep_sessions < 0:
+        raise ClaudeCodeSettingsError(
+            f"Invalid keep_sessions={keep_sessions!r}: it must be an integer, 0 or more (0 keeps no idle CLI process)."
+        )
+    if (
+        isinstance(session_idle_timeout, bool)
+        or not isinstance(session_idle_timeout, int | float)
+        or not session_idle_timeout > 0
+    ):
+        raise ClaudeCodeSettingsError(
+            f"Invalid session_idle_timeout={session_idle_timeout!r}: it must be a number of seconds greater than 0."
+        )
+    if tool_transport not in TRANSPORTS:
+        raise ClaudeCodeSettingsError(
+            f"Invalid tool_transport={tool_transport!r}: it must be one of {', '.join(map(repr, TRANSPORTS))}."
+        )
+    if settings is not None and not isinstance(settings, Mapping):
+        raise ClaudeCodeSettingsError(f"Invalid settings={settings!r}: it must be a dict (ClaudeCodeModelSettings).")
+    check_settings(settings)
+
+
+_WARNED: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
+
+
+def warn_ignored_settings(model: object, settings: Mapping[str, Any] | None) -> None:
+    """Log, once per model and setting, the standard settings the CLI cannot honour."""
+    if not settings:
+        return
+    warned = _WARNED.setdefault(model, set())
+    for name in IGNORED_STANDARD_SETTINGS:
+        if name in settings and name not in warned:
+            warned.add(name)
+            logger.warning(
+                "The %r setting is ignored: the Claude Code CLI has no way to pass it to the model "
+                "(logged once per model).",
+                name,
+            )
+
+
+def check_request_settings(model: object, settings: Mapping[str, Any] | None) -> None:
+    """Everything checked before a request starts: types and ranges, then the once-per-model warnings."""
+    check_settings(settings)
+    warn_ignored_settings(model, settings)

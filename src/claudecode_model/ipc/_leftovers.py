@@ -1,0 +1,89 @@
+"""The IPC directories of processes that died without cleaning up (SIGKILL, an unhandled SIGTERM, a crash).
+
+Each IPC session's directory is named ``claudecode_ipc_<owner pid>_<random>``. When a new session starts, the
+directories of this user whose owner process is gone and whose socket nobody listens on are removed. A directory of
+a live process, of another user, or without an owner pid in its name is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import socket
+from pathlib import Path
+
+from claudecode_model.ipc._constants import SOCKET_FILE_PREFIX, SOCKET_FILE_SUFFIX
+
+__all__ = ["directory_prefix", "remove_dead_leftovers"]
+
+logger = logging.getLogger(__name__)
+
+_OWNED = re.compile(rf"^{re.escape(SOCKET_FILE_PREFIX)}(\d+)_[^/]+$")
+
+
+def directory_prefix() -> str:
+    """The ``mkdtemp`` prefix of this process's IPC directories (its pid recorded in the name)."""
+    return f"{SOCKET_FILE_PREFIX}{os.getpid()}_"
+
+
+def remove_dead_leftovers(base: str | Path) -> list[Path]:
+    """Remove the IPC directories in ``base`` left by dead processes of this user; return what was removed."""
+    removed: list[Path] = []
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return removed
+    for name in names:
+        match = _OWNED.match(name)
+        if match is None:
+            continue
+        directory = Path(base) / name
+        pid = int(match.group(1))
+        if pid == os.getpid() or _process_exists(pid) or not _owned_directory(directory) or _listening(directory):
+            continue
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.append(directory)
+        logger.info("removed the IPC directory %s left by process %d, which is gone", directory, pid)
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _owned_directory(directory: Path) -> bool:
+    try:
+        info = directory.lstat()
+    except OSError:
+        return False
+    return directory.is_dir() and not directory.is_symlink() and info.st_uid == os.getuid()
+
+
+def _listening(directory: Path) -> bool:
+    """Whether a server still accepts connections on a socket in ``directory`` (a live owner, whatever its pid)."""
+    try:
+        sockets = [entry for entry in directory.iterdir() if entry.name.endswith(SOCKET_FILE_SUFFIX)]
+    except OSError:
+        return True  # unreadable: leave it
+    for path in sockets:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(0.2)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            continue
+        else:
+            return True
+        finally:
+            with contextlib.suppress(OSError):
+                probe.close()
+    return False

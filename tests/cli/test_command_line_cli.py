@@ -1,0 +1,140 @@
+"""The ``claudecode-model`` command: run progress, prompt from stdin, login, doctor, and a light ``--help``."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from claudecode_model import cli
+from claudecode_model._cli import find_cli
+
+SRC_DIR = Path(__file__).resolve().parents[2] / "src"
+
+
+def command(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "claudecode_model.cli", *args],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_help_does_not_import_pydantic_ai_or_the_sdk():
+    code = (
+        "import sys\n"
+        "from claudecode_model import cli\n"
+        "try:\n"
+        "    cli.main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "heavy = sorted(loaded & {'pydantic_ai', 'claude_agent_sdk', 'mcp', 'pydantic'})\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
+        timeout=60,
+        check=False,
+    )
+
+    assert "usage: claudecode-model" in completed.stdout
+    assert "HEAVY []" in completed.stderr
+
+
+@pytest.mark.cli
+def test_run_streams_the_answer_and_reports_tool_calls_and_usage_on_stderr():
+    completed = command("run", "--offline", "--tools", "Read", "-", stdin="Read the file please\n")
+
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stderr.splitlines()
+    assert lines[0] == '[tool] Read {"file_path": "a"}'
+    assert re.fullmatch(r"\[tool\] Read failed in \d+\.\d\d s", lines[1])  # there is no file "a"
+    assert re.fullmatch(
+        r"\[done\] \d+ input and \d+ output tokens, 1 tool call\(s\); "
+        r"cost \$\d+\.\d{6}; \d+\.\d\d s; session [0-9a-f-]{36}",
+        lines[-1],
+    ), lines[-1]
+    assert "File does not exist" in completed.stdout  # TestModel's answer echoes the tool result
+
+
+@pytest.mark.cli
+def test_run_reads_the_prompt_from_stdin():
+    completed = command("run", "--offline", "--no-stream", "-", stdin="What is 2+2?\n")
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip()  # TestModel's answer
+    assert completed.stderr.splitlines()[-1].startswith("[done] ")
+
+
+@pytest.mark.parametrize(("prompt", "stdin"), [("", None), ("   ", None), ("-", ""), ("-", "\n\n")])
+def test_an_empty_prompt_is_an_error(prompt: str, stdin: str | None, capsys: pytest.CaptureFixture[str], monkeypatch):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", __import__("io").StringIO(stdin))
+
+    assert cli.main(["run", "--offline", prompt]) == 2
+
+    assert "error: the prompt is empty" in capsys.readouterr().err
+
+
+@pytest.mark.cli
+def test_verbose_shows_the_library_logs():
+    quiet = command("run", "--offline", "--no-stream", "hello")
+    verbose = command("run", "--offline", "--no-stream", "--verbose", "hello")
+
+    assert quiet.returncode == verbose.returncode == 0, verbose.stderr
+    assert "DEBUG claudecode_model" not in quiet.stderr
+    assert "DEBUG claudecode_model.testing._backend: offline backend listening on http://127.0.0.1:" in verbose.stderr
+    assert "DEBUG claudecode_model._session: Claude Code CLI started: pid " in verbose.stderr
+    assert "INFO claudecode_model._turn: Claude Code turn done in " in verbose.stderr
+
+
+def test_login_runs_the_cli_auth_login_command(tmp_path: Path):
+    record = tmp_path / "args"
+    fake = tmp_path / "claude"
+    fake.write_text(f'#!/bin/sh\necho "$@" > {record}\nexit 3\n')
+    fake.chmod(0o755)
+
+    assert cli.main(["login", "--cli-path", str(fake), "--email", "me@example.com", "--console"]) == 3
+
+    assert record.read_text().split() == ["auth", "login", "--console", "--email", "me@example.com"]
+
+
+def test_the_bundled_cli_has_the_auth_login_command():
+    completed = subprocess.run(
+        [str(find_cli()), "auth", "login", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert completed.returncode == 0
+    assert "Sign in to your Anthropic account" in completed.stdout
+
+
+@pytest.mark.cli
+def test_doctor_prints_a_checklist_and_names_the_login_command(tmp_path: Path):
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ANTHROPIC_")}
+    env.update({"CLAUDE_CONFIG_DIR": str(tmp_path), "PYTHONPATH": str(SRC_DIR)})
+    completed = subprocess.run(
+        [sys.executable, "-m", "claudecode_model.cli", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    lines = completed.stdout.splitlines()
+    assert [line[:6] for line in lines] == ["[ok]  ", "[warn]", "[ok]  "], lines
+    assert "run `claudecode-model login`" in lines[1]
+    assert lines[2].startswith("[ok]   offline round trip through the real CLI in ")

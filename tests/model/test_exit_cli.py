@@ -1,0 +1,185 @@
+"""Programs end silently: no asyncio warnings on stderr, no CLI process outliving the interpreter, no temp dirs left."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from claudecode_model.testing import OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+ROOT = Path(__file__).resolve().parents[2]
+NOISE = ("Task was destroyed", "ignored GeneratorExit", "never awaited", "Event loop is closed", "Exception ignored")
+
+
+def readme_quickstart() -> str:
+    """The Python block of the README's quickstart, as a user would paste it."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quickstart", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose environment holds ``marker`` (the program and everything it started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in environ.split(b"\0") and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def run_program(code: str, env: dict[str, str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    marker = f"CLAUDECODE_MODEL_EXIT_TEST={uuid.uuid4().hex}"
+    name, value = marker.split("=", 1)
+    script = tmp_path / "program.py"
+    script.write_text(code)
+    completed = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT / "src"), name: value},
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    return completed, marker
+
+
+def test_the_readme_quickstart_exits_silently(claude_backend: OfflineBackend, tmp_path: Path):
+    completed, marker = run_program(readme_quickstart(), claude_backend.cli_env(), tmp_path)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    assert "RunUsage(" in completed.stdout  # result.usage is a property
+    assert len(claude_backend.requests) == 2  # both runs reached the backend through the CLI
+    assert processes_with(marker) == []
+
+
+def test_a_forgotten_backend_stop_and_model_close_leave_nothing(tmp_path: Path):
+    program = textwrap.dedent(
+        """
+        import os
+        from pydantic_ai import Agent
+        from claudecode_model import ClaudeCodeModel
+        from claudecode_model.testing import OfflineBackend
+
+        backend = OfflineBackend("Paris.")
+        backend.start()
+        print(backend.config_dir, backend.tmp_dir)
+        agent = Agent(ClaudeCodeModel(env=backend.cli_env()))
+        result = agent.run_sync("What is the capital of France?")
+        agent.run_sync("And of Italy?", message_history=result.all_messages())
+        """
+    )
+    work = tmp_path / "tmp"
+    work.mkdir()
+    completed, marker = run_program(program, {"TMPDIR": str(work)}, tmp_path)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    config_dir, tmp_dir = completed.stdout.split()
+    assert not Path(config_dir).exists()
+    assert not Path(tmp_dir).exists()
+    assert processes_with(marker) == []
+
+
+def test_close_stops_the_cli_at_once(claude_backend: OfflineBackend, tmp_path: Path):
+    program = textwrap.dedent(
+        """
+        import os, sys
+        from pathlib import Path
+        from pydantic_ai import Agent
+        from claudecode_model import ClaudeCodeModel
+
+        def children():
+            me = str(os.getpid())
+            return [
+                p.name for p in Path("/proc").iterdir()
+                if p.name.isdigit() and (p / "stat").exists()
+                and (p / "stat").read_text().rsplit(")", 1)[1].split()[:2][1] == me
+                and (p / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            ]
+
+        model = ClaudeCodeModel()
+        Agent(model).run_sync("hello")
+        print("before", len(children()))
+        model.close()
+        print("after", len(children()))
+        model.close()  # twice is fine
+        """
+    )
+    completed, marker = run_program(program, claude_backend.cli_env(), tmp_path)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["before", "1", "after", "0"]
+    assert completed.stderr == ""
+    assert processes_with(marker) == []
+
+
+async def test_close_from_async_code_is_refused():
+    from claudecode_model import ClaudeCodeError, ClaudeCodeModel
+
+    with pytest.raises(ClaudeCodeError, match=r"await model\.aclose\(\)"):
+        ClaudeCodeModel().close()
+
+
+def readme_pytest_setup() -> tuple[str, str]:
+    """The README's pytest configuration (TOML) and its async test using the fixtures."""
+    section = (ROOT / "README.md").read_text().split("With pytest, the plugin", 1)[1]
+    toml = re.search(r"```toml\n(.*?)```", section, re.S)
+    test = re.search(r"```python\n(.*?)```", section, re.S)
+    assert toml is not None
+    assert test is not None
+    return toml.group(1), test.group(1)
+
+
+def test_the_pytest_fixtures_end_quietly(tmp_path: Path):
+    toml, readme_test = readme_pytest_setup()
+    (tmp_path / "pyproject.toml").write_text(toml)
+    (tmp_path / "test_user.py").write_text(
+        readme_test
+        + textwrap.dedent(
+            """
+
+            async def test_async_run_without_closing(claude_cli_env):
+                model = ClaudeCodeModel(env=claude_cli_env)
+                assert (await Agent(model).run("hello")).output
+
+            def test_sync_run(claude_backend):
+                model = ClaudeCodeModel(env=claude_backend.cli_env())
+                assert Agent(model).run_sync("hello").output
+            """
+        )
+    )
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        cwd=tmp_path,
+        timeout=180,
+        check=False,
+    )
+    output = completed.stdout + completed.stderr
+
+    assert completed.returncode == 0, output
+    assert "3 passed" in output
+    assert not [noise for noise in NOISE if noise in output], output
+    assert "warnings summary" not in output, output

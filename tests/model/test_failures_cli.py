@@ -1,0 +1,155 @@
+"""Failed turns are classified for what they are, through the real CLI (and fake CLIs for transport failures)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk import CLIConnectionError as SDKCLIConnectionError
+from claude_agent_sdk import CLIJSONDecodeError as SDKCLIJSONDecodeError
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import (
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelContextWindowExceededError,
+    ModelRateLimitError,
+    ModelServerError,
+)
+
+from claudecode_model import (
+    ClaudeCodeAuthenticationError,
+    ClaudeCodeContextWindowExceededError,
+    ClaudeCodeModel,
+    ClaudeCodeRateLimitError,
+    CLIConnectionError,
+    CLINotFoundError,
+    CLIProcessError,
+    CLIResponseParseError,
+)
+from claudecode_model._failures import map_sdk_error
+from claudecode_model.testing import Failure, OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        Failure.http(400, TOO_LONG, error_type="invalid_request_error"),
+        Failure.sse_error("invalid_request_error", TOO_LONG),  # the stream's error event carries no 400
+    ],
+    ids=["http-400", "sse-error"],
+)
+async def test_a_prompt_too_long_is_a_context_window_error_with_the_sizes(claude_backend: OfflineBackend, failure):
+    claude_backend.fail_next(failure, count=3)
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)
+
+    with pytest.raises(ClaudeCodeContextWindowExceededError) as raised:
+        await Agent(model).run("hello")
+
+    error = raised.value
+    assert isinstance(error, ModelContextWindowExceededError)
+    assert not isinstance(error, ModelConnectionError | ModelServerError)  # not transient
+    assert error.status_code == 400
+    assert (error.prompt_tokens, error.limit_tokens) == (250_000, 200_000)
+    assert "the prompt is 250000 tokens, the limit 200000" in str(error)
+
+
+def subscription_env(backend: OfflineBackend) -> dict[str, str]:
+    """The backend's environment with a (fake) subscription login instead of an API key."""
+    env = {name: value for name, value in backend.cli_env().items() if name != "ANTHROPIC_API_KEY"}
+    return {**env, "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-offline-test"}
+
+
+async def test_the_five_hour_limit_is_a_rate_limit_error_with_its_reset_time(claude_backend: OfflineBackend):
+    resets = int(time.time()) + 3600
+    headers = {
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-reset": str(resets),
+        "anthropic-ratelimit-unified-representative-claim": "five_hour",
+        "anthropic-ratelimit-unified-5h-status": "rejected",
+        "anthropic-ratelimit-unified-5h-reset": str(resets),
+        "anthropic-ratelimit-unified-5h-utilization": "1.0",
+    }
+    claude_backend.fail_next(Failure.http(429, "rate limited", error_type="rate_limit_error", headers=headers), 3)
+    model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0)
+
+    with pytest.raises(ClaudeCodeRateLimitError) as raised:
+        await Agent(model).run("hello")
+
+    error = raised.value
+    assert isinstance(error, ModelRateLimitError)
+    assert error.status_code == 429
+    assert "5-hour limit" in str(error)
+    assert error.resets_at == datetime.fromtimestamp(resets, UTC)
+    assert error.retry_after is not None
+    assert 3000 < error.retry_after <= 3600
+
+
+async def test_not_logged_in_is_an_authentication_error_naming_the_login_command(claude_backend: OfflineBackend):
+    env = {name: value for name, value in claude_backend.cli_env().items() if name != "ANTHROPIC_API_KEY"}
+    model = ClaudeCodeModel(env=env, keep_sessions=0)
+
+    with pytest.raises(ClaudeCodeAuthenticationError) as raised:
+        await Agent(model).run("hello")
+
+    assert isinstance(raised.value, ModelAuthenticationError)
+    assert "Not logged in" in str(raised.value)
+    assert "claudecode-model login" in str(raised.value)
+    assert claude_backend.requests == []  # the CLI knew before asking the API
+
+
+@pytest.fixture
+def fake_cli(tmp_path: Path):
+    def make(name: str, script: str, *, executable: bool = True) -> Path:
+        path = tmp_path / name
+        path.write_text(script)
+        path.chmod(0o755 if executable else 0o644)
+        return path
+
+    return make
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # its pipes are closed, not left to GC
+async def test_a_cli_that_dies_at_start_is_a_process_error_with_its_stderr(fake_cli):
+    cli = fake_cli("claude", '#!/bin/sh\nread line\necho "boom: no config" >&2\nexit 3\n')
+    model = ClaudeCodeModel(cli_path=cli, keep_sessions=0)
+
+    with pytest.raises(CLIProcessError) as raised:
+        await Agent(model).run("hello")
+
+    assert raised.value.exit_code == 3
+    assert "boom: no config" in str(raised.value)
+
+
+async def test_unreadable_cli_output_is_a_response_parse_error(fake_cli):
+    cli = fake_cli(
+        "claude", '#!/bin/sh\nread line\necho "{not json"\nexec sleep 10\n'
+    )  # one process: killed, its pipes close
+    model = ClaudeCodeModel(cli_path=cli, keep_sessions=0, settings={"claude_code_timeout": 30})
+
+    with pytest.raises(CLIResponseParseError, match="could not be read"):
+        await Agent(model).run("hello")
+
+
+def test_the_sdk_transport_and_parse_errors_become_ours():
+    connection = map_sdk_error(SDKCLIConnectionError("Failed to start Claude Code: denied"), "a stderr line")
+    parse = map_sdk_error(SDKCLIJSONDecodeError("{oops", ValueError("bad")), "")
+
+    assert isinstance(connection, CLIConnectionError)
+    assert "denied" in str(connection)
+    assert connection.stderr == "a stderr line"
+    assert isinstance(parse, CLIResponseParseError)
+    assert map_sdk_error(ValueError("other"), "") is None
+
+
+async def test_a_cli_path_that_is_not_executable_says_so(fake_cli):
+    cli = fake_cli("claude", "#!/bin/sh\nexit 0\n", executable=False)
+    model = ClaudeCodeModel(cli_path=cli)
+
+    with pytest.raises(CLINotFoundError, match="exists but is not executable"):
+        await Agent(model).run("hello")

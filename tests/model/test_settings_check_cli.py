@@ -1,0 +1,111 @@
+"""Settings and constructor arguments are checked before anything starts, with errors that name the culprit."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import UserError
+
+from claudecode_model import ClaudeCodeModel, ClaudeCodeSettingsError, ToolValidationError
+from claudecode_model.testing import OfflineBackend
+
+BAD_SETTINGS: list[tuple[dict[str, Any], str]] = [
+    ({"claude_code_timeout": "5s"}, "claude_code_timeout='5s': it must be a number"),
+    ({"timeout": "5"}, "timeout='5': it must be a number"),
+    ({"claude_code_builtin_tools": "Read"}, "it must be a list of strings or one of 'claude_code'"),
+    ({"claude_code_thinking": "high"}, "one of 'adaptive', 'disabled' or an integer"),
+    ({"claude_code_env": {"A": 1}}, "claude_code_env={'A': 1}: it must be a dict of strings to strings"),
+    ({"claude_code_max_turns": "three"}, "claude_code_max_turns='three': it must be an integer"),
+    ({"claude_code_permission_mode": "bypass"}, "'default', 'acceptEdits', 'plan', 'dontAsk', 'auto'"),
+    ({"claude_code_session": "fresh"}, "claude_code_session='fresh': it must be one of 'auto', 'new'"),
+    ({"claude_code_timeout": 0}, "claude_code_timeout=0: must be greater than 0"),
+    ({"claude_code_max_budget_usd": -1.0}, "must be greater than 0"),
+    ({"max_tokens": "100"}, "max_tokens='100': it must be an integer"),
+    ({"claude_code_cwd": "/no/such/dir"}, "'/no/such/dir' is not an existing directory"),
+    ({"claude_code_allowed_tools": ["Read", 3]}, "the item at [1] is wrong"),
+    ({"claude_code_setting_sources": ["usr"]}, "one of 'user', 'project', 'local'"),
+    ({"thinking": "extreme"}, "thinking='extreme'"),
+    ({"claude_code_timout": 3}, "Unknown setting 'claude_code_timout'. Did you mean 'claude_code_timeout'?"),
+]
+
+
+@pytest.mark.parametrize(("settings", "message"), BAD_SETTINGS)
+def test_bad_model_settings_are_refused_at_construction(settings: dict[str, Any], message: str):
+    with pytest.raises(ClaudeCodeSettingsError) as raised:
+        ClaudeCodeModel(settings=settings)  # type: ignore[arg-type]
+
+    assert message in str(raised.value)
+    assert isinstance(raised.value, UserError)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_good_settings_pass():
+    ClaudeCodeModel(
+        settings={
+            "claude_code_timeout": 5,
+            "timeout": 2.5,
+            "claude_code_builtin_tools": ["Read"],
+            "claude_code_thinking": 2048,
+            "claude_code_cwd": "/",
+            "thinking": "high",
+            "claude_code_tool_parameter_restrictions": {"Bash": {"command": lambda command: "rm" in command}},
+            "claude_code_extra_args": {"bare-flag": None, "flag": "value"},
+            "claude_code_env": {"A": "1"},
+            "temperature": 0.5,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"keep_sessions": -1}, "keep_sessions=-1"),
+        ({"keep_sessions": 1.5}, "keep_sessions=1.5"),
+        ({"session_idle_timeout": -5}, "session_idle_timeout=-5"),
+        ({"session_idle_timeout": "300"}, "session_idle_timeout='300'"),
+        ({"tool_transport": "grpc"}, "tool_transport='grpc': it must be one of 'auto', 'sdk', 'stdio'"),
+    ],
+)
+def test_bad_constructor_arguments_are_refused(arguments: dict[str, Any], message: str):
+    with pytest.raises(ClaudeCodeSettingsError) as raised:
+        ClaudeCodeModel(**arguments)
+
+    assert message in str(raised.value)
+    assert not isinstance(raised.value, ToolValidationError)
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize(("settings", "message"), BAD_SETTINGS[:8])
+async def test_bad_run_settings_fail_before_the_cli_starts(
+    claude_backend: OfflineBackend, settings: dict[str, Any], message: str
+):
+    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    agent = Agent(model)
+    try:
+        with pytest.raises(ClaudeCodeSettingsError) as raised:
+            await agent.run("hello", model_settings=settings)  # type: ignore[arg-type]
+    finally:
+        await model.aclose()
+
+    assert message in str(raised.value)
+    assert claude_backend.requests == []  # no CLI turn, no API request
+
+
+@pytest.mark.cli
+async def test_ignored_standard_settings_are_logged_once_per_model(
+    claude_backend: OfflineBackend, caplog: pytest.LogCaptureFixture
+):
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)
+    agent = Agent(model)
+    with caplog.at_level(logging.DEBUG, logger="claudecode_model"):
+        for _ in range(2):
+            await agent.run("hello", model_settings={"temperature": 0.2, "stop_sequences": ["x"], "max_tokens": 500})
+    await model.aclose()
+
+    ignored = [record for record in caplog.records if "is ignored" in record.getMessage()]
+    assert sorted(record.getMessage().split("'")[1] for record in ignored) == ["stop_sequences", "temperature"]
+    assert all(record.levelno == logging.WARNING for record in ignored)
+    assert len(claude_backend.requests) == 2
