@@ -511,9 +511,21 @@ class SessionPool(Generic[S]):
         """Start a spare for ``signature`` in the background unless the bounds are reached; whether it did."""
         if self.spares(signature) >= self.max_spares or len(self._spares) >= self.max_spares_total:
             return False
-        task = asyncio.get_running_loop().create_task(_start_spare(factory), name="claude-code-spare-start")
-        self._spares.append(_Spare(signature, factory, task))
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(_start_spare(factory), name="claude-code-spare-start")
+        spare = _Spare(signature, factory, task)
+        self._spares.append(spare)
+        task.add_done_callback(lambda _: loop.call_later(self.idle_timeout, self._expire_spare, spare))
         return True
+
+    def _expire_spare(self, spare: _Spare[S]) -> None:
+        """The idle timer of a spare fired: stop it if it is still unclaimed (without waiting for a request)."""
+        if spare not in self._spares:
+            return
+        self._spares.remove(spare)
+        if (session := spare.ready()) is not None:
+            logger.debug("closing a spare CLI session unused for %.0f s", self.idle_timeout)
+            self._retire(session)
 
     async def wait_spare(self, signature: str) -> bool:
         """Wait until the spares for ``signature`` have started; whether one is ready."""

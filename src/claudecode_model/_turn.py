@@ -155,12 +155,15 @@ async def start_turn(
         env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
     )
     starting = asyncio.timeout_at(deadline)
+    slot_wait = _SlotWait()
     try:
         async with starting:
-            acquired = await _acquire_session(request, plan, files, stderr, keep=keep, deadline=deadline)
+            acquired = await _acquire_session(request, plan, files, stderr, keep=keep, slot_wait=slot_wait)
     except TimeoutError as error:
-        if not starting.expired() or isinstance(error, CLITimeoutError):
+        if not starting.expired():
             raise
+        if slot_wait.since is not None and runner.slots is not None:
+            raise slot_wait.error(runner.slots.limit) from error
         raise timeout_error(timeout or 0) from error
     session = acquired.session
     router = session.tool_router
@@ -240,7 +243,7 @@ async def _acquire_session(
     stderr: deque[str],
     *,
     keep: bool,
-    deadline: float | None,
+    slot_wait: _SlotWait,
 ) -> _Acquired:
     """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
     replays it (see :mod:`claudecode_model._source`); a new conversation claims a spare with its signature first."""
@@ -283,7 +286,7 @@ async def _acquire_session(
     if session_id is not None and owned:
         ledger.own(session_id, files.path(session_id))
     try:
-        await _take_slot(runner, deadline)
+        await _take_slot(runner, slot_wait)
     except BaseException:
         release_session()
         release_source()
@@ -296,22 +299,29 @@ async def _acquire_session(
     return _Acquired(session, new_input, release_source, kind)
 
 
-async def _take_slot(runner: TurnRunner, deadline: float | None) -> None:
-    """Wait for a free process slot (stopping idle processes first), within the request's timeout."""
+@dataclass
+class _SlotWait:
+    """Whether (since when) a request waits for a process slot: a timeout then says so."""
+
+    since: float | None = None
+
+    def error(self, limit: int) -> CLITimeoutError:
+        waited = time.monotonic() - (self.since or time.monotonic())
+        return CLITimeoutError(
+            f"No Claude Code process could start within the request's timeout (waited {waited:.1f} s for a slot): "
+            f"all {limit} process slots of the model (max_processes) stayed busy",
+            timeout=waited,
+        )
+
+
+async def _take_slot(runner: TurnRunner, slot_wait: _SlotWait) -> None:
+    """Wait for a free process slot (stopping idle processes first); the request's timeout bounds the wait."""
     slots = runner.slots
     if slots is None:
         return
-    waited = asyncio.get_running_loop().time()
-    try:
-        async with asyncio.timeout_at(deadline):
-            await slots.acquire(runner.pool.evict_idle)
-    except TimeoutError as error:
-        seconds = asyncio.get_running_loop().time() - waited
-        raise CLITimeoutError(
-            f"No Claude Code process could start within the request's timeout (waited {seconds:.1f} s): all "
-            f"{slots.limit} process slots of the model (max_processes) stayed busy",
-            timeout=seconds,
-        ) from error
+    slot_wait.since = time.monotonic()
+    await slots.acquire(runner.pool.evict_idle)
+    slot_wait.since = None
 
 
 async def spawn_session(

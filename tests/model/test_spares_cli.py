@@ -133,10 +133,7 @@ async def test_idle_spares_are_reaped(backend: OfflineBackend) -> None:
         agent, _ = agent_with_probe(model)
         assert await model.prewarm(agent)
         (spare_pid,) = cli_children()
-        await asyncio.sleep(1.0)
-        other, _ = agent_with_probe(model, "Another agent.")
-        await other.run("x")  # any request prunes the pool: the expired spare is stopped
-        await wait_until(lambda: spare_pid not in cli_children())
+        await wait_until(lambda: spare_pid not in cli_children())  # its idle timer stops it, no request needed
     finally:
         await model.aclose()
 
