@@ -625,15 +625,23 @@ class SessionPool(Generic[S]):
             if ready is not None:
                 sessions.append(ready)
             elif not spare.task.done():
-                spare.task.cancel()
                 starting.append(spare.task)
+        if starting:
+            # A spare still starting is let finish and then closed like the others: killed mid-start, the CLI
+            # makes the SDK log a fatal error; a start that hangs is cancelled after a while.
+            _, hanging = await asyncio.wait(starting, timeout=_SPARE_START_GRACE_SECONDS)
+            for task in hanging:
+                task.cancel()
+            if hanging:
+                await asyncio.wait(hanging)
+            sessions += [s for task in starting if not task.cancelled() and (s := _started(task)) is not None]
         for session in [*sessions, *self._closing]:
             if session.loop is not loop:
                 session.kill()
         closing = [task for session, task in self._closing.items() if session.loop is loop]
         await asyncio.gather(*(session.close() for session in sessions if session.loop is loop))
-        if closing or starting:
-            await asyncio.wait([*closing, *starting])
+        if closing:
+            await asyncio.wait(closing)
 
     def kill_all(self) -> None:
         """Synchronous cleanup (interpreter exit)."""
@@ -645,6 +653,14 @@ class SessionPool(Generic[S]):
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+
+_SPARE_START_GRACE_SECONDS = 10.0
+"""How long closing waits for a spare still starting before it cancels the start."""
+
+
+def _started(task: asyncio.Task[S | None]) -> S | None:
+    return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
 
 
 async def _start_spare(factory: SpareFactory[S]) -> S | None:
