@@ -253,3 +253,18 @@ def test_interpreter_exit_leaves_no_spare(backend: OfflineBackend, tmp_path: Pat
     while marked():
         assert time.monotonic() < deadline, f"CLI processes left after the interpreter exited: {marked()}"
         time.sleep(0.05)
+
+
+async def test_a_stdio_transport_spare_serves_the_run_and_closes_its_bridge(backend: OfflineBackend) -> None:
+    model = ClaudeCodeModel(env=backend.cli_env(), tool_transport="stdio")
+    try:
+        agent, seen = agent_with_probe(model)
+        assert await model.prewarm(agent)
+
+        result = await agent.run("over the bridge")
+
+        assert source_of(result) == "spare"
+        assert result.output == "tool said p"  # the spare's router was bound to this run when it was claimed
+        assert seen
+    finally:
+        await model.aclose()  # the leak guard then checks that no bridge process or IPC file is left
