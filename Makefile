@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup clean
+.PHONY: demo test setup clean node-ui
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +17,14 @@ setup: $(STAMP)
 demo: $(STAMP)
 	scripts/loopback-only $(VENV)/bin/claudecode-model demo
 
-test: $(STAMP)
+node-ui:
+	scripts/install-node-ui
+
+test: $(STAMP) node-ui
 	$(PY) -m ruff check src tests
 	$(PY) -m ruff format --check src tests
 	$(PY) -m mypy
 	scripts/loopback-only $(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache

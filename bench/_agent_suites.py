@@ -38,6 +38,9 @@ FOLLOW_UPS = (1, 1 + EXTRA_CALLS, 1, 1 + EXTRA_CALLS)
 
 CONCURRENT_RUNS = 8
 
+ToolExecution = Literal["agent", "cli"]
+"""Who runs the agent's tool: pydantic-ai (agent-run, the default) or Claude Code's loop (in-loop)."""
+
 Transport = Literal["auto", "auto-stdio", "registered-stdio"]
 """How the agent's tool reaches the CLI: the automatic path (in-process MCP, or the stdio bridge with
 ``tool_transport="stdio"``), or registered with ``set_agent_toolsets(..., transport="stdio")``."""
@@ -55,9 +58,15 @@ def _probe_agent(model: ClaudeCodeModel) -> Agent[None, str]:
     return agent
 
 
-def _model(bench: BenchContext, transport: Transport) -> tuple[ClaudeCodeModel, Agent[None, str]]:
-    """A fresh model and agent with the ``probe`` tool, served as ``transport`` says."""
-    model = ClaudeCodeModel(env=bench.env, tool_transport="stdio" if transport == "auto-stdio" else "auto")
+def _model(
+    bench: BenchContext, transport: Transport, execution: ToolExecution = "agent"
+) -> tuple[ClaudeCodeModel, Agent[None, str]]:
+    """A fresh model and agent with the ``probe`` tool, served as ``transport`` says and run by ``execution``."""
+    model = ClaudeCodeModel(
+        env=bench.env,
+        tool_transport="stdio" if transport == "auto-stdio" else "auto",
+        tool_execution=execution,
+    )
     agent = _probe_agent(model)
     if transport == "registered-stdio":
         model.set_agent_toolsets([agent._function_toolset], transport="stdio")
@@ -84,9 +93,9 @@ async def _conversation(turn: Callable[[int], Awaitable[str]]) -> Metrics:
     return turn_metrics(cold, laps[1], laps[1 + EXTRA_CALLS], EXTRA_CALLS)
 
 
-async def ours_conversation(bench: BenchContext, transport: Transport) -> Metrics:
+async def ours_conversation(bench: BenchContext, transport: Transport, execution: ToolExecution = "agent") -> Metrics:
     """A conversation on a fresh model; every follow-up passes the previous run's messages as history."""
-    model, agent = _model(bench, transport)
+    model, agent = _model(bench, transport, execution)
     results: list[Any] = []
 
     async def turn(calls: int) -> str:
@@ -135,6 +144,9 @@ class AgentSuite(Suite):
     row_names = (
         "cold-run",
         "tool-call-inprocess",
+        "tool-call-vs-inloop",
+        "tool-call-inloop",
+        "many-calls",
         "tool-call-stdio",
         "tool-call-auto-stdio",
         "tool-call-partial-ref",
@@ -143,12 +155,14 @@ class AgentSuite(Suite):
         "cpu-cold",
         "cpu-warm",
         "cpu-slope",
+        "cpu-slope-inloop",
     )
 
     @asynccontextmanager
     async def variants(self, bench: BenchContext) -> AsyncIterator[dict[str, Variant]]:
         yield {
             "ours": lambda: ours_conversation(bench, "auto"),
+            "ours_inloop": lambda: ours_conversation(bench, "auto", "cli"),
             "raw": lambda: raw_conversation(bench),
             "raw_partial": lambda: raw_conversation(bench, partial_messages=True),
             "ours_stdio": lambda: ours_conversation(bench, "registered-stdio"),
@@ -169,8 +183,29 @@ class AgentSuite(Suite):
                 key="tool-call-inprocess",
                 name="per extra tool call, in-process",
                 **measured(medians, "ours.slope", "raw.slope"),
+                target=Target("<= 1.2 x raw", 1.2),
+                note=f"pydantic-ai runs the tool (agent-run, the default): (follow-up with {1 + EXTRA_CALLS} calls - "
+                f"follow-up with 1 call) / {EXTRA_CALLS}, 2 pairs",
+            ),
+            Row(
+                key="tool-call-vs-inloop",
+                name="per extra tool call, agent-run vs in-loop execution",
+                **measured(medians, "ours.slope", "ours_inloop.slope"),
+                target=Target("<= 1.1 x in-loop", 1.1),
+                note='the same conversation with tool_execution="cli" (the tool runs inside Claude Code\'s loop)',
+            ),
+            Row(
+                key="tool-call-inloop",
+                name="per extra tool call, in-loop execution",
+                **measured(medians, "ours_inloop.slope", "raw.slope"),
                 target=Target("<= 1.1 x raw", 1.1),
-                note=f"(follow-up with {1 + EXTRA_CALLS} calls - follow-up with 1 call) / {EXTRA_CALLS}, 2 pairs",
+            ),
+            Row(
+                key="many-calls",
+                name=f"follow-up turn with {1 + EXTRA_CALLS} tool calls (one per reply)",
+                **measured(medians, "ours.warm_many", "raw.warm_many"),
+                target=Target("<= 1.15 x raw", 1.15),
+                note=f"agent-run: {2 + EXTRA_CALLS} model requests in one CLI turn; raw = one query()",
             ),
             Row(
                 key="tool-call-stdio",
@@ -217,6 +252,12 @@ class AgentSuite(Suite):
                     else "",
                 )
                 for metric, label in (("cold", "cold run"), ("warm", "follow-up turn"), ("slope", "per extra call"))
+            ),
+            Row(
+                key="cpu-slope-inloop",
+                name="CPU of this process: per extra call, in-loop execution",
+                **measured(medians, "ours_inloop.cpu_slope", "raw.cpu_slope"),
+                target=Target("reported"),
             ),
         ]
 

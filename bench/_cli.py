@@ -20,6 +20,7 @@ from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
+from bench._store_suites import StoreSuite
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
@@ -31,6 +32,7 @@ SUITES: tuple[Suite, ...] = (
     ModelCPUSuite(),
     BridgeSpawnSuite(),
     IPCRoundTripSuite(),
+    StoreSuite(),
 )
 
 

@@ -58,7 +58,7 @@ async def ours_spare(bench: BenchContext) -> Metrics:
     model = ClaudeCodeModel(env=bench.env)
     agent = _probe_agent(model)
     try:
-        await _timed_run(agent, "new")
+        await _timed_run(agent, "fresh")
         check(await model.prewarm(agent), "no spare after the first conversation")
         wall, first_token, result = await _timed_run(agent, "spare")
         cpu = time.process_time()
@@ -88,7 +88,7 @@ async def ours_fresh(bench: BenchContext) -> Metrics:
     agent = _probe_agent(model)
     try:
         cpu = time.process_time()
-        wall, first_token, _ = await _timed_run(agent, "new")
+        wall, first_token, _ = await _timed_run(agent, "fresh")
         cpu = time.process_time() - cpu
     finally:
         await model.aclose()

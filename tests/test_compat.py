@@ -113,3 +113,37 @@ def test_streamed_response_keeps_its_parts_in_the_overridden_parts_manager() -> 
     # ClaudeCodeStreamedResponse overrides this attribute with the parts manager of its turn's translator.
     assert isinstance(inspect.getattr_static(StreamedResponse, "_parts_manager"), functools.cached_property)
     assert "self._parts_manager.get_parts()" in inspect.getsource(StreamedResponse.get)
+
+
+def test_an_agent_run_holds_the_models_run_scope_around_its_requests() -> None:
+    """``ClaudeCodeModel`` overrides pydantic-ai's private ``Model._run_scope()`` hook to learn when a run ends (and
+    settle the CLI turns it left waiting for tool results): the hook must still exist and wrap the run's requests."""
+    import contextlib
+    from collections.abc import AsyncIterator
+
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models import Model
+
+    assert callable(getattr(Model, "_run_scope", None))
+    events: list[str] = []
+
+    class ScopedModel(FunctionModel):
+        @contextlib.asynccontextmanager
+        async def _scoped(self) -> AsyncIterator[None]:
+            events.append("enter")
+            try:
+                yield
+            finally:
+                events.append("exit")
+
+        def _run_scope(self) -> contextlib.AbstractAsyncContextManager[None]:
+            return self._scoped()
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        events.append("request")
+        return ModelResponse(parts=[TextPart("ok")])
+
+    result = Agent(ScopedModel(answer)).run_sync("hi")
+
+    assert result.output == "ok"
+    assert events == ["enter", "request", "exit"]

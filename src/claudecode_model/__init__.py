@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         serialize_deps,
         validate_deps,
     )
+    from claudecode_model.durable import DurableSetupError, check_dbos_sqlite, dbos_config
     from claudecode_model.exceptions import (
         BridgeStartupError,
         ClaudeCodeAPIError,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         CLIResponseParseError,
         CLITimeoutError,
         DependencyResolutionError,
+        InvalidModelIdError,
         IPCConnectionError,
         IPCError,
         IPCMessageSizeError,
@@ -66,7 +68,10 @@ if TYPE_CHECKING:
         mcp_tool_name,
     )
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
-    from claudecode_model.settings import ClaudeCodeModelSettings
+    from claudecode_model.resolve import ClaudeCodeModels
+    from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinition
+    from claudecode_model.stores.postgres import PostgresSessionStore
+    from claudecode_model.stores.sqlite import SQLiteSessionStore
     from claudecode_model.tool_converter import (
         AgentToolset,
         McpResponse,
@@ -110,6 +115,11 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "PostgresSessionStore": "claudecode_model.stores.postgres",
+    **dict.fromkeys(("DurableSetupError", "check_dbos_sqlite", "dbos_config"), "claudecode_model.durable"),
+    "SQLiteSessionStore": "claudecode_model.stores.sqlite",
+    "SubagentDefinition": "claudecode_model.settings",
+    "ClaudeCodeModels": "claudecode_model.resolve",
     "TransportType": "claudecode_model.ipc._types",
     **{
         name: "claudecode_model.exceptions"
@@ -137,6 +147,7 @@ _EXPORTS: dict[str, str] = {
             "IPCError",
             "IPCMessageSizeError",
             "IPCToolExecutionError",
+            "InvalidModelIdError",
             "MessageConversionError",
             "StructuredOutputError",
             "ToolNotFoundError",
@@ -166,6 +177,7 @@ __all__ = [
     "ClaudeCodeError",
     "ClaudeCodeModel",
     "ClaudeCodeModelSettings",
+    "ClaudeCodeModels",
     "ClaudeCodeOverloadedError",
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
@@ -176,15 +188,20 @@ __all__ = [
     "ClaudeCodeUnavailableError",
     "DependencyResolutionError",
     "DepsContext",
+    "DurableSetupError",
     "IPCConnectionError",
     "IPCError",
     "IPCMessageSizeError",
     "IPCToolExecutionError",
+    "InvalidModelIdError",
     "McpResponse",
     "McpTextContent",
     "MessageConversionError",
+    "PostgresSessionStore",
     "PydanticAITool",
+    "SQLiteSessionStore",
     "StructuredOutputError",
+    "SubagentDefinition",
     "ToolDefinition",
     "ToolHandler",
     "ToolNotFoundError",
@@ -196,11 +213,13 @@ __all__ = [
     "UnsupportedDepsTypeError",
     "__version__",
     "allowed_tool_names",
+    "check_dbos_sqlite",
     "convert_tool",
     "convert_tool_with_deps",
     "convert_tools_to_mcp_server",
     "create_mcp_server_from_tools",
     "create_tool_wrapper",
+    "dbos_config",
     "deserialize_deps",
     "filter_tools_for_request",
     "is_serializable_type",

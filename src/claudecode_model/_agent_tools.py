@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import ToolDenied
@@ -31,6 +32,7 @@ from claudecode_model._mcp import (
     format_result,
     text_result,
 )
+from claudecode_model._parked import CallResults
 
 if TYPE_CHECKING:
     from pydantic_ai.tool_manager import ToolManager
@@ -61,9 +63,15 @@ class RunToolRouter:
     step to the next: without this count a tool that keeps asking for a retry would never exhaust its budget.
     """
     _in_flight: int = 0
+    trace_context: otel_context.Context | None = None
+    """The trace context of the request the router was bound to (the run's tool spans nest under it)."""
+    results: CallResults = field(default_factory=CallResults)
+    """Results of the calls pydantic-ai runs itself (agent-run execution): the waiting handlers read them here."""
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context
+        # Calls run in the session's task, which carries no trace context: they join the request's trace instead.
+        self.trace_context = otel_context.get_current()
         self.fatal_error = None
         self.output_call = None
         self.failures = {}
@@ -109,6 +117,7 @@ class RunToolRouter:
             # The streamed path hands the model a context whose manager is not bound to the step yet.
             manager = await manager.for_run_step(ctx)
         self._in_flight += 1
+        token = otel_context.attach(self.trace_context) if self.trace_context is not None else None
         try:
             result = await manager.handle_call(call)
         except ToolRetryError as retry:
@@ -122,6 +131,8 @@ class RunToolRouter:
             return self._fail(error)
         finally:
             self._in_flight -= 1
+            if token is not None:
+                otel_context.detach(token)
         self.failures.pop(name, None)
         if isinstance(result, ToolDenied):
             return text_result(result.message, is_error=True)

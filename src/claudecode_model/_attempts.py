@@ -38,6 +38,12 @@ class AttemptTracker:
         self.aborted = 0
         """How many attempts were aborted."""
 
+    def next_response(self) -> None:
+        """The turn goes on in a new response (a new parts manager, indices from 0): earlier parts are not its own."""
+        self.discarded = set()
+        for attempt in self._attempts.values():
+            attempt.part_indices.clear()
+
     def started(self, message_id: str) -> None:
         """A streamed response began: any response cut before it was aborted."""
         self._abort_cut(except_id=message_id)

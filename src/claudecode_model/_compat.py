@@ -5,6 +5,8 @@ instructions helper and its run-context variable; the SDK's session-file layout,
 and the CLI process of its subprocess transport. Each is wrapped here by a small function, and
 ``tests/test_compat.py`` exercises every one, so an upgrade that moves or renames one fails there, loudly, with
 the name that broke. No other module of this package imports a private name of either library.
+(One reach is an override, not an import: ``ClaudeCodeModel._run_scope()`` implements pydantic-ai's private
+run-scope hook to learn when an agent run ends; ``tests/test_compat.py`` checks the hook still wraps a run.)
 """
 
 from __future__ import annotations

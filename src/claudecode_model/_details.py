@@ -14,14 +14,14 @@ HISTORY_DIGEST_KEY = "history_digest"
 CLI_TOOL_NAME_KEY = "cli_tool_name"
 """The name the CLI gave a tool call (``mcp__<server>__<tool>`` for MCP tools), kept to replay it faithfully."""
 
+PARENT_TOOL_CALL_ID_KEY = "parent_tool_call_id"
+"""Of a part produced inside a subagent: the id of the ``Agent`` call that started it (such parts are not replayed)."""
+
 RESUME_AT_KEY = "resume_session_at"
 """The transcript entry of the CLI session where a response ends: a later turn resumes (or branches) from there."""
 
 ABORTED_ATTEMPTS_KEY = "aborted_attempts"
 """How many API responses of the turn were cut and asked again by the CLI (their parts are not in the response)."""
-
-SESSION_SOURCE_KEY = "session_source"
-"""How the turn got its CLI session: ``"spare"``, ``"live"``, ``"resume"``, ``"replay"``, ``"fork"`` or ``"new"``."""
 
 FIRST_TOKEN_KEY = "first_token_seconds"
 """Seconds from the request to the first token of the answer (the first streamed delta, or the first message)."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -35,7 +36,8 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
+from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._native_tools import NativeToolPlan
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +71,14 @@ class TurnTranslator:
 
     Text and thinking arrive as deltas from the CLI's partial-message stream events; tool calls Claude Code
     executes (the agent's own MCP tools and built-in tools) become ``NativeToolCallPart`` / ``NativeToolReturnPart``
-    so that text written before a tool call is never mistaken for the final answer. A call of one of pydantic-ai's
-    output tools (``output_tool_names``, as the CLI names them) becomes a plain ``ToolCallPart`` instead, for the
-    agent to validate; its result inside the CLI is not reported.
+    so that text written before a tool call is never mistaken for the final answer. A call of a tool pydantic-ai
+    runs itself (``output_tool_names``: its output tools, and its function tools when it runs them, as the CLI
+    names them) becomes a plain ``ToolCallPart`` instead, for the agent to run or validate; its result inside the
+    CLI is not reported.
+
+    When a reply of Claude's ends (``message_stop``) having called such tools, :attr:`parked_calls` holds their ids:
+    the response ends there and the CLI turn waits for pydantic-ai's results. :meth:`next_response` then starts the
+    next response of the same turn.
 
     Parts of an aborted attempt (a response whose stream was cut, see :mod:`claudecode_model._attempts`) stay in the
     parts manager, whose events were already sent, but :meth:`kept` leaves them out of the response.
@@ -83,16 +90,48 @@ class TurnTranslator:
         *,
         tool_prefixes: tuple[str, ...],
         output_tool_names: frozenset[str] = frozenset(),
+        native_tools: NativeToolPlan | None = None,
+        denied: Callable[[str, dict[str, Any]], bool] | None = None,
     ) -> None:
+        """``denied(cli_name, arguments)`` tells a call of a tool pydantic-ai runs that the CLI will deny (a tool
+        parameter restriction): it is reported as a native call, so that pydantic-ai does not run it, and the CLI's
+        denial as its result."""
         self._parts = parts
         self._tool_prefixes = tool_prefixes
+        self._native_tools = native_tools or NativeToolPlan()
         self._output_tool_names = output_tool_names
+        self._denied = denied
+        self._denied_calls: set[str] = set()
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
         self._block_counts: dict[str, int] = {}
         self._streamed: set[tuple[str, int]] = set()
         self._tool_names: dict[str, str] = {}
         self.attempts = AttemptTracker()
+        self._reply_calls: list[str] = []
+        """Ids of this reply's calls of tools pydantic-ai runs, in order."""
+        self.parked_calls: list[str] = []
+        """Set when a reply ended with calls of tools pydantic-ai runs: the response is complete, the turn waits."""
+        self._responses = 0
+        """Responses of this turn before the current one (each ended at a reply with such calls)."""
+        self._in_stream = False
+        """A streamed reply is in progress (between ``message_start`` and ``message_stop``)."""
+
+    def tools_waiting(self, ids: frozenset[str]) -> bool:
+        """The MCP handlers of ``ids`` wait for pydantic-ai: a reply that was not streamed (no ``message_stop`` will
+        come) ends here once every call it made waits. Whether the response ends now."""
+        if self._in_stream or not self._reply_calls or not set(self._reply_calls) <= ids:
+            return False
+        self.parked_calls, self._reply_calls = self._reply_calls, []
+        return True
+
+    def next_response(self, parts: ModelResponsePartsManager) -> None:
+        """Start the next response of the same turn (after pydantic-ai answered the parked calls)."""
+        self._parts = parts
+        self.parked_calls = []
+        self.outcome.stream_usage = RequestUsage()
+        self.attempts.next_response()
+        self._responses += 1
 
     @property
     def parts(self) -> ModelResponsePartsManager:
@@ -100,7 +139,11 @@ class TurnTranslator:
         return self._parts
 
     def display_tool_name(self, cli_name: str) -> str:
-        """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name."""
+        """The agent's name for a tool Claude called through our MCP server; built-in tools keep their name, except
+        those standing in for a native tool of the request, which take its name (``web_search``, ``mcp_server:x``)."""
+        native = self._native_tools.display_name(cli_name)
+        if native is not None:
+            return native
         for prefix in self._tool_prefixes:
             if cli_name.startswith(prefix):
                 return cli_name[len(prefix) :]
@@ -121,11 +164,12 @@ class TurnTranslator:
                     if message.error is None and message.uuid:
                         self.outcome.last_entry_uuid = message.uuid
                     yield from self._assistant(message)
+                else:
+                    yield from self._subagent_calls(message, message.parent_tool_use_id)
             case UserMessage():
-                if message.parent_tool_use_id is None:
-                    if message.uuid:
-                        self.outcome.last_entry_uuid = message.uuid
-                    yield from self._tool_results(message)
+                if message.parent_tool_use_id is None and message.uuid:
+                    self.outcome.last_entry_uuid = message.uuid
+                yield from self._tool_results(message, message.parent_tool_use_id)
             case ResultMessage():
                 self.outcome.result = message
                 self.outcome.session_id = message.session_id
@@ -147,10 +191,15 @@ class TurnTranslator:
             self._message_id = message.get("id")
             if self._message_id is not None:
                 self.attempts.started(self._message_id)
+            self._reply_calls = []
+            self._in_stream = True
             self._add_usage(message.get("usage") or {})
             return
         if kind == "message_stop":
             self.attempts.stopped()
+            self._in_stream = False
+            if self._reply_calls:
+                self.parked_calls, self._reply_calls = self._reply_calls, []
             return
         if kind == "message_delta":
             self.attempts.finished()
@@ -170,11 +219,13 @@ class TurnTranslator:
         if kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
-                self._streamed.add(key)
                 cli_name = str(block.get("name", ""))
                 call_id = str(block.get("id"))
                 self._tool_names[call_id] = cli_name
                 self.attempts.tool_call(key[0], call_id)
+                if self._denied is not None and cli_name in self._output_tool_names:
+                    return  # held until its arguments are complete: the CLI may deny it
+                self._streamed.add(key)
                 part = self._call_part(cli_name, "", call_id)
                 yield self._parts.handle_part(vendor_part_id=key, part=part)
             return
@@ -196,7 +247,7 @@ class TurnTranslator:
                 )
             case "input_json_delta":
                 partial = delta.get("partial_json", "")
-                if partial:
+                if partial and key in self._streamed:
                     yield from self._parts.handle_tool_call_delta_events(vendor_part_id=key, args=partial)
             case _:
                 return
@@ -224,6 +275,10 @@ class TurnTranslator:
             self.outcome.api_error_text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
             return
         message_id = message.message_id or f"anon-{id(message)}"
+        if self._in_stream and message_id != self._message_id:
+            # A reply that was not streamed (the retry of a cut stream): the streamed attempt was abandoned.
+            self._in_stream = False
+            self._reply_calls = []
         self.attempts.delivered(message_id)
         yield from self._tagged(message_id, self._assistant_blocks(message_id, message))
 
@@ -248,32 +303,54 @@ class TurnTranslator:
                 case _:
                     logger.debug("ignoring assistant block %s", type(block).__name__)
 
+    def _subagent_calls(self, message: AssistantMessage, parent_id: str) -> Iterator[ModelResponseStreamEvent]:
+        """The tool calls of a subagent's reply, linked to the call that started the subagent (text stays inside)."""
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                self._tool_names[block.id] = block.name
+                part = self._call_part(block.name, block.input, block.id, parent_id=parent_id)
+                if isinstance(part, ToolCallPart) and block.id not in self.parked_calls:
+                    self.parked_calls.append(block.id)  # a subagent's reply has no stream events to end it
+                yield self._parts.handle_part(vendor_part_id=("subagent", block.id), part=part)
+
     def _complete_streamed(self, key: tuple[str, int], block: Any) -> Iterator[ModelResponseStreamEvent]:
         """Settle a streamed tool call to its final arguments (deltas may be partial JSON)."""
         if not isinstance(block, ToolUseBlock):
             return
         managed = self._parts.get_part_by_vendor_id(key)
         final = self._tool_call_part(block)
-        if isinstance(managed, ToolCallPart | NativeToolCallPart) and managed.args_as_dict() == final.args_as_dict():
+        if type(managed) is type(final) and managed.args_as_dict() == final.args_as_dict():
             return
         yield self._parts.handle_part(vendor_part_id=key, part=final)
 
     def _tool_call_part(self, block: ToolUseBlock) -> ToolCallPart | NativeToolCallPart:
         return self._call_part(block.name, block.input, block.id)
 
-    def _call_part(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> ToolCallPart | NativeToolCallPart:
+    def _call_part(
+        self, cli_name: str, args: dict[str, Any] | str, call_id: str, *, parent_id: str | None = None
+    ) -> ToolCallPart | NativeToolCallPart:
         name = self.display_tool_name(cli_name)
-        if cli_name in self._output_tool_names:
-            return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)
+        details: dict[str, Any] = {CLI_TOOL_NAME_KEY: cli_name}
+        if parent_id is not None:
+            details[PARENT_TOOL_CALL_ID_KEY] = parent_id
+        if cli_name in self._output_tool_names and self._denies(cli_name, args, call_id):
+            self._denied_calls.add(call_id)
+            if call_id in self._reply_calls:
+                self._reply_calls.remove(call_id)
+        elif cli_name in self._output_tool_names:
+            if parent_id is None and call_id not in self._reply_calls:
+                self._reply_calls.append(call_id)
+            return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id, provider_details=details)
         return NativeToolCallPart(
-            tool_name=name,
-            args=args,
-            tool_call_id=call_id,
-            provider_name=PROVIDER_NAME,
-            provider_details={CLI_TOOL_NAME_KEY: cli_name},
+            tool_name=name, args=args, tool_call_id=call_id, provider_name=PROVIDER_NAME, provider_details=details
         )
 
-    def _tool_results(self, message: UserMessage) -> Iterator[ModelResponseStreamEvent]:
+    def _denies(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> bool:
+        if call_id in self._denied_calls:
+            return True
+        return self._denied is not None and isinstance(args, dict) and self._denied(cli_name, args)
+
+    def _tool_results(self, message: UserMessage, parent_id: str | None) -> Iterator[ModelResponseStreamEvent]:
         if isinstance(message.content, str):
             return
         for block in message.content:
@@ -281,14 +358,17 @@ class TurnTranslator:
                 continue
             self.attempts.tool_result(block.tool_use_id)
             cli_name = self._tool_names.get(block.tool_use_id, "")
-            if cli_name in self._output_tool_names:
+            if cli_name in self._output_tool_names and block.tool_use_id not in self._denied_calls:
                 continue
+            details: dict[str, Any] = {CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)}
+            if parent_id is not None:
+                details[PARENT_TOOL_CALL_ID_KEY] = parent_id
             part = NativeToolReturnPart(
                 tool_name=self.display_tool_name(cli_name),
                 content=_tool_result_text(block.content),
                 tool_call_id=block.tool_use_id,
                 provider_name=PROVIDER_NAME,
-                provider_details={CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)},
+                provider_details=details,
                 outcome="failed" if block.is_error else "success",
             )
             yield self._parts.handle_part(vendor_part_id=None, part=part)
@@ -296,16 +376,24 @@ class TurnTranslator:
     # --- the end of the turn --------------------------------------------------------------------------------
 
     def usage(self, previous_cost_usd: float | None) -> RequestUsage:
-        """Usage of this turn; the cost is the CLI's cumulative session cost minus what was already counted."""
+        """Usage of this response; the cost is the CLI's cumulative session cost minus what was already counted.
+
+        A turn that is one response reports the result's totals; a turn of several responses (pydantic-ai ran tool
+        calls in between) reports each response's own API usage, and the cost of the whole turn on its last one.
+        """
         result = self.outcome.result
-        totals = result.usage if result is not None else None
-        usage = request_usage(totals) if totals else self.outcome.stream_usage
+        totals = result.usage if result is not None and not self._responses else None
+        usage = request_usage(totals) if totals else dataclasses.replace(self.outcome.stream_usage)
+        if self.parked_calls:
+            return usage
         if result is not None and result.total_cost_usd is not None:
             cost = result.total_cost_usd - (previous_cost_usd or 0.0)
             usage.cost = Decimal(str(round(max(cost, 0.0), 10)))
         return usage
 
     def finish_reason(self) -> FinishReason | None:
+        if self.parked_calls:
+            return "tool_call"
         result = self.outcome.result
         stop = (result.stop_reason if result is not None else None) or self.outcome.last_stop_reason
         if result is not None and result.is_error:

@@ -14,7 +14,7 @@ transports answer alike. The SDK serves the ``McpSdkServerConfig`` this returns 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from claude_agent_sdk import McpSdkServerConfig
@@ -29,6 +29,7 @@ from mcp.types import (
     Tool,
     ToolAnnotations,
 )
+from pydantic import TypeAdapter
 
 from claudecode_model._mcp import (
     TOOL_USE_ID_META_KEY,
@@ -45,8 +46,18 @@ __all__ = ["build_inprocess_server"]
 
 
 def _result(response: McpResponse) -> CallToolResult:
-    content: list[ContentBlock] = [TextContent(type="text", text=item["text"]) for item in response["content"]]
+    """The MCP result of a handler's answer: text blocks, and image or resource blocks as MCP defines them."""
+    content = [_content_block(item) for item in response["content"]]
     return CallToolResult(content=content, is_error=bool(response.get("isError", False)))
+
+
+def _content_block(item: Mapping[str, Any]) -> ContentBlock:
+    if item.get("type") == "text":
+        return TextContent(type="text", text=str(item["text"]))
+    return _CONTENT_BLOCK.validate_python(item)
+
+
+_CONTENT_BLOCK: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
 
 
 def build_inprocess_server(name: str, tools: Sequence[ToolSpec], *, version: str = "1.0.0") -> McpSdkServerConfig:

@@ -9,7 +9,8 @@ thread, and a CLI session lives no longer than its event loop, so that is the li
 
 The launcher is a two-line shell script around util-linux ``setpriv --pdeathsig KILL`` (about 1 ms), or, where
 ``setpriv`` is missing or too old, a small Python script calling ``prctl`` (about 20 ms of interpreter start). It
-lives in a per-user directory of the temp dir, one file per CLI path, written once and reused.
+lives in the user's cache directory (``$XDG_CACHE_HOME/claudecode-model/launchers``, else ``~/.cache/...``), one file
+per CLI path, written once and reused; the temp dir is used only where no cache directory can be created.
 """
 
 from __future__ import annotations
@@ -92,9 +93,15 @@ def _launcher_for(cli: str, setpriv: str | None) -> Path:
 
 
 def _private_dir() -> Path:
-    """``<tmp>/claudecode-launch-<uid>``, owned by this user and closed to others (refused otherwise)."""
-    directory = Path(tempfile.gettempdir()) / f"claudecode-launch-{os.getuid()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
+    """A directory owned by this user and closed to others (refused otherwise): in the user's cache directory, so
+    that no file is left in the temp dir, or ``<tmp>/claudecode-launch-<uid>`` where there is no usable cache."""
+    cache_root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    directory = cache_root / "claudecode-model" / "launchers"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        directory = Path(tempfile.gettempdir()) / f"claudecode-launch-{os.getuid()}"
+        directory.mkdir(mode=0o700, exist_ok=True)
     info = directory.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise OSError(f"{directory} is not a private directory of this user")

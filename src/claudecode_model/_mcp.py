@@ -27,7 +27,7 @@ from pydantic_ai.messages import ToolReturnPart
 
 from claudecode_model.exceptions import MissingDepsError, ToolValidationError
 from claudecode_model.ipc._constants import TOOL_USE_ID_META_KEY
-from claudecode_model.ipc._types import ToolResult, ToolResultContent
+from claudecode_model.ipc._types import ToolResult, ToolResultContent, ToolResultImage, ToolResultResource
 
 if TYPE_CHECKING:
     from claudecode_model.deps_support import ToolCallContext
@@ -67,6 +67,9 @@ JsonSchema = dict[str, Any]
 
 McpTextContent = ToolResultContent
 """One text block of an MCP tool result."""
+
+McpContent = ToolResultContent | ToolResultImage | ToolResultResource
+"""One block of an MCP tool result: text, or an image or resource of a result pydantic-ai produced."""
 
 McpResponse = ToolResult
 """An MCP tool result: text blocks and the error flag (``isError``; absent means ``False``)."""
@@ -233,7 +236,7 @@ def _is_mcp_shaped(value: object) -> TypeGuard[dict[str, Any]]:
 def format_result(value: object) -> McpResponse:
     """Turn a tool's return value into a :data:`McpResponse` (the rules are in the module documentation)."""
     if _is_mcp_shaped(value):
-        items: list[McpTextContent] = [{"type": "text", "text": item["text"]} for item in value["content"]]
+        items: list[McpContent] = [{"type": "text", "text": item["text"]} for item in value["content"]]
         return {"content": items, "isError": bool(value.get("isError", False) or value.get("is_error", False))}
     part = ToolReturnPart(tool_name="", content=value)
     if part.files:

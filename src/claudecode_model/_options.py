@@ -14,7 +14,9 @@ from pydantic_ai.settings import ThinkingLevel
 
 from claudecode_model._digest import canonical_digest
 from claudecode_model._launcher import guarded_cli_path
+from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._restrictions import restriction_hooks
+from claudecode_model._subagents import subagent_options
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
@@ -36,6 +38,8 @@ class RequestNeeds:
     can_use_tool: CanUseTool | None = None
     thinking: ThinkingLevel | None = None
     """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
+    native_tools: NativeToolPlan = field(default_factory=NativeToolPlan)
+    """Built-in tools (and their hooks) standing in for the request's native tools."""
 
 
 def build_options(
@@ -49,19 +53,22 @@ def build_options(
 ) -> tuple[ClaudeAgentOptions, str]:
     """The SDK options for a request, and a signature of everything that fixes a CLI session's behaviour."""
     builtin = settings.get("claude_code_builtin_tools")
+    subagents = subagent_options(settings, builtin)
     tools: list[str] | dict[str, str]
     builtin_names: list[str] = []
     if builtin == "claude_code":
         tools = {"type": "preset", "preset": "claude_code"}
     else:
         builtin_names = list(builtin or [])
+        extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools]
+        builtin_names += [name for name in dict.fromkeys(extra) if name not in builtin_names]
         tools = builtin_names
 
-    env = dict(base_env)
+    env = {**subagents.env, **base_env}
     env.update(settings.get("claude_code_env", {}))
     if (max_tokens := settings.get("max_tokens")) is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
-    if needs.mcp_servers or needs.mcp_tools_signature is not None:
+    if needs.mcp_servers or needs.native_tools.mcp_servers or needs.mcp_tools_signature is not None:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
     thinking = _thinking(settings, needs.thinking)
@@ -69,6 +76,8 @@ def build_options(
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
+    extra_allowed = [*needs.native_tools.builtin_tools, *needs.native_tools.allowed_tools, *subagents.allowed_tools]
+    allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     system_prompt = needs.system_prompt
     if append := settings.get("claude_code_system_prompt_append"):
         system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
@@ -80,7 +89,7 @@ def build_options(
         allowed_tools=allowed,
         disallowed_tools=list(settings.get("claude_code_disallowed_tools", [])),
         system_prompt=system_prompt,
-        mcp_servers=needs.mcp_servers,
+        mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
         strict_mcp_config=True,
         permission_mode=cast(Any, settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)),
         max_turns=settings.get("claude_code_max_turns"),
@@ -97,7 +106,8 @@ def build_options(
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
         can_use_tool=needs.can_use_tool,
-        hooks=cast(Any, restriction_hooks(restrictions)) if restrictions else None,
+        hooks=cast(Any, _hooks(restrictions, needs.native_tools)),
+        agents=subagents.agents,
         stderr=stderr,
     )
     signature_source = {
@@ -119,8 +129,17 @@ def build_options(
         "effort": options.effort,
         "output_format": options.output_format,
         "restrictions": restrictions,
+        "native_tools": needs.native_tools.signature,
+        "agents": subagents.signature,
     }
     return options, canonical_digest(signature_source)
+
+
+def _hooks(restrictions: Any, native_tools: NativeToolPlan) -> dict[str, list[Any]] | None:
+    hooks: dict[str, list[Any]] = dict(restriction_hooks(restrictions)) if restrictions else {}
+    for event, matchers in native_tools.hooks().items():
+        hooks[event] = [*hooks.get(event, []), *matchers]
+    return hooks or None
 
 
 _THINKING_BUDGETS = {"minimal": 1024, "low": 4096, "medium": 10000, "high": 31999, "xhigh": 48000, "max": 63999}

@@ -46,9 +46,17 @@ class TurnPlan:
     continue_input: list[ContentBlock] | None = None
     """The user message when the turn goes on from ``point``: output tool calls the CLI already answered there
     are told to Claude as text, not sent again as tool results."""
+    replay_entries: list[TranscriptEntry] | None = None
+    """The transcript to replay instead of ``history``'s own (pending calls of the agent's tools taken up in a new
+    session, see ``_agent_run.resume_plan``)."""
+    deferred_call: ContentBlock | None = None
+    """A ``tool_use`` block of the replayed transcript's last reply that the CLI runs again on resume (pydantic-ai's
+    answer to a pending call of the agent's tools): the turn then starts without a user message."""
 
     def replay(self) -> list[TranscriptEntry]:
         """``history`` as the Anthropic messages to replay into a new session."""
+        if self.replay_entries is not None:
+            return self.replay_entries
         return transcript_of(self.history)
 
 

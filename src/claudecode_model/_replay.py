@@ -29,7 +29,7 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model._compat import session_transcript_path
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PROVIDER_NAME
+from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
 from claudecode_model._to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import ClaudeCodeError, MessageConversionError
 
@@ -64,6 +64,8 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
             continue
         pending: list[ContentBlock] = []
         for part in message.parts:
+            if PARENT_TOOL_CALL_ID_KEY in (getattr(part, "provider_details", None) or {}):
+                continue  # a subagent's call or result: it happened inside the Agent call, which is replayed
             match part:
                 case TextPart():
                     if part.content:
@@ -110,9 +112,16 @@ def transcript_path(session_id: str, *, env: Mapping[str, str], cwd: str | os.Pa
 
 
 def write_replay_transcript(
-    entries: Sequence[TranscriptEntry], *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+    entries: Sequence[TranscriptEntry],
+    *,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str] | None,
+    deferred_call: ContentBlock | None = None,
 ) -> str:
     """Write ``entries`` as a new session transcript and return its session id, ready for ``resume=``.
+
+    ``deferred_call`` (a ``tool_use`` block of the last entry) is recorded as a call a hook deferred: resumed with no
+    new message, the CLI runs it again (its MCP handler is called with the same ``tool_use`` id) and goes on.
 
     Raises:
         ClaudeCodeError: The transcript could not be written (a read-only or full config dir), naming the folder.
@@ -137,6 +146,8 @@ def write_replay_transcript(
         }
         lines.append(_json_line(record))
         parent = entry_uuid
+    if deferred_call is not None:
+        lines.append(_json_line(_deferred_record(deferred_call, parent, session_id, working_dir)))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -177,4 +188,27 @@ def _message(entry: TranscriptEntry) -> dict[str, Any]:
         "stop_reason": "tool_use" if has_tool_use else "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def _deferred_record(call: ContentBlock, parent: str | None, session_id: str, cwd: str) -> dict[str, Any]:
+    """The transcript entry the CLI writes when a PreToolUse hook defers a call (``permissionDecision: "defer"``)."""
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "attachment": {
+            "type": "hook_deferred_tool",
+            "toolUseID": call["id"],
+            "toolName": call["name"],
+            "toolInput": call.get("input", {}),
+            "hookName": "settings",
+            "hookEvent": "PreToolUse",
+            "permissionMode": "default",
+        },
+        "type": "attachment",
+        "uuid": str(uuid.uuid4()),
+        "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "userType": "external",
+        "cwd": cwd,
+        "sessionId": session_id,
     }

@@ -18,6 +18,7 @@ from claude_agent_sdk import McpSdkServerConfig
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
+from claudecode_model._agent_run import ToolExecution, waiting_tool_specs
 from claudecode_model._agent_tools import (
     AGENT_TOOLS_SERVER,
     OUTPUT_TOOLS_SERVER,
@@ -50,6 +51,8 @@ class ToolSetup:
     """How a model serves tools: its transport, and the toolsets registered with ``set_agent_toolsets``."""
 
     transport: TransportType = "auto"
+    execution: ToolExecution = "agent"
+    """Who runs the agent's own tools by default (a request's ``claude_code_tool_execution`` setting overrides it)."""
     registered_toolsets: ToolSource | None = None
     """What ``set_agent_toolsets`` was given (``None`` if never called)."""
     server_name: str = AGENT_TOOLS_SERVER
@@ -82,15 +85,23 @@ class ToolServerPlan:
     registered: list[PydanticAITool] | None = None
     registry: ToolSource | None = None
     """The toolsets given to ``set_agent_toolsets`` (a new registration needs a new CLI session)."""
+    execution: ToolExecution = "cli"
+    """``"agent"``: pydantic-ai runs this server's tools (function and output tools), their handlers wait for its
+    results; ``"cli"``: the handlers run them inside Claude Code's loop."""
+
+    @property
+    def agent_runs_tools(self) -> bool:
+        """Whether pydantic-ai runs the calls to this server (the turn waits for their results)."""
+        return self.registered is None and self.execution == "agent"
 
     @property
     def runs_agent_tools(self) -> bool:
-        """Whether calls to this server run the agent's tools through the run context."""
-        return self.registered is None and bool(self.function_defs)
+        """Whether calls to this server run the agent's tools through the run context (inside Claude Code's loop)."""
+        return self.registered is None and self.execution == "cli" and bool(self.function_defs)
 
     @property
     def signature(self) -> list[Any]:
-        kind = "run" if self.registered is None else "registered"
+        kind = ("agent-run" if self.execution == "agent" else "run") if self.registered is None else "registered"
         tools = tools_signature(self.function_defs + self.output_defs)
         return [kind, self.name, self.transport, tools, id(self.registry) if self.registry is not None else None]
 
@@ -105,17 +116,27 @@ class ToolNames:
     """``mcp__<server>__``: stripped to give the agent's name of a tool."""
     output_tools: frozenset[str]
     """The CLI names of pydantic-ai's output tools."""
+    agent_run_tools: frozenset[str] = frozenset()
+    """The CLI names of the function tools pydantic-ai runs itself."""
+
+    @property
+    def plain_calls(self) -> frozenset[str]:
+        """The CLI names of every tool whose calls go to pydantic-ai as ``ToolCallPart`` s."""
+        return self.output_tools | self.agent_run_tools
 
 
-def plan_tool_servers(setup: ToolSetup, params: ModelRequestParameters, cli_path: Path) -> list[ToolServerPlan]:
-    """The MCP servers this request needs: which tools each serves, and over which transport."""
+def plan_tool_servers(
+    setup: ToolSetup, params: ModelRequestParameters, cli_path: Path, execution: ToolExecution | None = None
+) -> list[ToolServerPlan]:
+    """The MCP servers this request needs: which tools each serves, over which transport, and who runs them."""
     function_defs = list(params.function_tools)
     output_defs = list(params.output_tools)
     if setup.registered_toolsets is None:
         if not function_defs and not output_defs:
             return []
         transport = resolve_transport(setup.transport, cli_path)
-        return [ToolServerPlan(AGENT_TOOLS_SERVER, transport, function_defs, output_defs)]
+        run_by = execution or setup.execution
+        return [ToolServerPlan(AGENT_TOOLS_SERVER, transport, function_defs, output_defs, execution=run_by)]
     transport = resolve_transport(setup.registered_transport, cli_path)
     servers: list[ToolServerPlan] = []
     registered = filter_tools_for_request(setup.registered_toolsets, [tool.name for tool in function_defs])
@@ -143,6 +164,12 @@ def tool_names(servers: Sequence[ToolServerPlan]) -> ToolNames:
         output_tools=frozenset(
             mcp_tool_name(tool.name, server.name) for server in servers for tool in server.output_defs
         ),
+        agent_run_tools=frozenset(
+            mcp_tool_name(tool.name, server.name)
+            for server in servers
+            if server.agent_runs_tools
+            for tool in server.function_defs
+        ),
     )
 
 
@@ -162,6 +189,9 @@ async def serve_tool_servers(
 
 
 async def _serve(setup: ToolSetup, server: ToolServerPlan, router: RunToolRouter) -> ServedTools:
+    if server.agent_runs_tools:
+        specs = waiting_tool_specs(server.function_defs + server.output_defs, router.results)
+        return await serve_tools(server.name, specs, server.transport)
     if server.registered is None:
         specs = agent_tool_specs(server.function_defs, router) + output_tool_specs(server.output_defs, router)
         return await serve_tools(server.name, specs, server.transport)

@@ -27,6 +27,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
 from claudecode_model._compat import cli_process
+from claudecode_model._trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
 
 if TYPE_CHECKING:
@@ -38,10 +39,19 @@ logger = logging.getLogger(__name__)
 _STOP_GRACE_SECONDS = 2.0
 
 
+@dataclass(frozen=True)
+class ToolsWaiting:
+    """Not an SDK message: the MCP handlers of these ``tool_use`` ids wait for results pydantic-ai produces (yielded
+    by :meth:`CLISession.run_turn` among the SDK messages, so a turn can tell the CLI waits for them)."""
+
+    ids: frozenset[str]
+
+
 @dataclass
 class _TurnRequest:
-    message: dict[str, Any]
-    output: asyncio.Queue[Message | BaseException | None] = field(default_factory=asyncio.Queue)
+    message: dict[str, Any] | None
+    """The user message that starts the turn; ``None`` for a turn the CLI starts by itself (a resumed deferred call)."""
+    output: asyncio.Queue[Message | ToolsWaiting | BaseException | None] = field(default_factory=asyncio.Queue)
 
 
 class PooledSession(Protocol):
@@ -98,6 +108,8 @@ class CLISession:
         self.tool_servers: list[ServedTools] = list(tool_servers)
         if tool_router is not None:
             tool_router.stop_turn = self.interrupt_soon
+            tool_router.results.on_wait = self._tools_waiting
+        self._current: _TurnRequest | None = None
         self.on_closed: list[Callable[[], None]] = []
         """Called once the CLI process is gone (after :meth:`close`, or by :meth:`kill`)."""
         self.stderr: deque[str] | None = None
@@ -111,6 +123,8 @@ class CLISession:
         self._starting_client: ClaudeSDKClient | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._serving = False
+        self.waiting_for_tools = False
+        """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -130,7 +144,11 @@ class CLISession:
     async def start(self) -> None:
         """Start the CLI process and wait until it is connected."""
         _STARTED_SESSIONS.add(self)
-        self._owner = asyncio.create_task(self._own(), name=f"claude-code-session-{uuid.uuid4().hex[:8]}")
+        # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
+        # library's spans of the in-process tool server are opened in it).
+        self._owner = asyncio.create_task(
+            self._own(), name=f"claude-code-session-{uuid.uuid4().hex[:8]}", context=untraced_context()
+        )
         try:
             await asyncio.shield(self._ready)
         except BaseException:
@@ -167,6 +185,9 @@ class CLISession:
             while (turn := await self._commands.get()) is not None:
                 await self._serve(client, turn)
         finally:
+            if self.waiting_for_tools:
+                # Its tool calls would fail, and the CLI would send Claude one more request before it exits.
+                _terminate(self._pid, signal.SIGKILL)
             try:
                 await asyncio.shield(_disconnect(client))
             except BaseException:
@@ -174,12 +195,14 @@ class CLISession:
                 raise
 
     async def _serve(self, client: ClaudeSDKClient, turn: _TurnRequest) -> None:
-        async def one_message() -> AsyncIterator[dict[str, Any]]:
-            yield turn.message
+        async def one_message(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+            yield message
 
         self._serving = True
+        self._current = turn
         try:
-            await client.query(one_message())
+            if turn.message is not None:
+                await client.query(one_message(turn.message))
             async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
@@ -194,10 +217,19 @@ class CLISession:
             self._commands.put_nowait(None)
         finally:
             self._serving = False
+            self._current = None
             turn.output.put_nowait(None)
 
-    async def run_turn(self, message: dict[str, Any]) -> AsyncGenerator[Message, None]:
-        """Send one user message and yield the SDK messages up to and including the ``ResultMessage``."""
+    def _tools_waiting(self, ids: frozenset[str]) -> None:
+        if self._current is not None:
+            self._current.output.put_nowait(ToolsWaiting(ids))
+
+    async def run_turn(self, message: dict[str, Any] | None) -> AsyncGenerator[Message | ToolsWaiting, None]:
+        """Send one user message and yield the SDK messages up to and including the ``ResultMessage``.
+
+        With ``message=None`` nothing is sent: a session resumed at a deferred tool call starts that turn by itself.
+        :class:`ToolsWaiting` items say which tool calls wait for pydantic-ai's results.
+        """
         if self._owner is not None and self._owner.done():
             raise RuntimeError("CLI session is closed")
         self.busy = True
@@ -211,6 +243,18 @@ class CLISession:
         finally:
             self.busy = False
             self.last_used = time.monotonic()
+
+    async def say_during_turn(self, message: dict[str, Any]) -> None:
+        """Send a user message while a turn runs: the CLI gives it to Claude with its next API request of the turn
+        (after the tool results), as a message the user sent while Claude was working."""
+        client = self._client
+        if client is None or self.closed:
+            raise CLIInterruptedError("The Claude Code session is closed")
+
+        async def one_message() -> AsyncIterator[dict[str, Any]]:
+            yield message
+
+        await client.query(one_message())
 
     def interrupt_soon(self) -> None:
         """Ask the CLI to stop the turn in progress (from any task; returns at once)."""
@@ -267,14 +311,16 @@ class CLISession:
         for server in servers:
             await server.stop()
 
-    async def abort(self) -> None:
+    async def abort(self, *, at_once: bool = False) -> None:
         """Stop a session whose turn did not end cleanly (failed, timed out, cancelled).
 
         The CLI process is sent SIGTERM and the tool servers' files are removed synchronously first, so that
         nothing is left even if this coroutine is cancelled at its first ``await`` (as a cancelled agent run does
         with its cleanup); the rest of the shutdown is shielded and completes in the background if so.
+        ``at_once`` sends SIGKILL instead: a turn waiting for tool results must not see its calls fail, which the CLI
+        would answer with one more API request before it exits.
         """
-        _terminate(self._pid)
+        _terminate(self._pid, signal.SIGKILL if at_once else signal.SIGTERM)
         for server in self.tool_servers:
             server.discard()
         cleanup = self._loop.create_task(self.close())
@@ -322,12 +368,12 @@ def _exited(pid: int | None) -> bool:
     return stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X")
 
 
-def _terminate(pid: int | None) -> None:
-    """Send SIGTERM, leaving the reaping to the SDK's transport (which waits for the process)."""
+def _terminate(pid: int | None, sig: signal.Signals = signal.SIGTERM) -> None:
+    """Send SIGTERM (or ``sig``), leaving the reaping to the SDK's transport (which waits for the process)."""
     if pid is None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, sig)
 
 
 def _kill_if_alive(pid: int | None) -> None:

@@ -20,36 +20,44 @@ import os
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import AssistantMessage, Message, StreamEvent
-from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart
+from claude_agent_sdk.types import AssistantMessage, McpServerConfig, Message, SessionStore, StreamEvent
+from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RequestUsage
 
-from claudecode_model._agent_tools import RunToolRouter
-from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
+from claudecode_model._agent_run import PendingCalls, deliver_answers, pending_calls, resume_plan
+from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
+from claudecode_model._compat import (
+    ModelResponsePartsManager,
+    current_run_context,
+    new_parts_manager,
+    request_instructions,
+)
 from claudecode_model._details import (
     ABORTED_ATTEMPTS_KEY,
     FIRST_TOKEN_KEY,
     HISTORY_DIGEST_KEY,
+    PROVIDER_NAME,
     RESUME_AT_KEY,
-    SESSION_SOURCE_KEY,
 )
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
+from claudecode_model._execution import checked_tool_execution
 from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
+from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import RequestNeeds, build_options
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
-from claudecode_model._replay import write_replay_transcript
+from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
     ToolSetup,
@@ -57,7 +65,8 @@ from claudecode_model._request_tools import (
     serve_tool_servers,
     tool_names,
 )
-from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._restrictions import forbidden_argument
+from claudecode_model._session import CLISession, SessionPool, ToolsWaiting
 from claudecode_model._slots import ProcessSlots
 from claudecode_model._source import (
     ForkSession,
@@ -67,7 +76,10 @@ from claudecode_model._source import (
     ResumeSession,
     choose_source,
 )
-from claudecode_model._to_anthropic import ContentBlock
+from claudecode_model._store_transcripts import mirror_transcript, transcripts_with_store
+from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
+from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
+from claudecode_model._trace_context import traceparent_env
 from claudecode_model._transcripts import TranscriptFiles
 from claudecode_model.exceptions import ClaudeCodeError, CLITimeoutError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -92,13 +104,10 @@ class TurnRunner:
     pool: SessionPool[CLISession]
     ledger: SessionLedger = PROCESS_LEDGER
     """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
+    session_store: SessionStore | None = None
+    """Where the CLI mirrors session transcripts, and where the transcript of another worker's session is found."""
     slots: ProcessSlots | None = None
     """The model's bound on live CLI processes (``None``: unbounded)."""
-
-
-SessionSource = Literal["spare", "live", "resume", "replay", "fork", "new"]
-"""How a turn got its session: a spare started ahead, the live process of the conversation, a new process resuming
-its recorded session, replaying its history, branching it, or starting it."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,7 @@ class SessionRequest:
     options: ClaudeAgentOptions
     signature: str
     servers: Sequence[ToolServerPlan]
+    needs: RequestNeeds
 
 
 @dataclass(frozen=True)
@@ -140,8 +150,15 @@ async def start_turn(
     await runner.pool.prune()
     keep = settings.get("claude_code_session", "auto") == "auto"
     plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)
-    servers = plan_tool_servers(runner.tools, params, runner.cli_path)
+    execution = settings.get("claude_code_tool_execution")
+    servers = plan_tool_servers(
+        runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
+    )
     names = tool_names(servers)
+    agent_runs_tools = any(server.agent_runs_tools for server in servers)
+    pending = pending_calls(messages, PROVIDER_NAME) if agent_runs_tools else None
+    if pending is not None:
+        plan = _resume_pending(plan, messages, pending)
     runs_agent_tools = any(server.runs_agent_tools for server in servers)
     if runs_agent_tools:
         run_context = run_context or current_run_context()
@@ -151,6 +168,7 @@ async def start_turn(
                 "Agent, or register the tools with set_agent_toolsets()."
             )
     request, stderr = session_request(runner, settings, params, plan.system_prompt, servers)
+    needs = request.needs
     files = TranscriptFiles(
         env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
     )
@@ -169,6 +187,8 @@ async def start_turn(
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
+    if pending is not None:
+        deliver_answers(router.results, pending)
     return CLITurn(
         runner=runner,
         session=session,
@@ -180,17 +200,22 @@ async def start_turn(
         deadline=deadline,
         stderr=session.stderr if session.stderr is not None else stderr,
         translator=TurnTranslator(
-            new_parts_manager(params), tool_prefixes=names.prefixes, output_tool_names=names.output_tools
+            new_parts_manager(params),
+            tool_prefixes=names.prefixes,
+            output_tool_names=names.plain_calls,
+            native_tools=needs.native_tools,
+            denied=_restriction_check(settings),
         ),
-        wants_structured_output=_native_output_schema(params) is not None,
+        wants_structured_output=needs.output_schema is not None,
+        agent_runs_tools=agent_runs_tools,
         new_input=acquired.new_input,
         files=files,
         keep=keep,
         release_source=acquired.release_source,
-        source=acquired.source,
+        session_source=acquired.source,
         started=started,
         # claude_code_session="new" asks for no process to outlive the turn: no spare either.
-        spare_request=request if keep and acquired.source in ("new", "spare") else None,
+        spare_request=request if keep and acquired.source in ("fresh", "spare") else None,
     )
 
 
@@ -209,6 +234,10 @@ def session_request(
         thinking=params.thinking,
         allowed_tools=list(names.servers),
         mcp_tools_signature=[server.signature for server in servers] if servers else None,
+        native_tools=plan_native_tools(
+            params.native_tools,
+            reserved_servers=(AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, runner.tools.server_name),
+        ),
     )
     stderr: deque[str] = deque(maxlen=STDERR_LINES)
     options, signature = build_options(
@@ -219,7 +248,7 @@ def session_request(
         base_env=runner.env,
         stderr=stderr.append,
     )
-    return SessionRequest(runner, options, signature, servers), stderr
+    return SessionRequest(runner, options, signature, servers, needs), stderr
 
 
 @dataclass(frozen=True)
@@ -230,6 +259,7 @@ class _Acquired:
     release_source: Callable[[], None]
     """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
     source: SessionSource
+    """How the session was reached (reported on the response and its trace span)."""
 
 
 def _nothing() -> None:
@@ -254,7 +284,8 @@ async def _acquire_session(
         return runner.pool.take(point.session_id, signature=request.signature, digest=point.digest)
 
     # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
-    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=files)
+    transcripts = await transcripts_with_store(files, runner.session_store, plan.point)
+    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
     continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
     release_source = _nothing
     session_id: str | None = None
@@ -266,26 +297,34 @@ async def _acquire_session(
             return _Acquired(live, continue_input, _nothing, "live")
         case ResumeSession(session_id=resumed):
             logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
-            session_id, new_input, kind = resumed, continue_input, "resume"
+            kind = "resume"
+            session_id, new_input = resumed, continue_input
             resume: dict[str, Any] = {"resume": resumed}
         case ForkSession(session_id=forked, message_uuid=at):
             logger.debug("forking session %s at %s: it went on past this history", forked, at)
+            kind = "fork"
             release_source = ledger.use(forked)
-            session_id, new_input, owned, kind = str(uuid.uuid4()), continue_input, True, "fork"
+            session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
             resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
         case ReplayHistory(entries=entries):
+            kind = "replay"
             logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
-            session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd)
-            new_input, owned, resume, kind = plan.new_input, True, {"resume": session_id}, "replay"
+            session_id = write_replay_transcript(
+                entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
+            )
+            new_input, owned, resume = plan.new_input, True, {"resume": session_id}
         case FreshSession():
             spare = await runner.pool.claim_spare(request.signature)
             if spare is not None:
                 return _Acquired(spare, plan.new_input, _nothing, "spare")
-            new_input, resume, kind = plan.new_input, {}, "new"
+            kind = "fresh"
+            new_input, resume = plan.new_input, {}
     release_session = ledger.use(session_id) if session_id is not None else _nothing
     if session_id is not None and owned:
         ledger.own(session_id, files.path(session_id))
     try:
+        if runner.session_store is not None and isinstance(source, ReplayHistory) and session_id is not None:
+            await mirror_transcript(runner.session_store, files, session_id)
         await _take_slot(runner, slot_wait)
     except BaseException:
         release_session()
@@ -331,8 +370,12 @@ async def spawn_session(
     resume: Mapping[str, Any] | None = None,
     slot_taken: bool = False,
     on_closed: Callable[[], None] = _nothing,
+    traced: bool = True,
 ) -> CLISession:
     """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
+
+    ``traced`` passes the current trace context to the CLI (``TRACEPARENT``); a spare, started for a request yet to
+    come, gets none.
 
     Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
     (:class:`NoSlotError`); the slot is given back once the process is gone, and ``on_closed`` is called then
@@ -351,8 +394,12 @@ async def spawn_session(
         options = replace(
             request.options,
             **dict(resume or {}),
-            mcp_servers={server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
-            env={**request.options.env, **cli_env},
+            session_store=runner.session_store,
+            mcp_servers={
+                **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
+                **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
+            },
+            env={**request.options.env, **cli_env, **(traceparent_env() if traced else {})},
             stderr=stderr.append,
         )
         # The session keeps the signature computed without per-process values (such as the IPC secret).
@@ -380,7 +427,10 @@ async def prewarm_turn(
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
     await runner.pool.prune()
     plan = plan_turn(messages, request_instructions(messages, params), allow_continue=False)
-    servers = plan_tool_servers(runner.tools, params, runner.cli_path)
+    execution = settings.get("claude_code_tool_execution")
+    servers = plan_tool_servers(
+        runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
+    )
     request, _ = session_request(runner, settings, params, plan.system_prompt, servers)
     start_spare(request)
     return await runner.pool.wait_spare(request.signature)
@@ -391,7 +441,7 @@ def start_spare(request: SessionRequest) -> bool:
 
     async def spawn() -> CLISession | None:
         try:
-            return await spawn_session(request, deque(maxlen=STDERR_LINES))
+            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False)
         except NoSlotError:
             return None
 
@@ -423,7 +473,8 @@ class CLITurn:
         files: TranscriptFiles,
         keep: bool = True,
         release_source: Callable[[], None] = _nothing,
-        source: SessionSource = "new",
+        session_source: SessionSource = "fresh",
+        agent_runs_tools: bool = False,
         started: float | None = None,
         spare_request: SessionRequest | None = None,
     ) -> None:
@@ -442,10 +493,12 @@ class CLITurn:
         self.keep = keep
         """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
         self._release_source = release_source
+        self.session_source = session_source
+        """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay`` or ``fresh``."""
+        self.agent_runs_tools = agent_runs_tools
+        """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
         self._exact = True
         """Whether the session's conversation is exactly the history and this turn's response."""
-        self.source: SessionSource = source
-        """How the turn got its session."""
         self.started = started if started is not None else time.perf_counter()
         """When the request started (``time.perf_counter()``)."""
         self.first_token_seconds: float | None = None
@@ -455,10 +508,44 @@ class CLITurn:
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
-        self._source: AsyncGenerator[Message, None] | None = None
+        self._source: AsyncGenerator[Message | ToolsWaiting, None] | None = None
         self._started = time.monotonic()
         self._deadline = deadline
         """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
+
+    @property
+    def waiting_calls(self) -> list[str]:
+        """The ids of the calls the turn waits for (its last reply called tools pydantic-ai runs), else empty."""
+        return self.translator.parked_calls if self.agent_runs_tools and not self.failed else []
+
+    def continue_with(self, messages: list[ModelMessage], parts: ModelResponsePartsManager) -> None:
+        """Go on with the next response of this turn, for the request ``messages`` (its answers were delivered); the
+        timeout counts again from now."""
+        self.messages_in = messages
+        self.translator.next_response(parts)
+        self.started, self.first_token_seconds = time.perf_counter(), None
+        if self.timeout is not None:
+            self._deadline = asyncio.get_running_loop().time() + self.timeout
+
+    async def say(self, prompts: Sequence[UserPromptPart]) -> None:
+        """Send user prompts to the waiting turn (Claude gets them with the answers to its calls)."""
+        content = [block for part in prompts for block in user_content_blocks(part.content)]
+        message = {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None}
+        await self.session.say_during_turn(message)
+
+    async def close_parked(self) -> None:
+        """Stop a turn that waits for results: the CLI is stopped first (so that it sends Claude nothing more), then
+        any handler still waiting gets a "not executed" error."""
+        self.failed = True
+        self._release_source()
+        try:
+            await self.session.abort(at_once=True)
+        finally:
+            self.router.results.close()
+
+    def kill(self) -> None:
+        """Synchronous last resort (interpreter exit, or the event loop is gone)."""
+        self.session.kill()
 
     @property
     def model_used(self) -> str:
@@ -466,7 +553,9 @@ class CLITurn:
         used = self.translator.outcome.init_data.get("model")
         return used if isinstance(used, str) and used else self.runner.display_name
 
-    def _user_message(self) -> dict[str, Any]:
+    def _user_message(self) -> dict[str, Any] | None:
+        if self.plan.deferred_call is not None:
+            return None  # the resumed session takes up the call its transcript deferred by itself
         return {
             "type": "user",
             "message": {"role": "user", "content": self.new_input},
@@ -474,7 +563,7 @@ class CLITurn:
             "uuid": str(uuid.uuid4()),
         }
 
-    async def messages(self) -> AsyncIterator[Message]:
+    async def messages(self) -> AsyncGenerator[Message | ToolsWaiting, None]:
         """The SDK messages of this turn, with the timeout and error mapping applied.
 
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
@@ -487,6 +576,10 @@ class CLITurn:
         try:
             async with asyncio.timeout_at(self._deadline):
                 async for message in self._source:
+                    if isinstance(message, ToolsWaiting):
+                        if self.agent_runs_tools and self.translator.tools_waiting(message.ids):
+                            yield message  # the response ends here: its consumer sees waiting_calls
+                        continue
                     self.raw_messages.append(message)
                     if self.first_token_seconds is None and _is_token(message):
                         self.first_token_seconds = time.perf_counter() - self.started
@@ -548,7 +641,6 @@ class CLITurn:
         if result is not None and result.total_cost_usd is not None:
             self.session.reported_cost_usd = result.total_cost_usd
         details = translator.provider_details()
-        details[SESSION_SOURCE_KEY] = self.source
         if self.first_token_seconds is not None:
             details[FIRST_TOKEN_KEY] = round(self.first_token_seconds, 4)
         attempts = translator.attempts
@@ -564,6 +656,8 @@ class CLITurn:
             if self._exact and translator.outcome.last_entry_uuid is not None:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
             self._note_session(session_id)
+        details[SESSION_SOURCE_KEY] = self.session_source
+        record_turn(details, parts)
         logger.info(
             "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
             time.monotonic() - self._started,
@@ -620,6 +714,30 @@ def _is_token(message: Message) -> bool:
     if isinstance(message, StreamEvent):
         return message.event.get("type") == "content_block_delta"
     return isinstance(message, AssistantMessage)
+
+
+def _restriction_check(settings: ClaudeCodeModelSettings) -> Callable[[str, dict[str, Any]], bool] | None:
+    """Whether the CLI's restriction hook will deny a call (so pydantic-ai must not run it)."""
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
+    if not restrictions:
+        return None
+    return lambda cli_name, arguments: forbidden_argument(restrictions, cli_name, arguments) is not None
+
+
+def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: PendingCalls) -> TurnPlan:
+    """A plan that takes up the pending calls of the history's last response in a new session (no turn is parked
+    for them here): the history replayed, pydantic-ai's answers delivered as described in :func:`resume_plan`."""
+    index = next(i for i, message in enumerate(messages) if message is pending.response)
+    prompt = [block for part in pending.prompts for block in user_content_blocks(part.content)]
+    resumed = resume_plan(transcript_of(messages[: index + 1]), pending, prompt)
+    return replace(
+        plan,
+        new_input=resumed.new_input,
+        replay_entries=resumed.entries,
+        deferred_call=resumed.deferred_call,
+        point=None,
+        continue_input=None,
+    )
 
 
 def _turn_timeout(settings: ClaudeCodeModelSettings) -> float | None:

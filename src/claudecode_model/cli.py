@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.messages import ModelMessage, ModelResponse, NativeToolCallPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo
     from pydantic_ai.run import AgentRunResult
 
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Run one prompt. The answer goes to stdout; tool calls and a final usage line go to stderr.",
     )
     run.add_argument("prompt", help="what to ask; '-' reads it from stdin")
-    run.add_argument("--model", default=None, help="Claude model (sonnet, opus, or a full id)")
+    run.add_argument("--model", default=None, help="Claude model: sonnet, opus, a full id, or claude-code:<model>")
     run.add_argument("--instructions", default=None, help="agent instructions (system prompt)")
     run.add_argument("--offline", action="store_true", help="use the offline backend instead of your login")
     run.add_argument("--no-stream", action="store_true", help="print the answer at the end instead of streaming")
@@ -216,7 +216,6 @@ async def _research_demo(args: argparse.Namespace) -> int:
     except ImportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    from pydantic_ai.messages import NativeToolCallPart
     from pydantic_ai.models.function import FunctionModel
 
     from claudecode_model.model import ClaudeCodeModel
@@ -241,9 +240,8 @@ async def _research_demo(args: argparse.Namespace) -> int:
         print(f"Offline backend: {backend.url} ({len(backend.requests)} API request(s) received)")
         print(f"Tavily stand-in: {tavily.base_url} ({len(tavily.requests)} request(s) received)")
         print(f"Question: {prompt}")
-        for part in response.parts:
-            if isinstance(part, NativeToolCallPart):
-                print(f"Tool call: {part.tool_name} {json.dumps(part.args_as_dict(), ensure_ascii=False)}")
+        for part in _tool_calls(result.all_messages()):
+            print(f"Tool call: {part.tool_name} {json.dumps(part.args_as_dict(), ensure_ascii=False)}")
         print(f"Answer:\n{result.output}")
         print(_usage_line(response, elapsed))
     return 0
@@ -260,6 +258,19 @@ def _last_response(messages: list[ModelMessage]) -> ModelResponse:
     return response
 
 
+def _tool_calls(messages: list[ModelMessage]) -> list[ToolCallPart | NativeToolCallPart]:
+    """Every tool call of the run: run by pydantic-ai (``ToolCallPart``) or inside Claude Code (native)."""
+    from pydantic_ai.messages import ModelResponse, NativeToolCallPart, ToolCallPart
+
+    return [
+        part
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart | NativeToolCallPart)
+    ]
+
+
 def _usage_line(response: ModelResponse, elapsed: float) -> str:
     usage = response.usage
     session = (response.provider_details or {}).get("session_id")
@@ -270,6 +281,10 @@ def _usage_line(response: ModelResponse, elapsed: float) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from claudecode_model.resolve import claude_code_model_name, is_claude_code_model_id
+
+    if args.model is not None and is_claude_code_model_id(args.model):
+        args.model = claude_code_model_name(args.model)
     prompt = _prompt(args.prompt)
     if not prompt.strip():
         print("error: the prompt is empty", file=sys.stderr)

@@ -50,6 +50,7 @@ __all__ = [
     "IPCError",
     "IPCMessageSizeError",
     "IPCToolExecutionError",
+    "InvalidModelIdError",
     "MessageConversionError",
     "MissingDepsError",
     "StructuredOutputError",
@@ -221,6 +222,10 @@ class ClaudeCodeContextWindowExceededError(ClaudeCodeRequestRejectedError, Model
 
 class ClaudeCodeConnectionError(ClaudeCodeError, ModelConnectionError):
     """The CLI could not reach the API (refused connection, DNS failure, dropped stream); no HTTP status."""
+
+
+class InvalidModelIdError(ClaudeCodeError, UserError):
+    """A ``"claude-code:<model>"`` model id that names no model (or a model id that is not a Claude Code one)."""
 
 
 def api_error_for_status(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -18,25 +18,29 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.native_tools import AbstractNativeTool
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
 from claudecode_model._details import PROVIDER_NAME
+from claudecode_model._execution import ToolExecution, checked_tool_execution
 from claudecode_model._exit import close_blocking, track
 from claudecode_model._history_repair import repair_history
 from claudecode_model._settings_check import check_model_arguments, check_request_settings
 from claudecode_model.exceptions import ClaudeCodeSettingsError, CLIInterruptedError
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
+from claudecode_model.stores._check import checked_session_store
 
 if TYPE_CHECKING:
     from claude_agent_sdk import McpSdkServerConfig, ResultMessage
-    from claude_agent_sdk.types import Message
+    from claude_agent_sdk.types import Message, SessionStore
     from pydantic_ai.agent import AbstractAgent
 
     from claudecode_model._compat import ModelResponsePartsManager
+    from claudecode_model._parked import ParkingLot
     from claudecode_model._request_tools import ToolSetup
     from claudecode_model._session import CLISession, SessionPool
     from claudecode_model._slots import ProcessSlots
@@ -104,6 +108,8 @@ class ClaudeCodeModel(Model):
         tool_transport: TransportType = "auto",
         spare_sessions: int = 1,
         max_processes: int | None = None,
+        tool_execution: ToolExecution = "agent",
+        session_store: SessionStore | None = None,
     ) -> None:
         """Create a Claude Code model.
 
@@ -128,6 +134,14 @@ class ClaudeCodeModel(Model):
             max_processes: The most CLI processes this model runs at once (busy, kept and spare together); a
                 request beyond it waits for one to end, within its timeout. By default from the machine: what the
                 available memory holds at about 250 MB per CLI, at most 8 per CPU.
+            tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai, with its approvals, deferred
+                calls, retries, events, usage limits and traces; each Claude reply that calls tools is one model
+                request) or ``"cli"`` (Claude Code's loop, one model request per turn). See
+                ``docs/tool-execution.md``.
+            session_store: Where CLI session transcripts are mirrored (claude-agent-sdk's ``SessionStore``, e.g.
+                :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
+                process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
+                replaying the history. Workers must share the store and the working directory.
         """
         check_model_arguments(
             keep_sessions=DEFAULT_KEEP_SESSIONS if keep_sessions is None else keep_sessions,
@@ -157,6 +171,9 @@ class ClaudeCodeModel(Model):
         self._tool_transport = tool_transport
         self._session_pool: SessionPool[CLISession] | None = None
         self._tool_setup: ToolSetup | None = None
+        self._tool_execution = checked_tool_execution(tool_execution)
+        self._parking_lot: ParkingLot[CLITurn] | None = None
+        self._session_store = checked_session_store(session_store)
         super().__init__(settings=settings, profile=profile or _default_profile(model_name))
 
     # --- pydantic-ai Model interface ------------------------------------------------------------------------
@@ -170,6 +187,19 @@ class ClaudeCodeModel(Model):
     def system(self) -> str:
         """The provider name used by pydantic-ai's instrumentation."""
         return PROVIDER_NAME
+
+    @classmethod
+    def supported_native_tools(cls) -> frozenset[type[AbstractNativeTool]]:
+        """pydantic-ai's native tools with a Claude Code counterpart: web search, web fetch, MCP servers."""
+        from claudecode_model._native_tools import SUPPORTED_NATIVE_TOOLS
+
+        return SUPPORTED_NATIVE_TOOLS
+
+    def unsupported_native_tool_settings(self, native_tool: AbstractNativeTool) -> frozenset[str]:
+        """The restricting settings of a native tool Claude Code cannot apply (``max_uses``)."""
+        from claudecode_model._native_tools import unsupported_native_tool_settings
+
+        return unsupported_native_tool_settings(native_tool)
 
     @property
     def cli_path(self) -> Path:
@@ -212,8 +242,18 @@ class ClaudeCodeModel(Model):
         if self._tool_setup is None:
             from claudecode_model._request_tools import ToolSetup
 
-            self._tool_setup = ToolSetup(transport=self._tool_transport)
+            self._tool_setup = ToolSetup(transport=self._tool_transport, execution=self._tool_execution)
         return self._tool_setup
+
+    @property
+    def _parked(self) -> ParkingLot[CLITurn]:
+        """The CLI turns waiting for tool results pydantic-ai runs (created on first use)."""
+        if self._parking_lot is None:
+            from claudecode_model._parked import ParkingLot
+            from claudecode_model._turn import CLITurn
+
+            self._parking_lot = ParkingLot(close=CLITurn.close_parked, kill=CLITurn.kill)
+        return self._parking_lot
 
     async def request(
         self,
@@ -242,11 +282,13 @@ class ClaudeCodeModel(Model):
             track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
             prewarming.append(await prewarm_turn(self._runner(), repair_history(messages), settings, params))
             raise _Prewarmed
-        turn = await self._start_turn(messages, settings, params, run_context)
+        turn = await self._continue_parked(messages, params)
+        if turn is None:
+            turn = await self._start_turn(messages, settings, params, run_context)
         try:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
         finally:
-            await turn.finish()
+            await self._settle(turn)
 
     # --- extra entry points ---------------------------------------------------------------------------------
 
@@ -276,16 +318,28 @@ class ClaudeCodeModel(Model):
         model_settings: ModelSettings | None = None,
         model_request_parameters: ModelRequestParameters | None = None,
     ) -> AsyncIterator[Message]:
-        """Run one turn and yield the raw claude-agent-sdk messages as they arrive."""
+        """Run one model request and yield the raw claude-agent-sdk messages as they arrive.
+
+        Like :meth:`request`, it ends at a reply of Claude's that calls the agent's tools (when pydantic-ai runs them):
+        the turn then waits, and a later request carrying the results continues it.
+        """
+        from claudecode_model._session import ToolsWaiting
+
         settings, params = self.prepare_request(model_settings, model_request_parameters or ModelRequestParameters())
-        turn = await self._start_turn(messages, settings, params)
+        turn = await self._continue_parked(messages, params)
+        if turn is None:
+            turn = await self._start_turn(messages, settings, params)
         try:
-            async for message in turn.messages():
-                for _ in turn.translator.feed(message):
-                    pass
-                yield message
+            async with aclosing(turn.messages()) as stream:
+                async for message in stream:
+                    if not isinstance(message, ToolsWaiting):
+                        for _ in turn.translator.feed(message):
+                            pass
+                        yield message
+                    if turn.waiting_calls:
+                        break
         finally:
-            await turn.finish()
+            await self._settle(turn)
 
     def set_agent_toolsets(
         self, toolsets: Any, *, server_name: str = DEFAULT_SERVER_NAME, transport: TransportType = "auto"
@@ -343,7 +397,10 @@ class ClaudeCodeModel(Model):
         return prewarmed[0]
 
     async def aclose(self) -> None:
-        """Stop every CLI process this model keeps for follow-up turns, and its spares."""
+        """Stop every CLI process this model keeps for follow-up turns, its spares, and every turn waiting for tool
+        results."""
+        if self._parking_lot is not None:
+            await self._parking_lot.close_all()
         if self._session_pool is not None:
             await self._session_pool.close_all()
 
@@ -372,11 +429,63 @@ class ClaudeCodeModel(Model):
         # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
         return await start_turn(self._runner(), repair_history(messages), settings, params, run_context)
 
+    def _run_scope(self) -> AbstractAsyncContextManager[None]:
+        """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""
+        from claudecode_model._agent_run import run_scope
+
+        return run_scope(self._parked, lambda: self._pool.idle_timeout)
+
+    async def _continue_parked(self, messages: list[ModelMessage], params: ModelRequestParameters) -> CLITurn | None:
+        """The parked turn waiting for the answers this request carries, with the answers delivered (and a new user
+        prompt sent along with them, which Claude gets with the answers)."""
+        if self._parking_lot is None:
+            return None
+        from claudecode_model._agent_run import deliver_answers, pending_calls
+        from claudecode_model._compat import new_parts_manager
+
+        self._parked.prune_dead_loops()
+        pending = pending_calls(messages, PROVIDER_NAME)
+        if pending is None:
+            return None
+        turn = self._parked.claim(pending.ids)
+        if turn is None:
+            return None
+        try:
+            if pending.prompts:
+                await turn.say(pending.prompts)
+        except BaseException:
+            await turn.close_parked()
+            raise
+        turn.session.waiting_for_tools = False
+        deliver_answers(turn.router.results, pending)
+        turn.continue_with(messages, new_parts_manager(params))
+        return turn
+
+    async def _settle(self, turn: CLITurn) -> None:
+        """After a request: park a turn that waits for tool results, else finish it."""
+        waiting = turn.waiting_calls
+        if not waiting:
+            await turn.finish()
+            return
+        from claudecode_model._agent_run import current_run_scope
+
+        scope = current_run_scope()
+        timeout = None if scope is not None else self._pool.idle_timeout
+        turn.session.waiting_for_tools = True
+        self._parked.park(turn, waiting, timeout=timeout, owner=scope)
+
     def _runner(self) -> TurnRunner:
         from claudecode_model._turn import TurnRunner
 
         return TurnRunner(
-            self._model_name, self.model_name, self.cli_path, self._env, self._tools, self._pool, slots=self._slots
+            self._model_name,
+            self.model_name,
+            self.cli_path,
+            self._env,
+            self._tools,
+            self._pool,
+            session_store=self._session_store,
+            slots=self._slots,
         )
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
@@ -425,15 +534,22 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         return self._turn.translator.parts
 
     async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
+        from claudecode_model._session import ToolsWaiting
+
         turn = self._turn
-        async for message in turn.messages():
-            if self._closed:
-                return
-            for event in turn.translator.feed(message):
-                yield event
-                if self._closed:  # nothing after cancel(): the response was recorded as it stood
+        async with aclosing(turn.messages()) as messages:
+            async for message in messages:
+                if self._closed:
                     return
-        if turn.wants_structured_output:
+                if isinstance(message, ToolsWaiting):  # a reply that was not streamed ended with agent tool calls
+                    break
+                for event in turn.translator.feed(message):
+                    yield event
+                    if self._closed:  # nothing after cancel(): the response was recorded as it stood
+                        return
+                if turn.waiting_calls:  # Claude's reply called tools pydantic-ai runs: this response ends here
+                    break
+        if turn.wants_structured_output and not turn.waiting_calls:
             # Native output is read from the text after the last tool call: the validated JSON the CLI returned.
             part = TextPart(turn.structured_output_text())
             yield self._parts_manager.handle_part(vendor_part_id="structured_output", part=part)

@@ -6,14 +6,37 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic_ai.settings import ModelSettings
+from typing_extensions import TypedDict  # pydantic validates these settings: on Python 3.11 it needs this one
 
-__all__ = ["BuiltinToolsSetting", "ClaudeCodeModelSettings", "SessionMode"]
+__all__ = ["BuiltinToolsSetting", "ClaudeCodeModelSettings", "SessionMode", "SubagentDefinition"]
 
 BuiltinToolsSetting = list[str] | Literal["claude_code"]
 """Claude Code's own tools to enable: a list of names (``["Read", "Grep"]``) or ``"claude_code"`` for the preset."""
 
 SessionMode = Literal["auto", "new"]
 """``"auto"`` continues a CLI session when the history allows it; ``"new"`` always starts a fresh one."""
+
+
+class _SubagentRequired(TypedDict):
+    description: str
+    """When Claude should use this subagent (Claude reads it to choose one)."""
+    prompt: str
+    """The subagent's system prompt."""
+
+
+class SubagentDefinition(_SubagentRequired, total=False):
+    """A Claude Code subagent, which Claude starts with its ``Agent`` tool (see ``claude_code_agents``)."""
+
+    tools: list[str]
+    """The tools the subagent may use (built-in names, ``mcp__<server>__<tool>``); all of the session's by default.
+    A subagent only gets tools of its session: the listed built-in tools are enabled for the session too (Claude sees
+    them as well), and all listed tools are allowed without asking."""
+    disallowed_tools: list[str]
+    """Tools the subagent may not use."""
+    model: str
+    """``"sonnet"``, ``"opus"``, ``"haiku"``, ``"inherit"`` or a full model id; the session's model by default."""
+    max_turns: int
+    """Maximum agentic turns of one subagent run."""
 
 
 class ClaudeCodeModelSettings(ModelSettings, total=False):
@@ -77,3 +100,12 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     claude_code_session: SessionMode
     """Whether to continue a CLI session the history came from (``"auto"``) or always start anew."""
+
+    claude_code_agents: dict[str, SubagentDefinition]
+    """Claude Code subagents by name. Claude gets the ``Agent`` tool to start them; each runs in the foreground of
+    the turn, and its tool calls come back as native tool parts linked to the ``Agent`` call."""
+
+    claude_code_tool_execution: Literal["agent", "cli"]
+    """Who runs the agent's own tools: pydantic-ai (``"agent"``, the default: each Claude reply that calls tools is
+    one model request, and pydantic-ai's approvals, deferred calls, retries, events, limits and traces apply) or Claude
+    Code's loop (``"cli"``: one model request per turn, tools reported as built-in). See ``docs/tool-execution.md``."""

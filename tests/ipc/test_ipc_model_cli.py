@@ -68,7 +68,7 @@ def _bridge_pids() -> set[int]:
 @pytest.fixture
 async def stdio_model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
     claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise()))
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_transport="stdio")
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_transport="stdio", tool_execution="cli")
     yield model
     await model.aclose()
 
@@ -144,7 +144,7 @@ async def test_follow_up_turn_reuses_the_cli_and_its_bridge(stdio_model: ClaudeC
 
 async def test_registered_toolsets_over_the_bridge(claude_backend: OfflineBackend):
     claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise()))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")
     agent = Agent(model)
     bridges_seen: list[int] = []
 

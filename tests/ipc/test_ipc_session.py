@@ -284,7 +284,9 @@ async def test_unknown_tool(client: IPCClient) -> None:
     [
         ("just a string", "must be a dict"),
         ({"content": "text"}, "'content' list"),
-        ({"content": [{"type": "image", "data": ""}]}, "only 'text' blocks"),
+        ({"content": [{"type": "image", "data": ""}]}, "needs 'data' \\(base64\\) and 'mimeType'"),
+        ({"content": [{"type": "audio", "data": "AAAA"}]}, "only 'text', 'image' and 'resource' blocks"),
+        ({"content": [{"type": "resource", "resource": "x"}]}, "needs a 'resource' object"),
         ({"content": [{"type": "text"}]}, "no 'text' string"),
         ({"content": [], "isError": "yes"}, "must be a bool"),
     ],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -35,10 +36,13 @@ class Deps:
 
 
 @pytest.fixture
-def model(model: ClaudeCodeModel, claude_backend: OfflineBackend) -> ClaudeCodeModel:
-    """The shared CLI model, with the backend answering through ``call_every_tool_then_summarise``."""
+async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+    """A model running the tools inside Claude Code's loop (``tool_execution="cli"``: what this file covers), with
+    the backend answering through ``call_every_tool_then_summarise``."""
     claude_backend.set_brain(FunctionModel(call_every_tool_then_summarise("Let me check.")))
-    return model
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")
+    yield model
+    await model.aclose()
 
 
 async def test_plain_and_context_tools_run_with_real_deps(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -94,7 +98,7 @@ async def test_model_retry_goes_back_to_claude_and_is_corrected(claude_backend: 
         return ModelResponse(parts=[TextPart(f"done: {results[-1].content}")])
 
     claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")
     agent = Agent(model)
 
     @agent.tool_plain(retries=2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolOutput
@@ -22,6 +24,15 @@ from claudecode_model.testing import OfflineBackend
 from claudecode_model.toolkit import done_output
 
 pytestmark = pytest.mark.cli
+
+
+@pytest.fixture
+async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+    """Output tools inside Claude Code's loop (``tool_execution="cli"``: what this file covers); with pydantic-ai
+    running the tools see ``tests/agentrun``."""
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")
+    yield model
+    await model.aclose()
 
 
 class City(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -15,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
+from claude_agent_sdk import project_key_for_directory
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table
@@ -65,6 +67,11 @@ def agent_with_probe(
     return agent, seen
 
 
+def session_of(result: Any) -> str:
+    details = result.all_messages()[-1].provider_details or {}
+    return str(details.get("session_id"))
+
+
 def source_of(result: Any) -> str:
     details = result.all_messages()[-1].provider_details or {}
     return str(details.get("session_source"))
@@ -87,7 +94,7 @@ async def wait_until(condition: Any, within: float = 20.0) -> None:
 async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_model: ClaudeCodeModel) -> None:
     agent, seen = agent_with_probe(spare_model)
     first = await agent.run("one")
-    assert source_of(first) == "new"
+    assert source_of(first) == "fresh"
     assert first.output == "tool said p"
     assert await spare_model.prewarm(agent)  # the spare the first run left is up (nothing more is started)
     before = cli_children()
@@ -108,7 +115,7 @@ async def test_a_spare_of_another_signature_is_not_claimed(spare_model: ClaudeCo
     other, _ = agent_with_probe(spare_model, "Be verbose.")
     assert await spare_model.prewarm(agent)
 
-    assert source_of(await other.run("x")) == "new"
+    assert source_of(await other.run("x")) == "fresh"
     assert source_of(await agent.run("y")) == "spare"
 
 
@@ -123,7 +130,7 @@ async def test_a_spare_that_died_while_idle_is_replaced_not_used(spare_model: Cl
 
     assert result.output == "tool said p"
     assert spare_pid not in seen[-1]
-    assert source_of(result) in ("spare", "new")  # a replacement spare, or a process of its own
+    assert source_of(result) in ("spare", "fresh")  # a replacement spare, or a process of its own
     assert await spare_model.prewarm(agent)  # and a live spare exists again
 
 
@@ -144,7 +151,7 @@ async def test_concurrent_claims_of_one_spare_one_wins(spare_model: ClaudeCodeMo
 
     results = await asyncio.gather(agent.run("a"), agent.run("b"))
 
-    assert sorted(source_of(result) for result in results) == ["new", "spare"]
+    assert sorted(source_of(result) for result in results) == ["fresh", "spare"]
     assert [result.output for result in results] == ["tool said p", "tool said p"]
 
 
@@ -171,8 +178,8 @@ async def test_without_spares_nothing_is_pre_started(backend: OfflineBackend) ->
         first = await agent.run("one")
         await asyncio.sleep(0.5)
         assert len(cli_children()) == 1  # only the kept session of the conversation
-        assert source_of(first) == "new"
-        assert source_of(await agent.run("two")) == "new"
+        assert source_of(first) == "fresh"
+        assert source_of(await agent.run("two")) == "fresh"
         follow_up = await agent.run("three", message_history=first.all_messages())
         assert source_of(follow_up) == "live"
     finally:
@@ -209,6 +216,61 @@ async def test_the_process_cap_makes_requests_wait_and_times_out_clearly(backend
     finally:
         release.set()
         await model.aclose()
+
+
+async def test_a_turn_parked_for_an_approval_holds_its_slot_and_is_never_a_spare(backend: OfflineBackend) -> None:
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1, max_processes=1)
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        model, instructions="Be brief.", output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def delete() -> str:
+        """Delete."""
+        return "deleted"
+
+    try:
+        first = await agent.run("delete")
+        assert isinstance(first.output, DeferredToolRequests)
+        assert source_of(first) == "fresh"
+        assert len(cli_children()) == 1  # the parked turn's CLI, and no spare beside it
+
+        # A new conversation of the same agent neither claims the parked process nor stops it: it waits for a slot.
+        with pytest.raises(CLITimeoutError, match="max_processes"):
+            await agent.run("another", model_settings={"claude_code_timeout": 0.5})
+
+        [call] = first.output.approvals
+        second = await agent.run(
+            message_history=first.all_messages(),
+            deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}),
+        )
+        assert second.output == "tool said deleted"
+        assert session_of(second) == session_of(first)  # the parked turn went on
+        third = await agent.run("again")  # the idle session is stopped to make room
+        assert isinstance(third.output, DeferredToolRequests)
+        assert source_of(third) == "fresh"
+        assert session_of(third) != session_of(first)
+    finally:
+        await model.aclose()
+
+
+async def test_a_spare_mirrors_its_conversation_into_the_session_store(backend: OfflineBackend, tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    model = ClaudeCodeModel(env=backend.cli_env(), session_store=store)
+    agent, _ = agent_with_probe(model)
+    try:
+        assert await model.prewarm(agent)
+        result = await agent.run("remember the word kiwi")
+        assert source_of(result) == "spare"
+    finally:
+        await model.aclose()
+    try:
+        key = {"project_key": project_key_for_directory(os.getcwd()), "session_id": session_of(result)}
+        entries = await store.load(key)  # type: ignore[arg-type]
+    finally:
+        await store.aclose()
+    assert entries is not None
+    assert "remember the word kiwi" in json.dumps(entries)
 
 
 def test_interpreter_exit_leaves_no_spare(backend: OfflineBackend, tmp_path: Path) -> None:

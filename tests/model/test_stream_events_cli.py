@@ -76,7 +76,7 @@ async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel
     claude_backend.set_brain(FunctionModel(preamble_tool_answer))
     claude_backend.text_chunk_size = 6
     claude_backend.delta_delay = 0.002  # the backend streams slowly: deltas are spread over the response
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), settings={"claude_code_timeout": 60})
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), settings={"claude_code_timeout": 60}, tool_execution="cli")
     yield model
     await model.aclose()
 
@@ -96,7 +96,7 @@ def final_response(messages: list[ModelMessage]) -> ModelResponse:
 async def test_request_stream_yields_text_deltas_while_the_response_is_unfinished(claude_backend: OfflineBackend):
     claude_backend.set_brain(LONG_TEXT)
     claude_backend.text_chunk_size = 5
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), settings={"claude_code_timeout": 60})
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), settings={"claude_code_timeout": 60}, tool_execution="cli")
     # The backend stops after 4 deltas until the test lets it go on: whatever arrives before, arrived mid-response.
     gate = claude_backend.hold_next_stream(after_deltas=4)
     messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("stream please")])]

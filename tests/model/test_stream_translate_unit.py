@@ -134,17 +134,25 @@ def test_user_message_with_text_content_and_empty_tool_result():
     assert (ret.tool_name, ret.content, ret.outcome) == ("", "", "success")
 
 
-def test_subagent_messages_are_not_part_of_the_response():
+def test_subagent_text_stays_inside_and_its_tool_calls_are_linked_to_the_parent():
     t = translator()
-    events = feed(
+    feed(
         t,
         start(),
         stream({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}, "toolu_9"),
-        AssistantMessage(content=[TextBlock("inner")], model="m", parent_tool_use_id="toolu_9"),
+        AssistantMessage(
+            content=[TextBlock("inner"), ToolUseBlock("toolu_8", "Read", {"file_path": "a"})],
+            model="m",
+            parent_tool_use_id="toolu_9",
+        ),
         UserMessage(content=[ToolResultBlock("toolu_8", "inner result")], parent_tool_use_id="toolu_9"),
     )
-    assert events == []
-    assert parts_of(t) == []
+    call, returned = parts_of(t)
+    assert isinstance(call, NativeToolCallPart)
+    assert isinstance(returned, NativeToolReturnPart)
+    assert (call.tool_name, call.tool_call_id, returned.content) == ("Read", "toolu_8", "inner result")
+    assert (call.provider_details or {})["parent_tool_call_id"] == "toolu_9"
+    assert (returned.provider_details or {})["parent_tool_call_id"] == "toolu_9"
 
 
 def test_api_error_message_is_recorded_not_shown():
@@ -369,6 +377,7 @@ class _FakeTurn:
         self.session = _FakeSession()
         self.failed = False
         self.wants_structured_output = False
+        self.waiting_calls: list[str] = []
         self.translator = translator()
 
     async def stop(self) -> None:

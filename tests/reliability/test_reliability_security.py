@@ -101,7 +101,7 @@ def _secret_env(backend: OfflineBackend) -> dict[str, str]:
 
 def _model(backend: OfflineBackend) -> ClaudeCodeModel:
     backend.set_brain(FunctionModel(brain))
-    return ClaudeCodeModel(env=_secret_env(backend), tool_transport="stdio")
+    return ClaudeCodeModel(env=_secret_env(backend), tool_transport="stdio", tool_execution="cli")
 
 
 @pytest.fixture

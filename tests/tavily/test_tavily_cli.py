@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, NativeToolReturnPart, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
@@ -77,10 +77,15 @@ def error_text(error_type: str, message: str) -> str:
     return f"Tavily API エラー: {message}\nエラータイプ: {error_type}"
 
 
-def native_returns(result_messages: list[ModelMessage]) -> list[NativeToolReturnPart]:
-    response = result_messages[-1]
-    assert isinstance(response, ModelResponse)
-    return [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+def tool_returns(result_messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    """The tool results of the run: pydantic-ai ran the tools (agent-run execution), so they are its own returns."""
+    return [
+        part
+        for message in result_messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
 
 
 async def test_research_agent_searches_and_answers_through_the_cli(
@@ -117,7 +122,7 @@ async def test_research_agent_searches_and_answers_through_the_cli(
     assert request.authorization == f"Bearer {deps.api_key}"
     assert request.body["query"] == "What is MCP?"
     assert request.body["max_results"] == 2
-    assert [(part.tool_name, part.outcome) for part in native_returns(result.all_messages())] == [
+    assert [(part.tool_name, part.outcome) for part in tool_returns(result.all_messages())] == [
         ("tavily_search", "success")
     ]
 
@@ -229,7 +234,7 @@ async def test_api_errors_reach_claude_as_error_results(
     assert tool_result.text == error_text(error_type, message)
     assert "tvly-wrong-key" not in tool_result.text
     assert len(fake_tavily.requests_to("/search")) == requests
-    assert [part.outcome for part in native_returns(result.all_messages())] == ["failed"]
+    assert [part.outcome for part in tool_returns(result.all_messages())] == ["failed"]
 
 
 async def test_missing_key_is_reported_without_a_request(

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
         JsonValue,
         ToolResult,
         ToolResultContent,
+        ToolResultImage,
+        ToolResultResource,
         ToolSchema,
     )
 
@@ -75,7 +77,8 @@ def error_response(request_id: int | None, message: str, error_type: str) -> IPC
 def normalize_tool_result(value: object) -> ToolResult:
     """Check an MCP-shaped tool result and return it in canonical form.
 
-    Accepts ``{"content": [{"type": "text", "text": str}, ...], "isError": bool}``; ``isError`` may be missing
+    Accepts ``{"content": [{"type": "text", "text": str}, ...], "isError": bool}`` (blocks may also be MCP ``image``
+    and ``resource`` blocks, as a result pydantic-ai produced can hold images); ``isError`` may be missing
     (False) or spelled ``is_error`` as claude-agent-sdk's ``@tool`` handlers do. Raises ``ValueError``
     otherwise.
     """
@@ -84,15 +87,29 @@ def normalize_tool_result(value: object) -> ToolResult:
     content = value.get("content")
     if not isinstance(content, list):
         raise ValueError("a tool result needs a 'content' list")
-    blocks: list[ToolResultContent] = []
+    blocks: list[ToolResultContent | ToolResultImage | ToolResultResource] = []
     for index, block in enumerate(content):
-        if not isinstance(block, dict) or block.get("type") != "text":
-            kind = block.get("type") if isinstance(block, dict) else type(block).__name__
-            raise ValueError(f"content block {index} is {kind!r}; only 'text' blocks are supported")
-        text = block.get("text")
-        if not isinstance(text, str):
-            raise ValueError(f"content block {index} has no 'text' string")
-        blocks.append({"type": "text", "text": text})
+        kind = block.get("type") if isinstance(block, dict) else type(block).__name__
+        match kind:
+            case "text":
+                text = block.get("text")
+                if not isinstance(text, str):
+                    raise ValueError(f"content block {index} has no 'text' string")
+                blocks.append({"type": "text", "text": text})
+            case "image":
+                data, mime_type = block.get("data"), block.get("mimeType")
+                if not isinstance(data, str) or not data or not isinstance(mime_type, str):
+                    raise ValueError(f"image block {index} needs 'data' (base64) and 'mimeType' strings")
+                blocks.append({"type": "image", "data": data, "mimeType": mime_type})
+            case "resource":
+                resource = block.get("resource")
+                if not isinstance(resource, dict):
+                    raise ValueError(f"resource block {index} needs a 'resource' object")
+                blocks.append({"type": "resource", "resource": resource})
+            case _:
+                raise ValueError(
+                    f"content block {index} is {kind!r}; only 'text', 'image' and 'resource' blocks are supported"
+                )
     is_error = value.get("isError", value.get("is_error", False))
     if is_error is None:
         is_error = False

@@ -48,10 +48,26 @@ class ToolResultContent(TypedDict):
     text: str
 
 
-class ToolResult(TypedDict):
-    """The result of a tool call (MCP ``CallToolResult``)."""
+class ToolResultImage(TypedDict):
+    """An image block of a tool result (MCP ``ImageContent``: base64 data)."""
 
-    content: list[ToolResultContent]
+    type: Literal["image"]
+    data: str
+    mimeType: str
+
+
+class ToolResultResource(TypedDict):
+    """An embedded resource block of a tool result (MCP ``EmbeddedResource``)."""
+
+    type: Literal["resource"]
+    resource: dict[str, object]
+
+
+class ToolResult(TypedDict):
+    """The result of a tool call (MCP ``CallToolResult``): text blocks, and image or resource blocks of a result
+    pydantic-ai produced."""
+
+    content: list[ToolResultContent | ToolResultImage | ToolResultResource]
     isError: NotRequired[bool]
 
 

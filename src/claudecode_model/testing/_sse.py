@@ -9,7 +9,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from pydantic_ai.messages import ModelResponse, TextPart, ThinkingPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 
 __all__ = [
     "SSEEvent",
@@ -63,10 +70,20 @@ def new_tool_use_id() -> str:
     return f"toolu_{uuid.uuid4().hex[:24]}"
 
 
+def new_server_tool_use_id() -> str:
+    """A fresh Anthropic-style server_tool_use id."""
+    return f"srvtoolu_{uuid.uuid4().hex[:24]}"
+
+
 def content_blocks(response: ModelResponse) -> list[dict[str, Any]]:
-    """The response's parts as Anthropic content blocks (text, tool_use, thinking)."""
+    """The response's parts as Anthropic content blocks (text, tool_use, thinking).
+
+    Native tool parts become the API's server tool blocks, as the API's own tools (web search) answer:
+    ``NativeToolCallPart`` → ``server_tool_use``, ``NativeToolReturnPart`` → ``<tool name>_tool_result``.
+    """
     blocks: list[dict[str, Any]] = []
     used_ids: set[str] = set()
+    server_ids: dict[str, str] = {}
     for part in response.parts:
         match part:
             case TextPart():
@@ -81,6 +98,15 @@ def content_blocks(response: ModelResponse) -> list[dict[str, Any]]:
             case ThinkingPart():
                 signature = part.signature or f"offline-signature-{uuid.uuid4().hex}"
                 blocks.append({"type": "thinking", "thinking": part.content, "signature": signature})
+            case NativeToolCallPart():
+                server_id = server_ids.setdefault(part.tool_call_id, new_server_tool_use_id())
+                blocks.append(
+                    {"type": "server_tool_use", "id": server_id, "name": part.tool_name, "input": part.args_as_dict()}
+                )
+            case NativeToolReturnPart():
+                server_id = server_ids.setdefault(part.tool_call_id, new_server_tool_use_id())
+                result_type = f"{part.tool_name}_tool_result"
+                blocks.append({"type": result_type, "tool_use_id": server_id, "content": part.content})
             case _:
                 logger.warning("offline backend cannot send a %s part; skipping it", type(part).__name__)
     return blocks
@@ -214,10 +240,12 @@ def _block_events(index: int, block: dict[str, Any], text_chunk_size: int) -> li
             events.extend(
                 _delta(index, {"type": "text_delta", "text": c}) for c in _chunks(block["text"], text_chunk_size)
             )
-        case "tool_use":
-            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        case "tool_use" | "server_tool_use":
+            start = {"type": block["type"], "id": block["id"], "name": block["name"], "input": {}}
             args = json.dumps(block["input"], separators=(",", ":"))
             events.extend(_delta(index, {"type": "input_json_delta", "partial_json": c}) for c in _json_chunks(args))
+        case result if result.endswith("_tool_result"):
+            start = dict(block)  # a server tool's result arrives whole, without deltas
         case "thinking":
             start = {"type": "thinking", "thinking": "", "signature": ""}
             events.extend(

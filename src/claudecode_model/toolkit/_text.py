@@ -19,8 +19,12 @@ __all__ = [
     "truncated_marker",
 ]
 
-DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024
-"""Default byte budget (UTF-8) of one tool output as the model sees it."""
+DEFAULT_MAX_OUTPUT_BYTES = 48_000
+"""Default byte budget (UTF-8) of one tool output as the model sees it.
+
+Below Claude Code's inline limit for tool results (50,000 characters; a longer result is saved to a file and Claude
+only sees a short preview), so that the ``[tool output truncated; ref=...]`` marker after the kept text reaches Claude.
+"""
 
 _TRUNCATED_RE = re.compile(r"\[tool output truncated; ref=([^\]\s]+)\]\Z")
 

@@ -1,0 +1,26 @@
+"""Who runs the agent's own tools: the execution modes and their check (light: importing the model stays cheap)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from claudecode_model.exceptions import ToolValidationError
+
+__all__ = ["TOOL_EXECUTIONS", "ToolExecution", "checked_tool_execution"]
+
+ToolExecution = Literal["agent", "cli"]
+"""Who runs the agent's own tools: pydantic-ai (``"agent"``, the default) or Claude Code's loop (``"cli"``)."""
+
+TOOL_EXECUTIONS: tuple[ToolExecution, ...] = ("agent", "cli")
+
+
+def checked_tool_execution(value: object) -> ToolExecution:
+    """``value`` itself if it names a tool execution mode, else a :class:`ToolValidationError` naming the choices."""
+    match value:
+        case "agent" | "cli":
+            return value
+        case _:
+            raise ToolValidationError(
+                f"Unknown tool execution {value!r}; use 'agent' (pydantic-ai runs the tools) or 'cli' (Claude Code's "
+                "loop runs them)."
+            )

@@ -1,0 +1,37 @@
+"""Fixtures of the durable-execution tests: one real PostgreSQL server for them all, a fresh database per test."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests._support.postgres import PostgresServer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@pytest.fixture(scope="package")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server from the distribution's package, on a Unix socket in a temp directory.
+
+    Package-scoped: it is a child process of the test run, and stops when the durable tests are done, before tests
+    elsewhere look at what child processes are left.
+    """
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_db(postgres_server: PostgresServer) -> Iterator[str]:
+    """The name of an empty database of :func:`postgres_server`, dropped after the test."""
+    name = postgres_server.create_database()
+    yield name
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer, postgres_db: str) -> str:
+    """A libpq connection URI for :func:`postgres_db`."""
+    return postgres_server.dsn(postgres_db)

@@ -1,0 +1,113 @@
+"""Fixtures of the UI stream tests: the official npm clients under Node, and an ASGI app served on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_SOURCES = Path(__file__).resolve().parent / "node"
+NODE_CACHE = ROOT / ".cache" / "node-ui"
+INSTALL = ROOT / "scripts" / "install-node-ui"
+
+ReadStream = Callable[[str, str, str], Awaitable[dict[str, Any]]]
+
+
+def _wanted_stamp() -> str:
+    """What scripts/install-node-ui writes after installing from the current package files."""
+    lines = []
+    for name in ("package-lock.json", "package.json"):
+        path = NODE_SOURCES / name
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        lines.append(f"{digest}  tests/ui/node/{name}\n")
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def _installed() -> bool:
+    stamp = NODE_CACHE / ".installed"
+    return stamp.is_file() and stamp.read_text().strip() == _wanted_stamp() and (NODE_CACHE / "node_modules").is_dir()
+
+
+@pytest.fixture(scope="session")
+def node_clients() -> Path:
+    """The directory holding the npm clients and the reader script (installed with npm ci when missing)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed: the UI stream tests read the streams with the npm clients under node")
+    if not _installed():
+        # Outside a loopback-only namespace this installs from the npm registry; `make test` installs beforehand.
+        completed = subprocess.run([str(INSTALL)], capture_output=True, text=True, timeout=600, check=False)
+        if completed.returncode != 0 or not _installed():
+            pytest.fail(
+                "the npm clients of the UI stream tests are not installed and could not be installed here "
+                f"(run `make node-ui` or {INSTALL} with network access to the npm registry):\n{completed.stderr}"
+            )
+    shutil.copy2(NODE_SOURCES / "read_stream.mjs", NODE_CACHE / "read_stream.mjs")
+    return NODE_CACHE
+
+
+@pytest.fixture
+def read_stream(node_clients: Path) -> ReadStream:
+    """``await read_stream(protocol, url, prompt)``: what the official client read from the served run."""
+
+    async def read(protocol: str, url: str, prompt: str) -> dict[str, Any]:
+        process = await asyncio.create_subprocess_exec(
+            "node",
+            str(node_clients / "read_stream.mjs"),
+            protocol,
+            url,
+            prompt,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=120)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert process.returncode == 0, f"the {protocol} client rejected the stream:\n{stderr.decode()}"
+        result: dict[str, Any] = json.loads(stdout)
+        return result
+
+    return read
+
+
+@asynccontextmanager
+async def _serve(app: Any) -> AsyncIterator[str]:
+    """Serve an ASGI app on 127.0.0.1 in the running event loop; yields its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+@pytest.fixture
+def serve_app() -> Callable[[Any], Any]:
+    """``async with serve_app(app) as url``: the app served on 127.0.0.1 in the test's event loop."""
+    return _serve
