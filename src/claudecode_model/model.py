@@ -10,12 +10,13 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponseStreamEvent, TextPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.native_tools import AbstractNativeTool
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
@@ -28,7 +29,7 @@ from claudecode_model._execution import ToolExecution, checked_tool_execution
 from claudecode_model._exit import close_blocking, track
 from claudecode_model._history_repair import repair_history
 from claudecode_model._settings_check import check_model_arguments, check_request_settings
-from claudecode_model.exceptions import CLIInterruptedError
+from claudecode_model.exceptions import ClaudeCodeSettingsError, CLIInterruptedError
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import checked_session_store
@@ -36,11 +37,13 @@ from claudecode_model.stores._check import checked_session_store
 if TYPE_CHECKING:
     from claude_agent_sdk import McpSdkServerConfig, ResultMessage
     from claude_agent_sdk.types import Message, SessionStore
+    from pydantic_ai.agent import AbstractAgent
 
     from claudecode_model._compat import ModelResponsePartsManager
     from claudecode_model._parked import ParkingLot
     from claudecode_model._request_tools import ToolSetup
     from claudecode_model._session import CLISession, SessionPool
+    from claudecode_model._slots import ProcessSlots
     from claudecode_model._turn import CLITurn, TurnRunner
 
 DEFAULT_SERVER_NAME = "pydantic_tools"
@@ -50,6 +53,19 @@ importing the model does not import mcp)."""
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_KEEP_SESSIONS = 4
+SURPLUS_IDLE_SECONDS = 60.0
+"""How long idle sessions beyond the default ``keep_sessions`` are kept (while no new process needs their slot)."""
+SPARES_PER_SIGNATURE_TOTAL = 4
+"""The total cap on spares is this many times ``spare_sessions``."""
+
+_PREWARMING: ContextVar[list[bool] | None] = ContextVar("claudecode_model_prewarming", default=None)
+"""Set by :meth:`ClaudeCodeModel.prewarm` while it runs the agent: the request starts a spare instead of a turn."""
+
+
+class _Prewarmed(Exception):
+    """Ends the agent run :meth:`ClaudeCodeModel.prewarm` started, once the spare is ready."""
 
 
 @dataclass
@@ -87,9 +103,11 @@ class ClaudeCodeModel(Model):
         settings: ClaudeCodeModelSettings | None = None,
         profile: ModelProfileSpec | None = None,
         env: dict[str, str] | None = None,
-        keep_sessions: int = 4,
+        keep_sessions: int | None = None,
         session_idle_timeout: float = 300.0,
         tool_transport: TransportType = "auto",
+        spare_sessions: int = 1,
+        max_processes: int | None = None,
         tool_execution: ToolExecution = "agent",
         session_store: SessionStore | None = None,
     ) -> None:
@@ -101,11 +119,21 @@ class ClaudeCodeModel(Model):
             settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
             profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
             env: Extra environment variables for every CLI process.
-            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables).
+            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables). By default
+                4, and more (within ``max_processes``) for 60 s while no new process needs their slot, so that the
+                follow-ups of many concurrent conversations find their processes; an explicit number is a hard
+                bound.
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
                 supports: in-process for Claude Code 2.0 and later).
+            spare_sessions: How many CLI processes to start ahead, per session signature (system prompt, tools,
+                settings), for the next new conversation: after a request starts a new conversation, and with
+                :meth:`prewarm`. A new conversation claims a ready spare instead of waiting for a CLI to start.
+                Spares are stopped after ``session_idle_timeout`` unused, and with the model. 0 disables.
+            max_processes: The most CLI processes this model runs at once (busy, kept and spare together); a
+                request beyond it waits for one to end, within its timeout. By default from the machine: what the
+                available memory holds at about 250 MB per CLI, at most 8 per CPU.
             tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai, with its approvals, deferred
                 calls, retries, events, usage limits and traces; each Claude reply that calls tools is one model
                 request) or ``"cli"`` (Claude Code's loop, one model request per turn). See
@@ -116,11 +144,24 @@ class ClaudeCodeModel(Model):
                 replaying the history. Workers must share the store and the working directory.
         """
         check_model_arguments(
-            keep_sessions=keep_sessions,
+            keep_sessions=DEFAULT_KEEP_SESSIONS if keep_sessions is None else keep_sessions,
             session_idle_timeout=session_idle_timeout,
             tool_transport=tool_transport,
             settings=settings,
         )
+        if isinstance(spare_sessions, bool) or not isinstance(spare_sessions, int) or spare_sessions < 0:
+            raise ClaudeCodeSettingsError(
+                f"Invalid spare_sessions={spare_sessions!r}: it must be an integer, 0 or more (0 starts no spare)."
+            )
+        if max_processes is not None and (
+            isinstance(max_processes, bool) or not isinstance(max_processes, int) or max_processes < 1
+        ):
+            raise ClaudeCodeSettingsError(
+                f"Invalid max_processes={max_processes!r}: it must be an integer, 1 or more (or None for the default)."
+            )
+        self._spare_sessions = spare_sessions
+        self._max_processes = max_processes
+        self._process_slots: ProcessSlots | None = None
         self._model_name = model_name
         self._cli_path_option = cli_path
         self._cli_path: Path | None = None
@@ -175,8 +216,25 @@ class ClaudeCodeModel(Model):
         if self._session_pool is None:
             from claudecode_model._session import SessionPool
 
-            self._session_pool = SessionPool(max_idle=self._keep_sessions, idle_timeout=self._session_idle_timeout)
+            keep = self._keep_sessions
+            self._session_pool = SessionPool(
+                max_idle=DEFAULT_KEEP_SESSIONS if keep is None else keep,
+                idle_timeout=self._session_idle_timeout,
+                surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep is None else 0.0,
+                max_spares=self._spare_sessions,
+                max_spares_total=SPARES_PER_SIGNATURE_TOTAL * self._spare_sessions,
+            )
         return self._session_pool
+
+    @property
+    def _slots(self) -> ProcessSlots:
+        """The cap on this model's live CLI processes (created with the first request)."""
+        if self._process_slots is None:
+            from claudecode_model._slots import ProcessSlots, default_max_processes
+
+            limit = self._max_processes if self._max_processes is not None else default_max_processes()
+            self._process_slots = ProcessSlots(limit)
+        return self._process_slots
 
     @property
     def _tools(self) -> ToolSetup:
@@ -216,6 +274,14 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
+        prewarming = _PREWARMING.get()
+        if prewarming is not None:
+            from claudecode_model._turn import prewarm_turn
+
+            check_request_settings(self, settings)
+            track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
+            prewarming.append(await prewarm_turn(self._runner(), repair_history(messages), settings, params))
+            raise _Prewarmed
         turn = await self._continue_parked(messages, params)
         if turn is None:
             turn = await self._start_turn(messages, settings, params, run_context)
@@ -295,8 +361,44 @@ class ClaudeCodeModel(Model):
         """The in-process MCP server holding only the registered tools this request names."""
         return self._tools.registered_server(function_tool_names)
 
+    async def prewarm(
+        self,
+        agent: AbstractAgent[Any, Any] | None = None,
+        *,
+        deps: Any = None,
+        model_settings: ModelSettings | None = None,
+    ) -> bool:
+        """Start a spare CLI process for ``agent``'s next new conversation on this model, and wait until it is ready.
+
+        The spare has what a run of ``agent`` would start a CLI with (its instructions and system prompts, tools,
+        output type, settings): the agent's run machinery prepares the request (with ``deps`` for dynamic
+        instructions), and the request starts a spare instead of a turn; nothing reaches Claude. Without an agent,
+        the spare serves plain requests to the model. Returns whether a spare is ready (``False`` with
+        ``spare_sessions=0``, or when no process slot is free).
+        """
+        prewarmed: list[bool] = []
+        token = _PREWARMING.set(prewarmed)
+        try:
+            if agent is None:
+                messages: list[ModelMessage] = [ModelRequest.user_text_prompt("")]
+                await self.request(messages, model_settings, ModelRequestParameters())
+            else:
+                await agent.run("", model=self, deps=deps, model_settings=model_settings)
+        except _Prewarmed:
+            pass
+        except BaseExceptionGroup as group:
+            _, rest = group.split(_Prewarmed)
+            if rest is not None:
+                raise rest from None
+        finally:
+            _PREWARMING.reset(token)
+        if not prewarmed:
+            raise RuntimeError("prewarm(): the agent's run did not request this model")
+        return prewarmed[0]
+
     async def aclose(self) -> None:
-        """Stop every CLI process this model keeps for follow-up turns, and every turn waiting for tool results."""
+        """Stop every CLI process this model keeps for follow-up turns, its spares, and every turn waiting for tool
+        results."""
         if self._parking_lot is not None:
             await self._parking_lot.close_all()
         if self._session_pool is not None:
@@ -383,6 +485,7 @@ class ClaudeCodeModel(Model):
             self._tools,
             self._pool,
             session_store=self._session_store,
+            slots=self._slots,
         )
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:

@@ -149,7 +149,9 @@ async def test_api_error_status_is_a_typed_model_http_error(
 
 @run
 async def test_transient_overload_retried_by_the_cli_gives_the_answer(run: int, harness: Harness) -> None:
-    model = ClaudeCodeModel(env={**harness.backend.cli_env(), "CLAUDE_CODE_MAX_RETRIES": "1"}, tool_execution="cli")
+    model = ClaudeCodeModel(
+        env={**harness.backend.cli_env(), "CLAUDE_CODE_MAX_RETRIES": "1"}, tool_execution="cli", spare_sessions=0
+    )
     harness.backend.fail_next(Failure.http(529))
     try:
         result = await Agent(model).run("hello")
