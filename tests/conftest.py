@@ -55,6 +55,7 @@ async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel
     """A ``ClaudeCodeModel`` whose CLI talks to ``claude_backend``, closed after the test."""
     from claudecode_model import ClaudeCodeModel  # imported late: the temp dir above is set first
 
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    # No spares: many tests count the CLI processes a run leaves (tests/model/test_spares_cli.py covers spares).
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
     yield model
     await model.aclose()

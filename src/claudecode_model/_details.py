@@ -22,3 +22,6 @@ RESUME_AT_KEY = "resume_session_at"
 
 ABORTED_ATTEMPTS_KEY = "aborted_attempts"
 """How many API responses of the turn were cut and asked again by the CLI (their parts are not in the response)."""
+
+FIRST_TOKEN_KEY = "first_token_seconds"
+"""Seconds from the request to the first token of the answer (the first streamed delta, or the first message)."""

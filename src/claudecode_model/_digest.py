@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,8 +43,50 @@ def canonical_digest(value: Any) -> str:
 
 
 def history_digest(messages: Sequence[ModelMessage]) -> str:
-    """A stable digest of what a conversation contains (parts only: no timestamps, ids of responses, details)."""
-    return canonical_digest([_canonical_message(message) for message in messages])
+    """A stable digest of what a conversation contains (parts only: no timestamps, ids of responses, details).
+
+    The digest of the history is that of its messages' digests, and each message's digest is computed once per
+    message object (while its parts are the same objects): a turn digests the history it continues and then the
+    history with its response, and a conversation passes the same message objects turn after turn, so the cost
+    per turn is that of the new messages, not of the whole conversation.
+    """
+    joined = "".join(message_digest(message) for message in messages)
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
+_MessageKey = tuple[int, ...]
+_DIGESTS: dict[int, tuple[weakref.ref[ModelMessage], _MessageKey, str]] = {}
+"""``id(message)`` -> (the message, the ids of its parts when digested, its digest)."""
+
+
+def message_digest(message: ModelMessage) -> str:
+    """The digest of one message's content, cached while the message, its parts and their fields are the same
+    objects."""
+    key = id(message)
+    # Every part, and its content or arguments, by identity: a part or its content replaced is seen (strings are
+    # immutable, so a changed text is a new object); arguments changed in place (a dict) are not: a history edited
+    # so must use new parts.
+    parts = tuple(
+        id(value)
+        for part in message.parts
+        for value in (part, getattr(part, "content", None), getattr(part, "args", None))
+    )
+    cached = _DIGESTS.get(key)
+    if cached is not None and cached[0]() is message and cached[1] == parts:
+        return cached[2]
+    digest = canonical_digest(_canonical_message(message))
+    try:
+        ref = weakref.ref(message, lambda dead, key=key: _forget(key, dead))  # type: ignore[misc]
+    except TypeError:  # not weak-referenceable: not cached
+        return digest
+    _DIGESTS[key] = (ref, parts, digest)
+    return digest
+
+
+def _forget(key: int, dead: weakref.ref[ModelMessage]) -> None:
+    cached = _DIGESTS.get(key)
+    if cached is not None and cached[0] is dead:
+        del _DIGESTS[key]
 
 
 def _canonical_message(message: ModelMessage) -> list[Any]:

@@ -125,6 +125,11 @@ class TurnTranslator:
         self.parked_calls, self._reply_calls = self._reply_calls, []
         return True
 
+    def resumes_call(self, call_id: str, cli_name: str) -> None:
+        """The session takes up ``call_id``, a call of the history its transcript deferred: the CLI's result of it
+        is pydantic-ai's answer (already in the history), not part of this turn's response."""
+        self._tool_names[call_id] = cli_name
+
     def next_response(self, parts: ModelResponsePartsManager) -> None:
         """Start the next response of the same turn (after pydantic-ai answered the parked calls)."""
         self._parts = parts

@@ -1,46 +1,119 @@
-"""The parts of a ``ClaudeCodeModel`` created at first use: its CLI session pool, tool setup and parking lot.
+"""What a ``ClaudeCodeModel`` runs its requests with: its CLI, session pool, process slots, tool setup and parking
+lot (each created at first use), and the start and end of a request's CLI turn.
 
 Creating them lazily keeps claude-agent-sdk and mcp out of the model's import.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
 
 from claudecode_model._execution import ToolExecution
+from claudecode_model._exit import track
+from claudecode_model._history_repair import repair_history
+from claudecode_model._parked_turns import continue_parked, settle
+from claudecode_model._settings_check import check_request_settings
 
 if TYPE_CHECKING:
+    from claude_agent_sdk.types import SessionStore
+
     from claudecode_model._parked import ParkingLot
     from claudecode_model._request_tools import ToolSetup
     from claudecode_model._session import CLISession, SessionPool
-    from claudecode_model._turn import CLITurn
+    from claudecode_model._slots import ProcessSlots
+    from claudecode_model._turn import CLITurn, TurnRunner
     from claudecode_model.ipc._types import TransportType
+    from claudecode_model.model import ClaudeCodeModel
 
-__all__ = ["ModelResources"]
+__all__ = ["DEFAULT_KEEP_SESSIONS", "SPARES_PER_SIGNATURE_TOTAL", "SURPLUS_IDLE_SECONDS", "ModelResources"]
+
+DEFAULT_KEEP_SESSIONS = 4
+SURPLUS_IDLE_SECONDS = 60.0
+"""How long idle sessions beyond the default ``keep_sessions`` are kept (while no new process needs their slot)."""
+SPARES_PER_SIGNATURE_TOTAL = 4
+"""The total cap on spares is this many times ``spare_sessions``."""
 
 
 class ModelResources:
-    """A model's idle CLI sessions, tool setup and parked turns, each created on first use."""
+    """A model's CLI, idle CLI sessions and spares, process slots, tool setup and parked turns, each created on
+    first use."""
 
     def __init__(
-        self, *, keep_sessions: int, idle_timeout: float, transport: TransportType, execution: ToolExecution
+        self,
+        *,
+        model_name: str | None,
+        cli_path: str | os.PathLike[str] | None,
+        env: dict[str, str],
+        keep_sessions: int | None,
+        idle_timeout: float,
+        spare_sessions: int,
+        max_processes: int | None,
+        transport: TransportType,
+        execution: ToolExecution,
+        session_store: SessionStore | None,
     ) -> None:
+        self._model_name = model_name
+        self._cli_path_option = cli_path
+        self._env = env
         self._keep_sessions = keep_sessions
         self._idle_timeout = idle_timeout
+        self._spare_sessions = spare_sessions
+        self._max_processes = max_processes
         self._transport: TransportType = transport
         self._execution: ToolExecution = execution
+        self._session_store = session_store
+        self._cli_path: Path | None = None
         self._pool: SessionPool[CLISession] | None = None
+        self._slots: ProcessSlots | None = None
         self._tools: ToolSetup | None = None
         self.parked_if_created: ParkingLot[CLITurn] | None = None
 
     @property
+    def cli_path(self) -> Path:
+        """The CLI binary the model runs."""
+        if self._cli_path is None:
+            from claudecode_model._cli import find_cli
+
+            self._cli_path = find_cli(self._cli_path_option)
+        return self._cli_path
+
+    @property
     def pool(self) -> SessionPool[CLISession]:
-        """The idle CLI sessions kept for follow-up turns."""
+        """The idle CLI sessions kept for follow-up turns, and the spares.
+
+        With the default ``keep_sessions``, idle sessions beyond it are kept for :data:`SURPLUS_IDLE_SECONDS`.
+        """
         if self._pool is None:
             from claudecode_model._session import SessionPool
 
-            self._pool = SessionPool(max_idle=self._keep_sessions, idle_timeout=self._idle_timeout)
+            keep = self._keep_sessions
+            self._pool = SessionPool(
+                max_idle=DEFAULT_KEEP_SESSIONS if keep is None else keep,
+                idle_timeout=self._idle_timeout,
+                surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep is None else 0.0,
+                max_spares=self._spare_sessions,
+                max_spares_total=SPARES_PER_SIGNATURE_TOTAL * self._spare_sessions,
+            )
         return self._pool
+
+    @property
+    def slots(self) -> ProcessSlots:
+        """The cap on the model's live CLI processes."""
+        if self._slots is None:
+            from claudecode_model._slots import ProcessSlots, default_max_processes
+
+            limit = self._max_processes if self._max_processes is not None else default_max_processes()
+            self._slots = ProcessSlots(limit)
+        return self._slots
 
     @property
     def tools(self) -> ToolSetup:
@@ -61,8 +134,65 @@ class ModelResources:
             self.parked_if_created = ParkingLot(close=CLITurn.close_parked, kill=CLITurn.kill)
         return self.parked_if_created
 
+    @asynccontextmanager
+    async def turn(
+        self,
+        model: ClaudeCodeModel,
+        messages: list[ModelMessage],
+        settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[CLITurn]:
+        """The CLI turn of one request of ``model``; at the end it is parked if it waits for tool results, else
+        finished."""
+        turn = await self._start_turn(model, messages, settings, params, run_context)
+        try:
+            yield turn
+        finally:
+            await settle(turn, self.parked, self.pool.idle_timeout)
+
+    async def _start_turn(
+        self,
+        model: ClaudeCodeModel,
+        messages: list[ModelMessage],
+        settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        run_context: RunContext[Any] | None,
+    ) -> CLITurn:
+        """Continue the parked turn waiting for this request's tool results, else check the settings (before
+        anything starts), then plan and start a new turn (inside ``prewarm()``, a spare instead)."""
+        from claudecode_model._prewarm import prewarm_requested, start_spare_instead
+        from claudecode_model._turn import start_turn
+
+        prewarming = prewarm_requested()
+        if not prewarming:
+            parked = await continue_parked(self.parked_if_created, messages, params)
+            if parked is not None:
+                return parked
+        check_request_settings(model, settings)
+        track(model, self.pool.kill_all)  # closed at interpreter exit if still alive
+        runner = self._runner()
+        # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
+        if prewarming:
+            await start_spare_instead(runner, repair_history(messages), settings, params)
+        return await start_turn(runner, repair_history(messages), settings, params, run_context)
+
+    def _runner(self) -> TurnRunner:
+        from claudecode_model._turn import TurnRunner
+
+        return TurnRunner(
+            self._model_name,
+            self._model_name or "default",
+            self.cli_path,
+            self._env,
+            self.tools,
+            self.pool,
+            session_store=self._session_store,
+            slots=self.slots,
+        )
+
     async def aclose(self) -> None:
-        """Stop the parked turns, then the idle CLI sessions (only what was created)."""
+        """Stop the parked turns, then the idle CLI sessions and spares (only what was created)."""
         if self.parked_if_created is not None:
             await self.parked_if_created.close_all()
         if self._pool is not None:

@@ -17,7 +17,8 @@ import signal
 import time
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -111,6 +112,8 @@ class CLISession:
         self._current: _TurnRequest | None = None
         self.on_closed: list[Callable[[], None]] = []
         """Called once the CLI process is gone (after :meth:`close`, or by :meth:`kill`)."""
+        self.stderr: deque[str] | None = None
+        """The CLI's last stderr lines, when the creator collects them (errors of its turns report them)."""
         self._commands: asyncio.Queue[_TurnRequest | None] = asyncio.Queue()
         self._ready: asyncio.Future[None] = self._loop.create_future()
         self._owner: asyncio.Task[None] | None = None
@@ -132,11 +135,15 @@ class CLISession:
     def closed(self) -> bool:
         """Whether the session can serve no more turns: its owner task ended, or its CLI process is known to have
         exited (killed or crashed while idle, before the owner task noticed)."""
-        exited = self._process is not None and self._process.returncode is not None
-        return self._owner is not None and (self._owner.done() or exited)
+        if self._owner is None:
+            return False
+        if self._owner.done() or (self._process is not None and self._process.returncode is not None):
+            return True
+        return _exited(self._pid)
 
     async def start(self) -> None:
         """Start the CLI process and wait until it is connected."""
+        _STARTED_SESSIONS.add(self)
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
         # library's spans of the in-process tool server are opened in it).
         self._owner = asyncio.create_task(
@@ -322,8 +329,14 @@ class CLISession:
         await asyncio.shield(cleanup)
 
     def kill(self) -> None:
-        """Synchronous last resort, for sessions whose event loop is gone."""
-        _kill_if_alive(self._pid)
+        """Synchronous last resort, for sessions whose event loop is gone (or still connecting)."""
+        pid = self._pid
+        if self._process is not None and self._process.returncode is not None:
+            pid = None  # already reaped: the number may belong to another process by now
+        elif pid is None and self._starting_client is not None:
+            process = cli_process(self._starting_client)
+            pid = process.pid if process is not None else None
+        _kill_if_alive(pid)
         for server in self.tool_servers:
             server.discard()
         self._closed_now()
@@ -331,6 +344,28 @@ class CLISession:
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
     await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
+
+
+def _exited(pid: int | None) -> bool:
+    """Whether the child ``pid`` has exited, without reaping it (its owner's watcher may not have seen it yet)."""
+    if pid is None or not hasattr(os, "waitid"):
+        return False
+    try:
+        status = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True  # already reaped
+    except OSError:
+        return False
+    if status is not None:
+        return True
+    # Killed but still tearing down (a large multi-threaded process takes a while): its main thread is a zombie
+    # already, though the process cannot be waited for yet.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            stat = stat_file.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X")
 
 
 def _terminate(pid: int | None, sig: signal.Signals = signal.SIGTERM) -> None:
@@ -362,22 +397,60 @@ def _kill_if_alive(pid: int | None) -> None:
 
 S = TypeVar("S", bound=PooledSession)
 
+SpareFactory = Callable[[], Awaitable[S | None]]
+"""Starts a spare session (``None``: no process slot was free, nothing started)."""
+
+
+@dataclass(eq=False)
+class _Spare(Generic[S]):
+    """A session started ahead of the conversation that will claim it."""
+
+    signature: str
+    factory: SpareFactory[S]
+    task: asyncio.Task[S | None]
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self.task.get_loop()
+
+    def ready(self) -> S | None:
+        """The started session, if the start is over and succeeded."""
+        if not self.task.done() or self.task.cancelled() or self.task.exception() is not None:
+            return None
+        return self.task.result()
+
 
 class SessionPool(Generic[S]):
-    """Idle CLI sessions kept for continuation, bounded in number and idle time.
+    """Idle CLI sessions kept for continuation, and spare sessions started ahead of new conversations.
 
     The one place sessions are kept between turns: a turn takes the session it continues from here, and gives it
-    back when it ends cleanly.
+    back when it ends cleanly; a new conversation claims a spare with its session signature from here.
+
+    Bounds: ``max_idle`` sessions are kept for ``idle_timeout`` seconds; more (up to the model's process cap) for
+    ``surplus_idle_timeout`` seconds, and the oldest is the first stopped when a new process needs a slot. At most
+    ``max_spares`` spares per signature and ``max_spares_total`` in all, each stopped after ``idle_timeout`` unused.
 
     Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
     which no turn should wait for. :meth:`close_all` waits for those closes too. A session idle for
     ``idle_timeout`` seconds is closed by a timer of its event loop, whether or not another request comes.
     """
 
-    def __init__(self, *, max_idle: int, idle_timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        max_idle: int,
+        idle_timeout: float,
+        surplus_idle_timeout: float = 0.0,
+        max_spares: int = 0,
+        max_spares_total: int = 0,
+    ) -> None:
         self.max_idle = max_idle
         self.idle_timeout = idle_timeout
+        self.surplus_idle_timeout = surplus_idle_timeout
+        self.max_spares = max_spares
+        self.max_spares_total = max_spares_total
         self._sessions: dict[str, S] = {}
+        self._spares: list[_Spare[S]] = []
         self._closing: dict[S, asyncio.Task[None]] = {}
         self._timers: dict[S, asyncio.TimerHandle] = {}
         _LIVE_POOLS.add(self)
@@ -428,7 +501,8 @@ class SessionPool(Generic[S]):
             timer.cancel()
 
     async def prune(self) -> None:
-        """Close expired sessions, sessions of other (or closed) event loops, and the oldest over the limit."""
+        """Close expired sessions, sessions of other (or closed) event loops, and the oldest over the limit;
+        replace spares that died while idle."""
         now = time.monotonic()
         loop = _running_loop()
         for key, session in list(self._sessions.items()):
@@ -441,10 +515,134 @@ class SessionPool(Generic[S]):
                 del self._sessions[key]
                 self._retire(session)
         same_loop = [s for s in self._sessions.values() if s.loop is loop]
-        for session in sorted(same_loop, key=lambda s: s.last_used)[: max(0, len(same_loop) - self.max_idle)]:
+        surplus = sorted(same_loop, key=lambda s: s.last_used)[: max(0, len(same_loop) - self.max_idle)]
+        for session in surplus:
+            if now - session.last_used < self.surplus_idle_timeout:
+                continue
             if session.session_id is not None:
                 self._sessions.pop(session.session_id, None)
             self._retire(session)
+        self._prune_spares(now, loop)
+
+    def _prune_spares(self, now: float, loop: asyncio.AbstractEventLoop | None) -> None:
+        for spare in list(self._spares):
+            if spare.loop is not loop:
+                if spare.loop.is_closed():
+                    self._spares.remove(spare)
+                    if (session := spare.ready()) is not None:
+                        session.kill()
+                continue
+            if not spare.task.done():
+                continue
+            session = spare.ready()
+            if session is None:  # failed to start: forgotten (the next fresh conversation starts another)
+                self._spares.remove(spare)
+                continue
+            if session.closed:  # died while idle: replaced, never used
+                self._spares.remove(spare)
+                self._retire(session)
+                self.start_spare(spare.signature, spare.factory)
+            elif now - session.last_used > self.idle_timeout:
+                self._spares.remove(spare)
+                self._retire(session)
+
+    # --- spares ---------------------------------------------------------------------------------------------
+
+    def spares(self, signature: str | None = None) -> int:
+        """How many spares (ready or starting) the pool holds on this loop, for ``signature`` or in all."""
+        loop = _running_loop()
+        return sum(1 for s in self._spares if s.loop is loop and signature in (None, s.signature))
+
+    def start_spare(self, signature: str, factory: SpareFactory[S]) -> bool:
+        """Start a spare for ``signature`` in the background unless the bounds are reached; whether it did."""
+        if self.spares(signature) >= self.max_spares or len(self._spares) >= self.max_spares_total:
+            return False
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(_start_spare(factory), name="claude-code-spare-start")
+        spare = _Spare(signature, factory, task)
+        self._spares.append(spare)
+        task.add_done_callback(lambda _: loop.call_later(self.idle_timeout, self._expire_spare, spare))
+        return True
+
+    def _expire_spare(self, spare: _Spare[S]) -> None:
+        """The idle timer of a spare fired: stop it if it is still unclaimed (without waiting for a request)."""
+        if spare not in self._spares:
+            return
+        self._spares.remove(spare)
+        if (session := spare.ready()) is not None:
+            logger.debug("closing a spare CLI session unused for %.0f s", self.idle_timeout)
+            self._retire(session)
+
+    async def wait_spare(self, signature: str) -> bool:
+        """Wait until the spares for ``signature`` have started; whether one is ready."""
+        loop = _running_loop()
+        tasks = [s.task for s in self._spares if s.loop is loop and s.signature == signature]
+        if tasks:
+            await asyncio.wait(tasks)
+        return any(
+            (session := s.ready()) is not None and not session.closed
+            for s in self._spares
+            if s.loop is loop and s.signature == signature
+        )
+
+    async def claim_spare(self, signature: str) -> S | None:
+        """Remove and return a live spare started with ``signature`` (waiting for one still starting).
+
+        ``None`` if there is none, or if it failed to start or died: a dead spare is stopped and replaced, never
+        used. The removal is synchronous, so of two concurrent claims of one spare one wins, the other gets
+        ``None``.
+        """
+        loop = _running_loop()
+        spare = next((s for s in self._spares if s.loop is loop and s.signature == signature), None)
+        if spare is None:
+            return None
+        self._spares.remove(spare)
+        try:
+            session = await asyncio.shield(spare.task)
+        except asyncio.CancelledError:
+            if spare.task.cancelled():
+                return None
+            # The claimer was cancelled while the spare started: stop it once it is up.
+            spare.task.add_done_callback(self._retire_started)
+            raise
+        except Exception:  # the factory logs and swallows start failures; this is a last resort
+            return None
+        if session is None:
+            return None
+        if session.closed:
+            self._retire(session)
+            self.start_spare(spare.signature, spare.factory)
+            return None
+        return session
+
+    def _retire_started(self, task: asyncio.Task[S | None]) -> None:
+        if not task.cancelled() and task.exception() is None and (session := task.result()) is not None:
+            self._retire(session)
+
+    def evict_idle(self) -> bool:
+        """Stop one process that is not in use, to free its slot: a spare, else the least recently used idle
+        session. Whether there was one."""
+        loop = _running_loop()
+        spares = [s for s in self._spares if s.loop is loop]
+        for spare in sorted(spares, key=lambda s: s.task.done(), reverse=True):  # a ready spare first
+            self._spares.remove(spare)
+            if (session := spare.ready()) is not None:
+                self._retire(session)
+            elif spare.task.done():
+                continue
+            else:
+                spare.task.cancel()
+            return True
+        idle = [s for s in self._sessions.values() if s.loop is loop and not s.busy]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda s: s.last_used)
+        if oldest.session_id is not None:
+            self._sessions.pop(oldest.session_id, None)
+        self._retire(oldest)
+        return True
+
+    # --- closing ----------------------------------------------------------------------------------------------
 
     def _retire(self, session: S) -> None:
         """Close ``session`` in a background task of its loop (tracked until done)."""
@@ -456,12 +654,33 @@ class SessionPool(Generic[S]):
         task.add_done_callback(lambda _: self._closing.pop(session, None))
 
     async def close_all(self) -> None:
-        """Close every session of the running loop (and wait for those closing in the background); kill the
-        processes of sessions of other loops."""
+        """Close every session and spare of the running loop (and wait for those closing in the background); kill
+        the processes of sessions of other loops."""
         loop = _running_loop()
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             self._cancel_timer(session)
+        spares, self._spares = self._spares, [s for s in self._spares if s.loop is not loop]
+        starting: list[asyncio.Task[S | None]] = []
+        for spare in spares:
+            ready = spare.ready()
+            if spare.loop is not loop:
+                if ready is not None:
+                    ready.kill()
+                continue
+            if ready is not None:
+                sessions.append(ready)
+            elif not spare.task.done():
+                starting.append(spare.task)
+        if starting:
+            # A spare still starting is let finish and then closed like the others: killed mid-start, the CLI
+            # makes the SDK log a fatal error; a start that hangs is cancelled after a while.
+            _, hanging = await asyncio.wait(starting, timeout=_SPARE_START_GRACE_SECONDS)
+            for task in hanging:
+                task.cancel()
+            if hanging:
+                await asyncio.wait(hanging)
+            sessions += [s for task in starting if not task.cancelled() and (s := _started(task)) is not None]
         for session in [*sessions, *self._closing]:
             if session.loop is not loop:
                 session.kill()
@@ -472,15 +691,36 @@ class SessionPool(Generic[S]):
 
     def kill_all(self) -> None:
         """Synchronous cleanup (interpreter exit)."""
-        for session in [*self._sessions.values(), *self._closing]:
+        spares = [session for spare in self._spares if (session := spare.ready()) is not None]
+        for session in [*self._sessions.values(), *spares, *self._closing]:
             session.kill()
         self._sessions.clear()
+        self._spares.clear()
 
     def __len__(self) -> int:
         return len(self._sessions)
 
 
+_SPARE_START_GRACE_SECONDS = 10.0
+"""How long closing waits for a spare still starting before it cancels the start."""
+
+
+def _started(task: asyncio.Task[S | None]) -> S | None:
+    return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
+
+
+async def _start_spare(factory: SpareFactory[S]) -> S | None:
+    try:
+        return await factory()
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        logger.debug("a spare CLI session failed to start (%s); the next new conversation starts its own", error)
+        return None
+
+
 _LIVE_POOLS: weakref.WeakSet[SessionPool[Any]] = weakref.WeakSet()
+_STARTED_SESSIONS: weakref.WeakSet[CLISession] = weakref.WeakSet()
 
 
 @atexit.register
@@ -488,6 +728,8 @@ def _kill_sessions_at_exit() -> None:
     """Kill the CLI processes of every pool still alive when the interpreter exits."""
     for pool in list(_LIVE_POOLS):
         pool.kill_all()
+    for session in list(_STARTED_SESSIONS):
+        session.kill()  # sessions in no pool: spares still starting, turns of a loop that was left
 
 
 async def _close_or_kill(session: PooledSession) -> None:

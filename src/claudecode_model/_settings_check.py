@@ -175,11 +175,22 @@ def check_settings(settings: Mapping[str, Any] | None) -> None:
             _check_value(name, value)
 
 
+def _is_count(value: Any, *, minimum: int) -> bool:
+    """Whether ``value`` is an integer (not a bool) of at least ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
 def check_model_arguments(
-    *, keep_sessions: Any, session_idle_timeout: Any, tool_transport: Any, settings: Mapping[str, Any] | None
+    *,
+    keep_sessions: Any,
+    session_idle_timeout: Any,
+    tool_transport: Any,
+    spare_sessions: Any,
+    max_processes: Any,
+    settings: Mapping[str, Any] | None,
 ) -> None:
     """Check the constructor arguments of :class:`~claudecode_model.ClaudeCodeModel`."""
-    if isinstance(keep_sessions, bool) or not isinstance(keep_sessions, int) or keep_sessions < 0:
+    if keep_sessions is not None and not _is_count(keep_sessions, minimum=0):
         raise ClaudeCodeSettingsError(
             f"Invalid keep_sessions={keep_sessions!r}: it must be an integer, 0 or more (0 keeps no idle CLI process)."
         )
@@ -198,6 +209,14 @@ def check_model_arguments(
     if settings is not None and not isinstance(settings, Mapping):
         raise ClaudeCodeSettingsError(f"Invalid settings={settings!r}: it must be a dict (ClaudeCodeModelSettings).")
     check_settings(settings)
+    if not _is_count(spare_sessions, minimum=0):
+        raise ClaudeCodeSettingsError(
+            f"Invalid spare_sessions={spare_sessions!r}: it must be an integer, 0 or more (0 starts no spare)."
+        )
+    if max_processes is not None and not _is_count(max_processes, minimum=1):
+        raise ClaudeCodeSettingsError(
+            f"Invalid max_processes={max_processes!r}: it must be an integer, 1 or more (or None for the default)."
+        )
 
 
 _WARNED: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import McpServerConfig, Message, SessionStore
+from claude_agent_sdk.types import AssistantMessage, McpServerConfig, Message, SessionStore, StreamEvent
 from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
@@ -41,7 +41,13 @@ from claudecode_model._compat import (
     new_parts_manager,
     request_instructions,
 )
-from claudecode_model._details import ABORTED_ATTEMPTS_KEY, HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY
+from claudecode_model._details import (
+    ABORTED_ATTEMPTS_KEY,
+    FIRST_TOKEN_KEY,
+    HISTORY_DIGEST_KEY,
+    PROVIDER_NAME,
+    RESUME_AT_KEY,
+)
 from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._execution import checked_tool_execution
@@ -61,6 +67,7 @@ from claudecode_model._request_tools import (
 )
 from claudecode_model._restrictions import forbidden_argument
 from claudecode_model._session import CLISession, SessionPool, ToolsWaiting
+from claudecode_model._slots import ProcessSlots
 from claudecode_model._source import (
     ForkSession,
     FreshSession,
@@ -74,7 +81,7 @@ from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, recor
 from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._trace_context import traceparent_env
 from claudecode_model._transcripts import TranscriptFiles
-from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
+from claudecode_model.exceptions import ClaudeCodeError, CLITimeoutError, StructuredOutputError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
@@ -99,6 +106,19 @@ class TurnRunner:
     """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
     session_store: SessionStore | None = None
     """Where the CLI mirrors session transcripts, and where the transcript of another worker's session is found."""
+    slots: ProcessSlots | None = None
+    """The model's bound on live CLI processes (``None``: unbounded)."""
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    """Everything a new CLI process of a turn is started from (also what a spare for it is started from)."""
+
+    runner: TurnRunner
+    options: ClaudeAgentOptions
+    signature: str
+    servers: Sequence[ToolServerPlan]
+    needs: RequestNeeds
 
 
 @dataclass(frozen=True)
@@ -122,6 +142,7 @@ async def start_turn(
 
     ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned.
     """
+    started = time.perf_counter()
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
     timeout = _turn_timeout(settings)
     # The timeout covers the whole request: planning, the CLI's start and initialisation, and the turn itself.
@@ -146,8 +167,73 @@ async def start_turn(
                 "This request carries function tools but no agent run context: run the model through an "
                 "Agent, or register the tools with set_agent_toolsets()."
             )
+    request, stderr = session_request(runner, settings, params, plan.system_prompt, servers)
+    needs = request.needs
+    files = TranscriptFiles(
+        env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
+    )
+    starting = asyncio.timeout_at(deadline)
+    slot_wait = _SlotWait()
+    try:
+        async with starting:
+            acquired = await _acquire_session(request, plan, files, stderr, keep=keep, slot_wait=slot_wait)
+    except TimeoutError as error:
+        if not starting.expired():
+            raise
+        if slot_wait.since is not None and runner.slots is not None:
+            raise slot_wait.error(runner.slots.limit) from error
+        raise timeout_error(timeout or 0) from error
+    session = acquired.session
+    router = session.tool_router
+    assert router is not None, "every session of the turn runner has a tool router"
+    router.bind(run_context if runs_agent_tools else None)
+    translator = TurnTranslator(
+        new_parts_manager(params),
+        tool_prefixes=names.prefixes,
+        output_tool_names=names.plain_calls,
+        native_tools=needs.native_tools,
+        denied=_restriction_check(settings),
+    )
+    deferred = plan.deferred_call
+    if deferred is not None:
+        translator.resumes_call(str(deferred["id"]), str(deferred["name"]))
+    if pending is not None:
+        deliver_answers(router.results, pending)
+    return CLITurn(
+        runner=runner,
+        session=session,
+        router=router,
+        plan=plan,
+        messages_in=messages,
+        params=params,
+        timeout=timeout,
+        deadline=deadline,
+        stderr=session.stderr if session.stderr is not None else stderr,
+        translator=translator,
+        wants_structured_output=needs.output_schema is not None,
+        agent_runs_tools=agent_runs_tools,
+        new_input=acquired.new_input,
+        files=files,
+        keep=keep,
+        release_source=acquired.release_source,
+        session_source=acquired.source,
+        started=started,
+        # claude_code_session="new" asks for no process to outlive the turn: no spare either.
+        spare_request=request if keep and acquired.source in ("fresh", "spare") else None,
+    )
+
+
+def session_request(
+    runner: TurnRunner,
+    settings: ClaudeCodeModelSettings,
+    params: ModelRequestParameters,
+    system_prompt: str | None,
+    servers: Sequence[ToolServerPlan],
+) -> tuple[SessionRequest, deque[str]]:
+    """The options and signature of a request's CLI session (built once per request), and its stderr lines."""
+    names = tool_names(servers)
     needs = RequestNeeds(
-        system_prompt=plan.system_prompt,
+        system_prompt=system_prompt,
         output_schema=_native_output_schema(params),
         thinking=params.thinking,
         allowed_tools=list(names.servers),
@@ -166,48 +252,7 @@ async def start_turn(
         base_env=runner.env,
         stderr=stderr.append,
     )
-    files = TranscriptFiles(
-        env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
-    )
-    starting = asyncio.timeout_at(deadline)
-    try:
-        async with starting:
-            acquired = await _acquire_session(runner, plan, files, options, signature, servers, stderr, keep=keep)
-    except TimeoutError as error:
-        if not starting.expired():
-            raise
-        raise timeout_error(timeout or 0) from error
-    session = acquired.session
-    router = session.tool_router
-    assert router is not None, "every session of the turn runner has a tool router"
-    router.bind(run_context if runs_agent_tools else None)
-    if pending is not None:
-        deliver_answers(router.results, pending)
-    return CLITurn(
-        runner=runner,
-        session=session,
-        router=router,
-        plan=plan,
-        messages_in=messages,
-        params=params,
-        timeout=timeout,
-        deadline=deadline,
-        stderr=stderr,
-        translator=TurnTranslator(
-            new_parts_manager(params),
-            tool_prefixes=names.prefixes,
-            output_tool_names=names.plain_calls,
-            native_tools=needs.native_tools,
-            denied=_restriction_check(settings),
-        ),
-        wants_structured_output=needs.output_schema is not None,
-        agent_runs_tools=agent_runs_tools,
-        new_input=acquired.new_input,
-        files=files,
-        keep=keep,
-        release_source=acquired.release_source,
-        session_source=acquired.source,
-    )
+    return SessionRequest(runner, options, signature, servers, needs), stderr
 
 
 @dataclass(frozen=True)
@@ -217,7 +262,7 @@ class _Acquired:
     """The user message that starts the turn in this session."""
     release_source: Callable[[], None]
     """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
-    source: SessionSource = "fresh"
+    source: SessionSource
     """How the session was reached (reported on the response and its trace span)."""
 
 
@@ -226,22 +271,21 @@ def _nothing() -> None:
 
 
 async def _acquire_session(
-    runner: TurnRunner,
+    request: SessionRequest,
     plan: TurnPlan,
     files: TranscriptFiles,
-    options: ClaudeAgentOptions,
-    signature: str,
-    servers: Sequence[ToolServerPlan],
     stderr: deque[str],
     *,
     keep: bool,
+    slot_wait: _SlotWait,
 ) -> _Acquired:
     """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
-    replays it (see :mod:`claudecode_model._source`)."""
+    replays it (see :mod:`claudecode_model._source`); a new conversation claims a spare with its signature first."""
+    runner = request.runner
     ledger = runner.ledger
 
     def take_live(point: SessionPoint) -> CLISession | None:
-        return runner.pool.take(point.session_id, signature=signature, digest=point.digest)
+        return runner.pool.take(point.session_id, signature=request.signature, digest=point.digest)
 
     # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
     transcripts = await transcripts_with_store(files, runner.session_store, plan.point)
@@ -250,13 +294,14 @@ async def _acquire_session(
     release_source = _nothing
     session_id: str | None = None
     owned = not keep
+    kind: SessionSource
     match source:
         case LiveSession(session=live):
             logger.debug("continuing session %s in its live CLI process", live.session_id)
             return _Acquired(live, continue_input, _nothing, "live")
         case ResumeSession(session_id=resumed):
             logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
-            kind: SessionSource = "resume"
+            kind = "resume"
             session_id, new_input = resumed, continue_input
             resume: dict[str, Any] = {"resume": resumed}
         case ForkSession(session_id=forked, message_uuid=at):
@@ -273,40 +318,142 @@ async def _acquire_session(
             )
             new_input, owned, resume = plan.new_input, True, {"resume": session_id}
         case FreshSession():
+            spare = await runner.pool.claim_spare(request.signature)
+            if spare is not None:
+                return _Acquired(spare, plan.new_input, _nothing, "spare")
             kind = "fresh"
             new_input, resume = plan.new_input, {}
     release_session = ledger.use(session_id) if session_id is not None else _nothing
     if session_id is not None and owned:
         ledger.own(session_id, files.path(session_id))
     try:
-        router = RunToolRouter()
-        served = await serve_tool_servers(runner.tools, servers, router)
-        cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
         if runner.session_store is not None and isinstance(source, ReplayHistory) and session_id is not None:
             await mirror_transcript(runner.session_store, files, session_id)
-        options = replace(
-            options,
-            **resume,
-            session_store=runner.session_store,
-            mcp_servers={
-                **cast("dict[str, McpServerConfig]", options.mcp_servers),  # the native tools' remote servers
-                **{server.name: tools.config for server, tools in zip(servers, served, strict=True)},
-            },
-            env={**options.env, **cli_env, **traceparent_env()},
-        )
-        # The session keeps the signature computed without per-process values (such as the IPC secret).
-        session = CLISession(options, signature=signature, tool_router=router, tool_servers=served)
-        session.on_closed.append(release_session)
+        await _take_slot(runner, slot_wait)
     except BaseException:
         release_session()
         release_source()
         raise
     try:
-        await session.start()
+        session = await spawn_session(request, stderr, resume=resume, slot_taken=True, on_closed=release_session)
     except BaseException as error:
         release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
     return _Acquired(session, new_input, release_source, kind)
+
+
+@dataclass
+class _SlotWait:
+    """Whether (since when) a request waits for a process slot: a timeout then says so."""
+
+    since: float | None = None
+
+    def error(self, limit: int) -> CLITimeoutError:
+        waited = time.monotonic() - (self.since or time.monotonic())
+        return CLITimeoutError(
+            f"No Claude Code process could start within the request's timeout (waited {waited:.1f} s for a slot): "
+            f"all {limit} process slots of the model (max_processes) stayed busy",
+            timeout=waited,
+        )
+
+
+async def _take_slot(runner: TurnRunner, slot_wait: _SlotWait) -> None:
+    """Wait for a free process slot (stopping idle processes first); the request's timeout bounds the wait."""
+    slots = runner.slots
+    if slots is None:
+        return
+    slot_wait.since = time.monotonic()
+    await slots.acquire(runner.pool.evict_idle)
+    slot_wait.since = None
+
+
+async def spawn_session(
+    request: SessionRequest,
+    stderr: deque[str],
+    *,
+    resume: Mapping[str, Any] | None = None,
+    slot_taken: bool = False,
+    on_closed: Callable[[], None] = _nothing,
+    traced: bool = True,
+) -> CLISession:
+    """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
+
+    ``traced`` passes the current trace context to the CLI (``TRACEPARENT``); a spare, started for a request yet to
+    come, gets none.
+
+    Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
+    (:class:`NoSlotError`); the slot is given back once the process is gone, and ``on_closed`` is called then
+    (also if the start fails).
+    """
+    runner = request.runner
+    slots = runner.slots
+    if slots is not None and not slot_taken and not slots.try_acquire():
+        on_closed()
+        raise NoSlotError("every process slot of the model is taken")
+    release = slots.release if slots is not None else _nothing
+    try:
+        router = RunToolRouter()
+        served = await serve_tool_servers(runner.tools, request.servers, router)
+        cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        options = replace(
+            request.options,
+            **dict(resume or {}),
+            session_store=runner.session_store,
+            mcp_servers={
+                **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
+                **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
+            },
+            env={**request.options.env, **cli_env, **(traceparent_env() if traced else {})},
+            stderr=stderr.append,
+        )
+        # The session keeps the signature computed without per-process values (such as the IPC secret).
+        session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
+    except BaseException:
+        release()
+        on_closed()
+        raise
+    session.stderr = stderr
+    session.on_closed.extend((release, on_closed))
+    await session.start()
+    return session
+
+
+async def prewarm_turn(
+    runner: TurnRunner,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    params: ModelRequestParameters,
+) -> bool:
+    """Start a spare for the session a request like this one would start, and wait until it is ready.
+
+    Whether a spare is ready for it now (started here, or already there).
+    """
+    settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    await runner.pool.prune()
+    plan = plan_turn(messages, request_instructions(messages, params), allow_continue=False)
+    execution = settings.get("claude_code_tool_execution")
+    servers = plan_tool_servers(
+        runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
+    )
+    request, _ = session_request(runner, settings, params, plan.system_prompt, servers)
+    start_spare(request)
+    return await runner.pool.wait_spare(request.signature)
+
+
+def start_spare(request: SessionRequest) -> bool:
+    """Start a spare session for ``request``'s signature in the background, within the pool's bounds."""
+
+    async def spawn() -> CLISession | None:
+        try:
+            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False)
+        except NoSlotError:
+            return None
+
+    return request.runner.pool.start_spare(request.signature, spawn)
+
+
+class NoSlotError(RuntimeError):
+    """No process slot was free for a spare (spares never wait for one)."""
 
 
 class CLITurn:
@@ -332,6 +479,8 @@ class CLITurn:
         release_source: Callable[[], None] = _nothing,
         session_source: SessionSource = "fresh",
         agent_runs_tools: bool = False,
+        started: float | None = None,
+        spare_request: SessionRequest | None = None,
     ) -> None:
         self.runner = runner
         self.session = session
@@ -354,6 +503,12 @@ class CLITurn:
         """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
         self._exact = True
         """Whether the session's conversation is exactly the history and this turn's response."""
+        self.started = started if started is not None else time.perf_counter()
+        """When the request started (``time.perf_counter()``)."""
+        self.first_token_seconds: float | None = None
+        """Seconds from the request to the first token of Claude's answer (a streamed delta or a message)."""
+        self._spare_request = spare_request
+        """What to start a spare from once the turn is over (turns of new conversations only)."""
         self.raw_messages: list[Message] = []
         self.completed = False
         self.failed = False
@@ -372,6 +527,7 @@ class CLITurn:
         timeout counts again from now."""
         self.messages_in = messages
         self.translator.next_response(parts)
+        self.started, self.first_token_seconds = time.perf_counter(), None
         if self.timeout is not None:
             self._deadline = asyncio.get_running_loop().time() + self.timeout
 
@@ -429,6 +585,8 @@ class CLITurn:
                             yield message  # the response ends here: its consumer sees waiting_calls
                         continue
                     self.raw_messages.append(message)
+                    if self.first_token_seconds is None and _is_token(message):
+                        self.first_token_seconds = time.perf_counter() - self.started
                     yield message
         except TimeoutError as error:
             self.failed = True
@@ -487,6 +645,8 @@ class CLITurn:
         if result is not None and result.total_cost_usd is not None:
             self.session.reported_cost_usd = result.total_cost_usd
         details = translator.provider_details()
+        if self.first_token_seconds is not None:
+            details[FIRST_TOKEN_KEY] = round(self.first_token_seconds, 4)
         attempts = translator.attempts
         if attempts.aborted:
             details[ABORTED_ATTEMPTS_KEY] = attempts.aborted
@@ -544,6 +704,20 @@ class CLITurn:
             await self.session.close()
         else:
             await self.runner.pool.put(self.session)
+        slots = self.runner.slots
+        if slots is not None and slots.waiting:
+            self.runner.pool.evict_idle()  # a request waits for a process slot: it gets this one
+        spare_request, self._spare_request = self._spare_request, None
+        if spare_request is not None and self.completed and not self.failed:
+            # Started once the turn is over, so that it does not compete with the turn for CPU.
+            start_spare(spare_request)
+
+
+def _is_token(message: Message) -> bool:
+    """Whether ``message`` carries the first of Claude's answer: a content delta, or a whole message."""
+    if isinstance(message, StreamEvent):
+        return message.event.get("type") == "content_block_delta"
+    return isinstance(message, AssistantMessage)
 
 
 def _restriction_check(settings: ClaudeCodeModelSettings) -> Callable[[str, dict[str, Any]], bool] | None:

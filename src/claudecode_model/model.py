@@ -22,12 +22,10 @@ from pydantic_ai.tools import RunContext
 
 from claudecode_model._details import PROVIDER_NAME
 from claudecode_model._execution import ToolExecution, checked_tool_execution
-from claudecode_model._exit import close_blocking, track
-from claudecode_model._history_repair import repair_history
-from claudecode_model._parked_turns import continue_parked, settle
+from claudecode_model._exit import close_blocking
 from claudecode_model._profile import default_profile
 from claudecode_model._resources import ModelResources
-from claudecode_model._settings_check import check_model_arguments, check_request_settings
+from claudecode_model._settings_check import check_model_arguments
 from claudecode_model._streamed import (
     ClaudeCodeResponse,
     ClaudeCodeStreamedResponse,
@@ -41,9 +39,9 @@ from claudecode_model.stores._check import checked_session_store
 if TYPE_CHECKING:
     from claude_agent_sdk import McpSdkServerConfig
     from claude_agent_sdk.types import Message, SessionStore
+    from pydantic_ai.agent import AbstractAgent
 
     from claudecode_model._session import CLISession, SessionPool
-    from claudecode_model._turn import CLITurn
 
 DEFAULT_SERVER_NAME = "pydantic_tools"
 """The MCP server name of registered toolsets (kept here so that importing the model does not import mcp)."""
@@ -78,9 +76,11 @@ class ClaudeCodeModel(Model):
         settings: ClaudeCodeModelSettings | None = None,
         profile: ModelProfileSpec | None = None,
         env: dict[str, str] | None = None,
-        keep_sessions: int = 4,
+        keep_sessions: int | None = None,
         session_idle_timeout: float = 300.0,
         tool_transport: TransportType = "auto",
+        spare_sessions: int = 1,
+        max_processes: int | None = None,
         tool_execution: ToolExecution = "agent",
         session_store: SessionStore | None = None,
     ) -> None:
@@ -92,11 +92,21 @@ class ClaudeCodeModel(Model):
             settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
             profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
             env: Extra environment variables for every CLI process.
-            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables).
+            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables). By default
+                4, and more (within ``max_processes``) for 60 s while no new process needs their slot, so that the
+                follow-ups of many concurrent conversations find their processes; an explicit number is a hard
+                bound.
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
                 supports: in-process for Claude Code 2.0 and later).
+            spare_sessions: How many CLI processes to start ahead, per session signature (system prompt, tools,
+                settings), for the next new conversation: after a request starts a new conversation, and with
+                :meth:`prewarm`. A new conversation claims a ready spare instead of waiting for a CLI to start.
+                Spares are stopped after ``session_idle_timeout`` unused, and with the model. 0 disables.
+            max_processes: The most CLI processes this model runs at once (busy, kept and spare together); a
+                request beyond it waits for one to end, within its timeout. By default from the machine: what the
+                available memory holds at about 250 MB per CLI, at most 8 per CPU.
             tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai, with its approvals, deferred
                 calls, retries, events, usage limits and traces; each Claude reply that calls tools is one model
                 request) or ``"cli"`` (Claude Code's loop, one model request per turn). See
@@ -110,19 +120,23 @@ class ClaudeCodeModel(Model):
             keep_sessions=keep_sessions,
             session_idle_timeout=session_idle_timeout,
             tool_transport=tool_transport,
+            spare_sessions=spare_sessions,
+            max_processes=max_processes,
             settings=settings,
         )
         self._model_name = model_name
-        self._cli_path_option = cli_path
-        self._cli_path: Path | None = None
-        self._env = dict(env or {})
         self._resources = ModelResources(
+            model_name=model_name,
+            cli_path=cli_path,
+            env=dict(env or {}),
             keep_sessions=keep_sessions,
             idle_timeout=session_idle_timeout,
+            spare_sessions=spare_sessions,
+            max_processes=max_processes,
             transport=tool_transport,
             execution=checked_tool_execution(tool_execution),
+            session_store=checked_session_store(session_store),
         )
-        self._session_store = checked_session_store(session_store)
         super().__init__(settings=settings, profile=profile or default_profile(model_name))
 
     # --- pydantic-ai Model interface ------------------------------------------------------------------------
@@ -153,11 +167,7 @@ class ClaudeCodeModel(Model):
     @property
     def cli_path(self) -> Path:
         """The CLI binary this model runs (found on first use)."""
-        if self._cli_path is None:
-            from claudecode_model._cli import find_cli
-
-            self._cli_path = find_cli(self._cli_path_option)
-        return self._cli_path
+        return self._resources.cli_path
 
     @property
     def _pool(self) -> SessionPool[CLISession]:
@@ -183,11 +193,8 @@ class ClaudeCodeModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        turn = await self._start_turn(messages, settings, params, run_context)
-        try:
+        async with self._resources.turn(self, messages, settings, params, run_context) as turn:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
-        finally:
-            await settle(turn, self._resources.parked, self._pool.idle_timeout)
 
     # --- extra entry points ---------------------------------------------------------------------------------
 
@@ -217,13 +224,12 @@ class ClaudeCodeModel(Model):
         the turn then waits, and a later request carrying the results continues it.
         """
         settings, params = self.prepare_request(model_settings, model_request_parameters or ModelRequestParameters())
-        turn = await self._start_turn(messages, settings, params)
-        try:
-            async with aclosing(raw_messages(turn)) as stream:
-                async for message in stream:
-                    yield message
-        finally:
-            await settle(turn, self._resources.parked, self._pool.idle_timeout)
+        async with (
+            self._resources.turn(self, messages, settings, params) as turn,
+            aclosing(raw_messages(turn)) as stream,
+        ):
+            async for message in stream:
+                yield message
 
     def set_agent_toolsets(
         self, toolsets: Any, *, server_name: str = DEFAULT_SERVER_NAME, transport: TransportType = "auto"
@@ -245,8 +251,28 @@ class ClaudeCodeModel(Model):
         """The in-process MCP server holding only the registered tools this request names."""
         return self._resources.tools.registered_server(function_tool_names)
 
+    async def prewarm(
+        self,
+        agent: AbstractAgent[Any, Any] | None = None,
+        *,
+        deps: Any = None,
+        model_settings: ModelSettings | None = None,
+    ) -> bool:
+        """Start a spare CLI process for ``agent``'s next new conversation on this model, and wait until it is ready.
+
+        The spare has what a run of ``agent`` would start a CLI with (its instructions and system prompts, tools,
+        output type, settings): the agent's run machinery prepares the request (with ``deps`` for dynamic
+        instructions), and the request starts a spare instead of a turn; nothing reaches Claude. Without an agent,
+        the spare serves plain requests to the model. Returns whether a spare is ready (``False`` with
+        ``spare_sessions=0``, or when no process slot is free).
+        """
+        from claudecode_model._prewarm import prewarm
+
+        return await prewarm(self, agent, deps=deps, model_settings=model_settings)
+
     async def aclose(self) -> None:
-        """Stop every CLI process this model keeps for follow-up turns, and every turn waiting for tool results."""
+        """Stop every CLI process this model keeps for follow-up turns, its spares, and every turn waiting for tool
+        results."""
         await self._resources.aclose()
 
     def close(self) -> None:
@@ -256,34 +282,6 @@ class ClaudeCodeModel(Model):
     async def __aexit__(self, *args: Any) -> bool | None:
         await self.aclose()
         return await super().__aexit__(*args)
-
-    async def _start_turn(
-        self,
-        messages: list[ModelMessage],
-        settings: ModelSettings | None,
-        params: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> CLITurn:
-        """Continue the parked turn waiting for this request's tool results, else check the settings (before
-        anything starts), then plan and start a new turn."""
-        from claudecode_model._turn import TurnRunner, start_turn
-
-        parked = await continue_parked(self._resources.parked_if_created, messages, params)
-        if parked is not None:
-            return parked
-        check_request_settings(self, settings)
-        track(self, self._pool.kill_all)  # closed at interpreter exit if still alive
-        # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
-        runner = TurnRunner(
-            self._model_name,
-            self.model_name,
-            self.cli_path,
-            self._env,
-            self._resources.tools,
-            self._pool,
-            session_store=self._session_store,
-        )
-        return await start_turn(runner, repair_history(messages), settings, params, run_context)
 
     def _run_scope(self) -> AbstractAsyncContextManager[None]:
         """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""

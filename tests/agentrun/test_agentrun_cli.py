@@ -444,6 +444,10 @@ async def test_several_pending_calls_continue_on_a_new_model_instance(claude_bac
     results = {r.tool_use_id: r.text for r in claude_backend.requests[-1].tool_results()}
     assert results == {ids[0]: "deleted /a", ids[1]: "keep /b", ids[2]: "deleted /c"}
     assert len(claude_backend.requests) == 2
+    # pydantic-ai's answers are in the history already: the new response echoes none of them as a part of its own
+    # (a stray part would change the history later requests send, and the session could not be continued).
+    new_responses = [message for message in second.new_messages() if isinstance(message, ModelResponse)]
+    assert [part.part_kind for message in new_responses for part in message.parts] == ["text"]
 
 
 PNG = bytes.fromhex(

@@ -218,14 +218,6 @@ def test_worker_b_recovers_the_workflow_and_finishes_it_with_the_right_answer(sc
     assert ("three", "worker-b", 112) in scenario.ledger
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "known regression after merging agent-run tool execution: the follow-up on worker B replays the history "
-        "(session_source 'replay') instead of resuming the recovered run's session from the store"
-    ),
-)
 def test_a_follow_up_on_worker_b_continues_the_same_session_through_the_store(scenario: Scenario):
     assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
     assert _session_of(scenario.followed["messages"]) == _session_of(scenario.recovered["messages"])

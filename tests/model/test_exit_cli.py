@@ -117,7 +117,7 @@ def test_close_stops_the_cli_at_once(claude_backend: OfflineBackend, tmp_path: P
                 and (p / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
             ]
 
-        model = ClaudeCodeModel()
+        model = ClaudeCodeModel(spare_sessions=0)  # counts the one CLI of the conversation
         Agent(model).run_sync("hello")
         print("before", len(children()))
         model.close()

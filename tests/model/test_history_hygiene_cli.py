@@ -82,7 +82,7 @@ def cli_processes() -> list[int]:
 @pytest.fixture
 async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
     claude_backend.set_brain(FunctionModel(echo_or_call_brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)  # the tests count CLI processes
     yield model
     await model.aclose()
 

@@ -51,7 +51,7 @@ async def test_the_timeout_covers_a_cli_that_hangs_at_start(tmp_path: Path, sett
 
 
 async def test_an_idle_session_ends_on_time_without_another_request(claude_backend: OfflineBackend):
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), session_idle_timeout=1.0)
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), session_idle_timeout=1.0, spare_sessions=0)
     try:
         await Agent(model).run("hello")
         assert len(cli_processes()) == 1  # kept for a follow-up turn

@@ -63,7 +63,8 @@ class Harness:
 @pytest.fixture
 async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
     claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")  # the in-loop matrix
+    # The in-loop matrix; no spares: it counts its CLIs exactly.
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli", spare_sessions=0)
     harness = Harness(claude_backend, model, Resources.now())
     try:
         yield harness

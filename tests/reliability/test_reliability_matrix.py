@@ -149,7 +149,9 @@ async def test_api_error_status_is_a_typed_model_http_error(
 
 @run
 async def test_transient_overload_retried_by_the_cli_gives_the_answer(run: int, harness: Harness) -> None:
-    model = ClaudeCodeModel(env={**harness.backend.cli_env(), "CLAUDE_CODE_MAX_RETRIES": "1"}, tool_execution="cli")
+    model = ClaudeCodeModel(
+        env={**harness.backend.cli_env(), "CLAUDE_CODE_MAX_RETRIES": "1"}, tool_execution="cli", spare_sessions=0
+    )
     harness.backend.fail_next(Failure.http(529))
     try:
         result = await Agent(model).run("hello")
@@ -342,13 +344,20 @@ async def test_cancellation_at_random_points(
 @run
 @pytest.mark.parametrize("setting", ["timeout", "claude_code_timeout"])
 async def test_timeout_with_a_stalled_api(run: int, setting: str, harness: Harness) -> None:
+    # The timed request continues a live CLI: the timeout covers the CLI's start too, and a start slower than the
+    # timeout (a loaded machine) would end the run before the stalled request, leaving the stall for the next one.
+    agent = Agent(harness.model)
+    first = await agent.run("hello")
+    cli = await harness.wait_for_new_cli()
     harness.backend.fail_next(Failure.stall())
 
     with pytest.raises(CLITimeoutError) as caught:
-        await Agent(harness.model).run("hello", model_settings={setting: 1.0})  # type: ignore[misc]
+        await agent.run("still there?", message_history=first.all_messages(), model_settings={setting: 1.0})  # type: ignore[misc]
 
     assert caught.value.timeout == 1.0
     assert isinstance(caught.value, TimeoutError)
+    assert len(harness.backend.requests) == 2, "the timed request reached the backend and stalled there"
+    assert await wait_for(lambda: cli not in harness.new_cli_processes()), "the timed-out CLI was stopped"
     await harness.assert_recovers()
 
 
@@ -356,9 +365,11 @@ async def test_timeout_with_a_stalled_api(run: int, setting: str, harness: Harne
 async def test_timeout_during_a_tool_call(run: int, harness: Harness) -> None:
     agent = Agent(harness.model)
     blocking = add_blocking_tool(agent)
+    # As above: a live CLI, so that the timeout runs out during the tool call, not during a slow CLI start.
+    first = await agent.run("hello")
 
     with pytest.raises(CLITimeoutError):
-        await agent.run("call wait_forever", model_settings={"timeout": 2})
+        await agent.run("call wait_forever", message_history=first.all_messages(), model_settings={"timeout": 2})
 
     assert blocking.cancelled.is_set(), "the tool call in flight was cancelled"
     await harness.assert_recovers()
