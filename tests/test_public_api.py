@@ -6,10 +6,15 @@ import subprocess
 import sys
 
 import claudecode_model
+import claudecode_model.exceptions
 
 
 def test_all_lists_exactly_the_lazy_exports():
-    assert set(claudecode_model.__all__) == {"__version__", *claudecode_model._EXPORTS}
+    # The names _EXPORTS does not map are the exception classes of claudecode_model.exceptions.
+    exceptions = set(claudecode_model.__all__) - {"__version__", *claudecode_model._EXPORTS}
+    assert exceptions <= set(claudecode_model.exceptions.__all__)
+    assert all(issubclass(getattr(claudecode_model.exceptions, name), Exception) for name in exceptions)
+    assert len(exceptions) == 32
     assert len(claudecode_model.__all__) == len(set(claudecode_model.__all__))
 
 

@@ -5,14 +5,11 @@ Names are imported lazily, so that light entry points (the IPC bridge process) d
 
 from __future__ import annotations
 
-import importlib
-
 from claudecode_model._version import __version__
+from claudecode_model.ipc._lazy import lazy_exports
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs the bridge milliseconds
 if TYPE_CHECKING:
-    from typing import Any
-
     from claudecode_model.deps_support import (
         DepsContext,
         deserialize_deps,
@@ -82,6 +79,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
+    # Every other name of __all__ is an exception class of claudecode_model.exceptions.
     **dict.fromkeys(
         ("DepsContext", "deserialize_deps", "is_serializable_type", "serialize_deps", "validate_deps"),
         "claudecode_model.deps_support",
@@ -121,43 +119,6 @@ _EXPORTS: dict[str, str] = {
     "SubagentDefinition": "claudecode_model.settings",
     "ClaudeCodeModels": "claudecode_model.resolve",
     "TransportType": "claudecode_model.ipc._types",
-    **{
-        name: "claudecode_model.exceptions"
-        for name in (
-            "BridgeStartupError",
-            "CLIConnectionError",
-            "CLIInterruptedError",
-            "CLINotFoundError",
-            "CLIProcessError",
-            "CLIResponseParseError",
-            "CLITimeoutError",
-            "ClaudeCodeAPIError",
-            "ClaudeCodeAuthenticationError",
-            "ClaudeCodeConnectionError",
-            "ClaudeCodeContextWindowExceededError",
-            "ClaudeCodeError",
-            "ClaudeCodeOverloadedError",
-            "ClaudeCodeRateLimitError",
-            "ClaudeCodeRequestRejectedError",
-            "ClaudeCodeServerError",
-            "ClaudeCodeSettingsError",
-            "ClaudeCodeUnavailableError",
-            "DependencyResolutionError",
-            "IPCConnectionError",
-            "IPCError",
-            "IPCMessageSizeError",
-            "IPCToolExecutionError",
-            "InvalidModelIdError",
-            "MessageConversionError",
-            "StructuredOutputError",
-            "ToolNotFoundError",
-            "ToolValidationError",
-            "ToolsetNotRegisteredError",
-            "TypeHintResolutionError",
-            "UnsupportedContentError",
-            "UnsupportedDepsTypeError",
-        )
-    },
 }
 
 __all__ = [
@@ -229,14 +190,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'claudecode_model' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), __all__, _EXPORTS, default="claudecode_model.exceptions")

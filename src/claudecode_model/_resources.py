@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,39 +44,26 @@ SPARES_PER_SIGNATURE_TOTAL = 4
 """The total cap on spares is this many times ``spare_sessions``."""
 
 
+@dataclass(eq=False)
 class ModelResources:
     """A model's CLI, idle CLI sessions and spares, process slots, tool setup and parked turns, each created on
     first use."""
 
-    def __init__(
-        self,
-        *,
-        model_name: str | None,
-        cli_path: str | os.PathLike[str] | None,
-        env: dict[str, str],
-        keep_sessions: int | None,
-        idle_timeout: float,
-        spare_sessions: int,
-        max_processes: int | None,
-        transport: TransportType,
-        execution: ToolExecution,
-        session_store: SessionStore | None,
-    ) -> None:
-        self._model_name = model_name
-        self._cli_path_option = cli_path
-        self._env = env
-        self._keep_sessions = keep_sessions
-        self._idle_timeout = idle_timeout
-        self._spare_sessions = spare_sessions
-        self._max_processes = max_processes
-        self._transport: TransportType = transport
-        self._execution: ToolExecution = execution
-        self._session_store = session_store
-        self._cli_path: Path | None = None
-        self._pool: SessionPool[CLISession] | None = None
-        self._slots: ProcessSlots | None = None
-        self._tools: ToolSetup | None = None
-        self.parked_if_created: ParkingLot[CLITurn] | None = None
+    model_name: str | None
+    cli_path_option: str | os.PathLike[str] | None
+    env: dict[str, str]
+    keep_sessions: int | None
+    idle_timeout: float
+    spare_sessions: int
+    max_processes: int | None
+    transport: TransportType
+    execution: ToolExecution
+    session_store: SessionStore | None
+    _cli_path: Path | None = field(default=None, init=False)
+    _pool: SessionPool[CLISession] | None = field(default=None, init=False)
+    _slots: ProcessSlots | None = field(default=None, init=False)
+    _tools: ToolSetup | None = field(default=None, init=False)
+    parked_if_created: ParkingLot[CLITurn] | None = field(default=None, init=False)
 
     @property
     def cli_path(self) -> Path:
@@ -83,7 +71,7 @@ class ModelResources:
         if self._cli_path is None:
             from claudecode_model._cli import find_cli
 
-            self._cli_path = find_cli(self._cli_path_option)
+            self._cli_path = find_cli(self.cli_path_option)
         return self._cli_path
 
     @property
@@ -95,13 +83,13 @@ class ModelResources:
         if self._pool is None:
             from claudecode_model._session import SessionPool
 
-            keep = self._keep_sessions
+            keep = self.keep_sessions
             self._pool = SessionPool(
                 max_idle=DEFAULT_KEEP_SESSIONS if keep is None else keep,
-                idle_timeout=self._idle_timeout,
+                idle_timeout=self.idle_timeout,
                 surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep is None else 0.0,
-                max_spares=self._spare_sessions,
-                max_spares_total=SPARES_PER_SIGNATURE_TOTAL * self._spare_sessions,
+                max_spares=self.spare_sessions,
+                max_spares_total=SPARES_PER_SIGNATURE_TOTAL * self.spare_sessions,
             )
         return self._pool
 
@@ -111,7 +99,7 @@ class ModelResources:
         if self._slots is None:
             from claudecode_model._slots import ProcessSlots, default_max_processes
 
-            limit = self._max_processes if self._max_processes is not None else default_max_processes()
+            limit = self.max_processes if self.max_processes is not None else default_max_processes()
             self._slots = ProcessSlots(limit)
         return self._slots
 
@@ -121,7 +109,7 @@ class ModelResources:
         if self._tools is None:
             from claudecode_model._request_tools import ToolSetup
 
-            self._tools = ToolSetup(transport=self._transport, execution=self._execution)
+            self._tools = ToolSetup(transport=self.transport, execution=self.execution)
         return self._tools
 
     @property
@@ -181,13 +169,13 @@ class ModelResources:
         from claudecode_model._turn import TurnRunner
 
         return TurnRunner(
-            self._model_name,
-            self._model_name or "default",
+            self.model_name,
+            self.model_name or "default",
             self.cli_path,
-            self._env,
+            self.env,
             self.tools,
             self.pool,
-            session_store=self._session_store,
+            session_store=self.session_store,
             slots=self.slots,
         )
 

@@ -127,7 +127,7 @@ class ClaudeCodeModel(Model):
         self._model_name = model_name
         self._resources = ModelResources(
             model_name=model_name,
-            cli_path=cli_path,
+            cli_path_option=cli_path,
             env=dict(env or {}),
             keep_sessions=keep_sessions,
             idle_timeout=session_idle_timeout,

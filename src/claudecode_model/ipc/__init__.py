@@ -11,7 +11,7 @@ the parent-side modules (asyncio, pydantic-ai) it never uses.
 
 from __future__ import annotations
 
-import importlib
+from claudecode_model.ipc._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,33 +45,33 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
-    "DEFAULT_TRANSPORT": "_constants",
-    "LENGTH_PREFIX_SIZE": "_constants",
-    "MAX_MESSAGE_SIZE": "_constants",
-    "SCHEMA_FILE_PREFIX": "_constants",
-    "SECRET_ENV_VAR": "_constants",
-    "SOCKET_FILE_PREFIX": "_constants",
-    "SOCKET_FILE_SUFFIX": "_constants",
-    "SOCKET_PERMISSIONS": "_constants",
-    "TOOL_USE_ID_META_KEY": "_constants",
-    "CallToolParams": "_types",
-    "IPCErrorPayload": "_types",
-    "IPCErrorResponse": "_types",
-    "IPCRequest": "_types",
-    "IPCResponse": "_types",
-    "JsonValue": "_types",
-    "MetaToolHandler": "_types",
-    "ToolHandler": "_types",
-    "ToolResult": "_types",
-    "ToolResultContent": "_types",
-    "ToolSchema": "_types",
-    "TransportType": "_types",
-    "IPCSession": "_session",
-    "IPCSessionState": "_session",
-    "IPCClient": "_client",
-    "bridge_environment": "_config",
-    "stdio_server_config": "_config",
-    "tool_use_id": "_config",
+    "DEFAULT_TRANSPORT": "._constants",
+    "LENGTH_PREFIX_SIZE": "._constants",
+    "MAX_MESSAGE_SIZE": "._constants",
+    "SCHEMA_FILE_PREFIX": "._constants",
+    "SECRET_ENV_VAR": "._constants",
+    "SOCKET_FILE_PREFIX": "._constants",
+    "SOCKET_FILE_SUFFIX": "._constants",
+    "SOCKET_PERMISSIONS": "._constants",
+    "TOOL_USE_ID_META_KEY": "._constants",
+    "CallToolParams": "._types",
+    "IPCErrorPayload": "._types",
+    "IPCErrorResponse": "._types",
+    "IPCRequest": "._types",
+    "IPCResponse": "._types",
+    "JsonValue": "._types",
+    "MetaToolHandler": "._types",
+    "ToolHandler": "._types",
+    "ToolResult": "._types",
+    "ToolResultContent": "._types",
+    "ToolSchema": "._types",
+    "TransportType": "._types",
+    "IPCSession": "._session",
+    "IPCSessionState": "._session",
+    "IPCClient": "._client",
+    "bridge_environment": "._config",
+    "stdio_server_config": "._config",
+    "tool_use_id": "._config",
 }
 
 __all__ = [
@@ -105,14 +105,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(globals(), __all__, _EXPORTS)

@@ -10,8 +10,9 @@ The names are imported lazily, so that loading the pytest plugin (a submodule) s
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from claudecode_model.ipc._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._backend import OfflineBackend
@@ -47,14 +48,4 @@ _SOURCES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    source = _SOURCES.get(name)
-    if source is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(source, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(globals(), __all__, _SOURCES)
