@@ -13,14 +13,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from claudecode_model.tavily._deps import TAVILY_API_KEY_ENV, TavilySearchDeps
 from claudecode_model.tavily._errors import TavilyAPIError, TavilyErrorType, map_exception
-from claudecode_model.tavily._models import (
-    ExtractFailure,
-    ExtractResponse,
-    ExtractResult,
-    SearchDepth,
-    SearchResponse,
-    SearchResult,
-)
+from claudecode_model.tavily._models import ExtractResponse, SearchDepth, SearchResponse, parse_extract, parse_search
 
 if TYPE_CHECKING:
     import ssl
@@ -80,12 +73,12 @@ class TavilySearchClient:
                 query, search_depth=search_depth, max_results=max_results, timeout=self._deps.timeout
             ),
         )
-        return _parse_search(raw, query)
+        return parse_search(raw, query)
 
     async def extract(self, urls: list[str]) -> ExtractResponse:
         """Run ``/extract`` for ``urls``."""
         raw = await self._call("extract", lambda: self._client.extract(urls, timeout=self._deps.timeout))
-        return _parse_extract(raw)
+        return parse_extract(raw)
 
     async def _call(self, operation: str, request: Callable[[], Awaitable[Any]]) -> Any:
         attempts = 0
@@ -156,55 +149,3 @@ def _log_retry(operation: str, state: RetryCallState, max_attempts: int) -> None
             "retry_delay_s": delay,
         },
     )
-
-
-def _unexpected(operation: str, detail: str) -> TavilyAPIError:
-    return TavilyAPIError(TavilyErrorType.UNKNOWN_ERROR, f"unexpected {operation} response from the API: {detail}")
-
-
-def _str_field(item: dict[str, Any], key: str) -> str:
-    value = item.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def _parse_search(raw: Any, query: str) -> SearchResponse:
-    if not isinstance(raw, dict) or not isinstance(raw.get("results", []), list):
-        raise _unexpected("search", "expected an object with a 'results' list")
-    results: list[SearchResult] = []
-    for item in raw.get("results", []):
-        if not isinstance(item, dict):
-            raise _unexpected("search", "a result is not an object")
-        score = item.get("score")
-        results.append(
-            SearchResult(
-                title=_str_field(item, "title"),
-                url=_str_field(item, "url"),
-                content=_str_field(item, "content"),
-                score=float(score) if isinstance(score, int | float) and not isinstance(score, bool) else 0.0,
-            )
-        )
-    answered_query = raw.get("query")
-    return SearchResponse(query=answered_query if isinstance(answered_query, str) else query, results=results)
-
-
-def _parse_extract(raw: Any) -> ExtractResponse:
-    if not isinstance(raw, dict):
-        raise _unexpected("extract", "expected an object")
-    results_raw = raw.get("results") or []
-    failed_raw = raw.get("failed_results") or []
-    if not isinstance(results_raw, list) or not isinstance(failed_raw, list):
-        raise _unexpected("extract", "'results' and 'failed_results' must be lists")
-    results: list[ExtractResult] = []
-    failed: list[ExtractFailure] = []
-    for item in results_raw:
-        if not isinstance(item, dict):
-            raise _unexpected("extract", "a result is not an object")
-        results.append(ExtractResult(url=_str_field(item, "url"), raw_content=_str_field(item, "raw_content")))
-    for item in failed_raw:
-        if isinstance(item, dict):
-            failed.append(ExtractFailure(url=_str_field(item, "url"), error=_str_field(item, "error") or "failed"))
-        elif isinstance(item, str):
-            failed.append(ExtractFailure(url=item, error="failed"))
-        else:
-            raise _unexpected("extract", "a failed result is neither an object nor a URL")
-    return ExtractResponse(results=results, failed_results=failed)
