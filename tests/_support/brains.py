@@ -14,6 +14,7 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
@@ -46,6 +47,13 @@ class Script:
     def returns_by_name(self, request_index: int = -1) -> dict[str, ToolReturnPart]:
         """The tool returns the model received in its ``request_index``-th call, by tool name."""
         return last_returns(self.seen[request_index])
+
+
+def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Answers ``echo: <last user text>``, so tests can see what reached the backend."""
+    last = messages[-1]
+    texts = [p.content for p in last.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)]
+    return ModelResponse(parts=[TextPart(f"echo: {texts[-1] if texts else ''}")])
 
 
 def calls(*names: str, **args: dict[str, Any]) -> list[ModelResponsePart]:

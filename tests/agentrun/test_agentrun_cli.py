@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from claude_agent_sdk import AssistantMessage, ResultMessage, ToolUseBlock
 from pydantic import BaseModel
 from pydantic_ai import (
     Agent,
+    AgentRunResult,
     CallDeferred,
     DeferredToolRequests,
     DeferredToolResults,
@@ -58,13 +58,6 @@ def responses(messages: list[ModelMessage]) -> int:
 
 def last_results(messages: list[ModelMessage]) -> list[ToolReturnPart]:
     return [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-
-
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
 
 
 async def test_a_reply_calling_tools_is_one_model_request_and_pydantic_ai_runs_them(
@@ -263,8 +256,11 @@ def approval_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     return ModelResponse(parts=[TextPart(f"tool said: {result.content}")])
 
 
-def approval_agent(model: ClaudeCodeModel, deleted: list[str]) -> Agent[None, str | DeferredToolRequests]:
-    agent: Agent[None, str | DeferredToolRequests] = Agent(model, output_type=[str, DeferredToolRequests])
+ApprovalAgent = Agent[None, str | DeferredToolRequests]
+
+
+def approval_agent(model: ClaudeCodeModel, deleted: list[str]) -> ApprovalAgent:
+    agent: ApprovalAgent = Agent(model, output_type=[str, DeferredToolRequests])
 
     @agent.tool_plain(requires_approval=True)
     def delete(path: str) -> str:
@@ -274,17 +270,25 @@ def approval_agent(model: ClaudeCodeModel, deleted: list[str]) -> Agent[None, st
     return agent
 
 
+async def run_to_the_approval(
+    model: ClaudeCodeModel, backend: OfflineBackend
+) -> tuple[ApprovalAgent, list[str], AgentRunResult[str | DeferredToolRequests], ToolCallPart]:
+    """Run the approval agent until it asks to approve its ``delete`` call: the agent, the paths deleted so far,
+    the first run's result and the call waiting for approval."""
+    backend.set_brain(FunctionModel(approval_brain))
+    deleted: list[str] = []
+    agent = approval_agent(model, deleted)
+    first = await agent.run("delete /tmp/x")
+    assert isinstance(first.output, DeferredToolRequests)
+    [request] = first.output.approvals
+    return agent, deleted, first, request
+
+
 async def test_a_tool_requiring_approval_ends_the_run_with_deferred_tool_requests_and_approval_continues_it(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
-    claude_backend.set_brain(FunctionModel(approval_brain))
-    deleted: list[str] = []
-    agent = approval_agent(model, deleted)
+    agent, deleted, first, request = await run_to_the_approval(model, claude_backend)
 
-    first = await agent.run("delete /tmp/x")
-
-    assert isinstance(first.output, DeferredToolRequests)
-    [request] = first.output.approvals
     assert (request.tool_name, request.args_as_dict()) == ("delete", {"path": "/tmp/x"})
     assert deleted == []
     assert len(claude_backend.requests) == 1
@@ -303,13 +307,7 @@ async def test_a_tool_requiring_approval_ends_the_run_with_deferred_tool_request
 
 
 async def test_a_denied_call_reaches_claude_as_the_denial(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(approval_brain))
-    deleted: list[str] = []
-    agent = approval_agent(model, deleted)
-
-    first = await agent.run("delete /tmp/x")
-    assert isinstance(first.output, DeferredToolRequests)
-    [request] = first.output.approvals
+    agent, deleted, first, request = await run_to_the_approval(model, claude_backend)
     denial = ToolDenied("The user keeps /tmp/x.")
     second = await agent.run(
         message_history=first.all_messages(),

@@ -67,15 +67,24 @@ def _ancestry(pid: str) -> bytes:
     return " ".join(chain).encode()
 
 
+def where_then_done(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Brain: call the agent's ``where`` tool, then answer ``done``."""
+    if not any(isinstance(m, ModelResponse) for m in messages):
+        return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__where", {})])
+    return ModelResponse(parts=[TextPart("done")])
+
+
+def run_trace(spans: list[ReadableSpan]) -> tuple[int, list[ReadableSpan]]:
+    """The trace id of the agent run's span, and the spans in that trace."""
+    run_span = next(span for span in spans if span.name.startswith("invoke_agent") or span.name == "agent run")
+    trace_id = run_span.context.trace_id
+    return trace_id, [span for span in spans if span.context.trace_id == trace_id]
+
+
 async def test_agent_tools_are_not_builtin_mcp_spans_stay_out_and_the_cli_gets_traceparent(
     claude_backend: OfflineBackend, exporter: InMemorySpanExporter
 ):
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if not any(isinstance(m, ModelResponse) for m in messages):
-            return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__where", {})])
-        return ModelResponse(parts=[TextPart("done")])
-
-    claude_backend.set_brain(FunctionModel(brain))
+    claude_backend.set_brain(FunctionModel(where_then_done))
     model = ClaudeCodeModel(env=claude_backend.cli_env())
     provider = trace.get_tracer_provider()
     instrumentation = Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))
@@ -94,9 +103,7 @@ async def test_agent_tools_are_not_builtin_mcp_spans_stay_out_and_the_cli_gets_t
     assert result.output == "done"
 
     spans: list[ReadableSpan] = list(exporter.get_finished_spans())
-    run_span = next(span for span in spans if span.name.startswith("invoke_agent") or span.name == "agent run")
-    trace_id = run_span.context.trace_id
-    in_trace = [span for span in spans if span.context.trace_id == trace_id]
+    trace_id, in_trace = run_trace(spans)
     names = [span.name for span in in_trace]
     # pydantic-ai ran the tool: its own execute_tool span is there ...
     assert any(name.startswith("execute_tool where") or name == "running tool" for name in names), names
@@ -121,12 +128,7 @@ async def test_agent_tools_are_not_builtin_mcp_spans_stay_out_and_the_cli_gets_t
 async def test_in_loop_tool_spans_join_the_request_trace_and_mcp_spans_stay_out(
     claude_backend: OfflineBackend, exporter: InMemorySpanExporter
 ):
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if not any(isinstance(m, ModelResponse) for m in messages):
-            return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__where", {})])
-        return ModelResponse(parts=[TextPart("done")])
-
-    claude_backend.set_brain(FunctionModel(brain))
+    claude_backend.set_brain(FunctionModel(where_then_done))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")
     provider = trace.get_tracer_provider()
     agent = Agent(model, capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))])
@@ -142,8 +144,7 @@ async def test_in_loop_tool_spans_join_the_request_trace_and_mcp_spans_stay_out(
     assert result.output == "done"
 
     spans = list(exporter.get_finished_spans())
-    run_span = next(span for span in spans if span.name.startswith("invoke_agent") or span.name == "agent run")
-    in_trace = [span for span in spans if span.context.trace_id == run_span.context.trace_id]
+    _, in_trace = run_trace(spans)
     names = [span.name for span in in_trace]
     assert any(name.startswith("execute_tool where") or name == "running tool" for name in names), names
     assert not [span.name for span in in_trace if (span.attributes or {}).get("mcp.method.name")], names

@@ -73,13 +73,6 @@ def web_brain(*calls: tuple[str, dict[str, object]]):
     return brain
 
 
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
-
-
 def _native_parts(response: ModelMessage) -> tuple[list[NativeToolCallPart], list[NativeToolReturnPart]]:
     assert isinstance(response, ModelResponse)
     calls = [part for part in response.parts if isinstance(part, NativeToolCallPart)]

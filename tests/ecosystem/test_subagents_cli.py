@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -45,13 +44,6 @@ def subagent_brain(notes: Path):
         return ModelResponse(parts=[TextPart(f"The subagent said: {returns[0].content}")])
 
     return brain
-
-
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
 
 
 def _settings(tmp_path: Path) -> ClaudeCodeModelSettings:

@@ -7,7 +7,7 @@ each test checks what the backend received too.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable
 from typing import Any, Literal
 
 import pytest
@@ -82,13 +82,6 @@ class StreamedSeen:
     @property
     def text(self) -> str:
         return "".join(self.chunks)
-
-
-@pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
 
 
 async def _follow_up_sees_only_the_recovered_answer(

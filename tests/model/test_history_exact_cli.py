@@ -7,7 +7,6 @@ backend received (what Claude would see), not only the run's output.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 from pydantic_ai import Agent
@@ -19,19 +18,13 @@ from pydantic_ai.messages import (
     TextPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend, RecordedRequest
+from tests._support.brains import echo_brain
 
 pytestmark = pytest.mark.cli
-
-
-def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Answers ``echo: <last user text>``."""
-    last = messages[-1]
-    texts = [p.content for p in last.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)]
-    return ModelResponse(parts=[TextPart(f"echo: {texts[-1] if texts else ''}")])
 
 
 def conversation(request: RecordedRequest) -> list[str]:
@@ -60,11 +53,10 @@ def requests_with(backend: OfflineBackend, prompt: str) -> list[RecordedRequest]
 
 
 @pytest.fixture
-async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
+def model(model: ClaudeCodeModel, claude_backend: OfflineBackend) -> ClaudeCodeModel:
+    """The shared CLI model, with the backend answering through ``echo_brain``."""
     claude_backend.set_brain(FunctionModel(echo_brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
-    yield model
-    await model.aclose()
+    return model
 
 
 async def test_regenerate_runs_twice_from_the_same_history(model: ClaudeCodeModel, claude_backend: OfflineBackend):

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from pydantic_ai import Agent, ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import (
     ClaudeCodeAuthenticationError,
@@ -18,15 +18,9 @@ from claudecode_model import (
     CLITimeoutError,
 )
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.brains import echo_brain
 
 pytestmark = pytest.mark.cli
-
-
-def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Answers with the last user text, so tests can see what reached the backend."""
-    last = messages[-1]
-    texts = [p.content for p in last.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)]
-    return ModelResponse(parts=[TextPart(f"echo: {texts[-1] if texts else ''}")])
 
 
 @pytest.fixture

@@ -31,8 +31,8 @@ from claudecode_model.ipc._framing import (
 )
 from claudecode_model.ipc._protocol import hello_request
 from claudecode_model.ipc._streams import read_frame
-from claudecode_model.testing import OfflineBackend, RecordedRequest
-from claudecode_model.testing._request import parse_request
+from claudecode_model.testing import OfflineBackend
+from tests._support.requests import recorded
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -360,17 +360,7 @@ def test_bridge_answers_out_of_range_numbers_with_an_error_and_keeps_serving(val
 @FUZZ
 @given(body=request_bodies)
 def test_fuzz_request_parser_accepts_any_json_object(body: dict[str, Any]) -> None:
-    parsed = parse_request(body)
-    record = RecordedRequest(
-        raw=body,
-        headers={},
-        path="/v1/messages",
-        stream=bool(body.get("stream")),
-        system="\n\n".join(parsed.system_blocks),
-        messages=parsed.messages,
-        tools=parsed.tools,
-        system_blocks=parsed.system_blocks,
-    )
+    record = recorded(body)
     # Every helper works on whatever was parsed.
     record.user_texts()
     record.last_user_text()

@@ -22,6 +22,7 @@ from pydantic_ai.messages import (
 from claudecode_model.testing import RecordedRequest, strip_noise
 from claudecode_model.testing._request import parse_request
 from claudecode_model.testing._sse import content_blocks
+from tests._support.requests import recorded
 
 PNG = b"\x89PNG\r\n\x1a\nfake-image-bytes"
 BILLING = "x-anthropic-billing-header: cc_version=2.1.330.d01; cc_entrypoint=sdk-py;"
@@ -99,17 +100,7 @@ def cli_like_body() -> dict[str, Any]:
 
 
 def record(body: dict[str, Any]) -> RecordedRequest:
-    parsed = parse_request(body)
-    return RecordedRequest(
-        raw=body,
-        headers={},
-        path="/v1/messages?beta=true",
-        stream=bool(body.get("stream")),
-        system="\n\n".join(parsed.system_blocks),
-        messages=parsed.messages,
-        tools=parsed.tools,
-        system_blocks=parsed.system_blocks,
-    )
+    return recorded(body, path="/v1/messages?beta=true")
 
 
 def test_strip_noise_removes_reminders_and_keeps_clean_text_unchanged() -> None:
