@@ -1,4 +1,4 @@
-"""Agents for tests: tools that answer with a fixed text."""
+"""Agents for tests: tools that answer with a fixed text, echo, or raise."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
 
 
 def _answering(text: str) -> Callable[[], str]:
@@ -19,3 +20,19 @@ def add_constant_tools(agent: Agent[Any, Any], **answers: str) -> None:
     """Give ``agent`` one argument-less tool per keyword, named after it, that returns its value."""
     for name, text in answers.items():
         agent.tool_plain(name=name)(_answering(text))
+
+
+def echo_and_explode_agent(error: type[Exception]) -> Agent[None, str]:
+    """A ``TestModel`` agent with ``echo(text)``, which returns its text, and ``explode(message)``, which raises
+    ``error(message)``."""
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    def echo(text: str) -> str:
+        return text
+
+    @agent.tool_plain
+    def explode(message: str) -> str:
+        raise error(message)
+
+    return agent

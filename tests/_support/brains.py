@@ -56,6 +56,22 @@ def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(f"echo: {texts[-1] if texts else ''}")])
 
 
+def calls_then_results(
+    *calls: tuple[str, dict[str, object]],
+) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """Brain: make ``calls`` (all in one reply), then answer with every tool result it got back."""
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        if not calls:
+            return ModelResponse(parts=[TextPart("nothing to do")])
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart(name, args) for name, args in calls])
+        return ModelResponse(parts=[TextPart(" | ".join(str(part.content) for part in returns))])
+
+    return brain
+
+
 def calls(*names: str, **args: dict[str, Any]) -> list[ModelResponsePart]:
     """One tool call per name, with the arguments given for that name (``{}`` otherwise)."""
     return [ToolCallPart(name, args.get(name, {})) for name in names]

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, ToolUseBlock
@@ -284,6 +285,17 @@ async def run_to_the_approval(
     return agent, deleted, first, request
 
 
+async def run_on_a_new_model(
+    backend: OfflineBackend, deleted: list[str], *args: Any, **kwargs: Any
+) -> AgentRunResult[str | DeferredToolRequests]:
+    """One run of the approval agent on a model of its own (as in a process of its own), closed afterwards."""
+    model = ClaudeCodeModel(env=backend.cli_env())
+    try:
+        return await approval_agent(model, deleted).run(*args, **kwargs)
+    finally:
+        await model.aclose()
+
+
 async def test_a_tool_requiring_approval_ends_the_run_with_deferred_tool_requests_and_approval_continues_it(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
@@ -351,23 +363,18 @@ async def test_call_deferred_gets_its_external_result(model: ClaudeCodeModel, cl
 async def test_an_approval_continues_on_a_new_model_instance_from_the_history(claude_backend: OfflineBackend):
     claude_backend.set_brain(FunctionModel(approval_brain))
     deleted: list[str] = []
-    first_model = ClaudeCodeModel(env=claude_backend.cli_env())
-    try:
-        first = await approval_agent(first_model, deleted).run("delete /tmp/x")
-    finally:
-        await first_model.aclose()  # as a process that stopped: the waiting turn is gone
+    # As a process that stopped: the waiting turn is gone.
+    first = await run_on_a_new_model(claude_backend, deleted, "delete /tmp/x")
     assert isinstance(first.output, DeferredToolRequests)
     [request] = first.output.approvals
     history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(first.all_messages()))
 
-    second_model = ClaudeCodeModel(env=claude_backend.cli_env())
-    try:
-        second = await approval_agent(second_model, deleted).run(
-            message_history=history,
-            deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: True}),
-        )
-    finally:
-        await second_model.aclose()
+    second = await run_on_a_new_model(
+        claude_backend,
+        deleted,
+        message_history=history,
+        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: True}),
+    )
 
     assert second.output == "tool said: deleted /tmp/x"
     assert deleted == ["/tmp/x"]
@@ -387,22 +394,16 @@ async def test_an_approval_continues_on_a_new_model_instance_from_the_history(cl
 async def test_a_denial_continues_on_a_new_model_instance(claude_backend: OfflineBackend):
     claude_backend.set_brain(FunctionModel(approval_brain))
     deleted: list[str] = []
-    first_model = ClaudeCodeModel(env=claude_backend.cli_env())
-    try:
-        first = await approval_agent(first_model, deleted).run("delete /tmp/x")
-    finally:
-        await first_model.aclose()
+    first = await run_on_a_new_model(claude_backend, deleted, "delete /tmp/x")
     assert isinstance(first.output, DeferredToolRequests)
     [request] = first.output.approvals
 
-    second_model = ClaudeCodeModel(env=claude_backend.cli_env())
-    try:
-        second = await approval_agent(second_model, deleted).run(
-            message_history=first.all_messages(),
-            deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: ToolDenied("Not today.")}),
-        )
-    finally:
-        await second_model.aclose()
+    second = await run_on_a_new_model(
+        claude_backend,
+        deleted,
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: ToolDenied("Not today.")}),
+    )
 
     assert second.output == "tool said: Not today."
     assert deleted == []
@@ -420,22 +421,17 @@ async def test_several_pending_calls_continue_on_a_new_model_instance(claude_bac
 
     claude_backend.set_brain(FunctionModel(brain))
     deleted: list[str] = []
-    first_model = ClaudeCodeModel(env=claude_backend.cli_env())
-    try:
-        first = await approval_agent(first_model, deleted).run("delete three")
-    finally:
-        await first_model.aclose()
+    first = await run_on_a_new_model(claude_backend, deleted, "delete three")
     assert isinstance(first.output, DeferredToolRequests)
     ids = [request.tool_call_id for request in first.output.approvals]
     decisions = {ids[0]: True, ids[1]: ToolDenied("keep /b"), ids[2]: True}
 
-    second_model = ClaudeCodeModel(env=claude_backend.cli_env())
-    try:
-        second = await approval_agent(second_model, deleted).run(
-            message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals=decisions)
-        )
-    finally:
-        await second_model.aclose()
+    second = await run_on_a_new_model(
+        claude_backend,
+        deleted,
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals=decisions),
+    )
 
     assert second.output == "done"
     assert sorted(deleted) == ["/a", "/c"]

@@ -162,28 +162,20 @@ async def test_close_all_closes_every_turn_and_waits_for_expiring_ones():
     assert len(lot) == 0
 
 
-def test_turns_of_a_finished_event_loop_are_killed():
+@pytest.mark.parametrize(
+    ("timeout", "end"),
+    [(60, "prune_dead_loops"), (None, "kill_all")],
+    ids=["turns_of_a_finished_event_loop_are_killed", "kill_all_is_the_synchronous_last_resort"],
+)
+def test_a_turn_parked_on_a_finished_event_loop_is_killed(timeout: float | None, end: str):
     lot = _lot()
     turn = Turn("a")
 
     async def park() -> None:
-        lot.park(turn, ["toolu_a"], timeout=60)
+        lot.park(turn, ["toolu_a"], timeout=timeout)
 
     asyncio.run(park())
-    lot.prune_dead_loops()
-    assert turn.killed
-    assert len(lot) == 0
-
-
-def test_kill_all_is_the_synchronous_last_resort():
-    lot = _lot()
-    turn = Turn("a")
-
-    async def park() -> None:
-        lot.park(turn, ["toolu_a"], timeout=None)
-
-    asyncio.run(park())
-    lot.kill_all()
+    getattr(lot, end)()
     assert turn.killed
     assert len(lot) == 0
 

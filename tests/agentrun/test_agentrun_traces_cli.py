@@ -74,6 +74,18 @@ def where_then_done(messages: list[ModelMessage], info: AgentInfo) -> ModelRespo
     return ModelResponse(parts=[TextPart("done")])
 
 
+async def run_where(
+    agent: Agent[None, str], model: ClaudeCodeModel, exporter: InMemorySpanExporter
+) -> list[ReadableSpan]:
+    """Run the agent on ``where?`` (closing its model afterwards); the finished spans."""
+    try:
+        result = await agent.run("where?")
+    finally:
+        await model.aclose()
+    assert result.output == "done"
+    return list(exporter.get_finished_spans())
+
+
 def run_trace(spans: list[ReadableSpan]) -> tuple[int, list[ReadableSpan]]:
     """The trace id of the agent run's span, and the spans in that trace."""
     run_span = next(span for span in spans if span.name.startswith("invoke_agent") or span.name == "agent run")
@@ -96,13 +108,7 @@ async def test_agent_tools_are_not_builtin_mcp_spans_stay_out_and_the_cli_gets_t
         seen_env.extend(cli_environments())  # the CLI is alive: it waits for this result
         return "here"
 
-    try:
-        result = await agent.run("where?")
-    finally:
-        await model.aclose()
-    assert result.output == "done"
-
-    spans: list[ReadableSpan] = list(exporter.get_finished_spans())
+    spans = await run_where(agent, model, exporter)
     trace_id, in_trace = run_trace(spans)
     names = [span.name for span in in_trace]
     # pydantic-ai ran the tool: its own execute_tool span is there ...
@@ -137,13 +143,7 @@ async def test_in_loop_tool_spans_join_the_request_trace_and_mcp_spans_stay_out(
     def where() -> str:
         return "here"
 
-    try:
-        result = await agent.run("where?")
-    finally:
-        await model.aclose()
-    assert result.output == "done"
-
-    spans = list(exporter.get_finished_spans())
+    spans = await run_where(agent, model, exporter)
     _, in_trace = run_trace(spans)
     names = [span.name for span in in_trace]
     assert any(name.startswith("execute_tool where") or name == "running tool" for name in names), names

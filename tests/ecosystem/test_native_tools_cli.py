@@ -22,14 +22,13 @@ from pydantic_ai.messages import (
     NativeToolReturnPart,
     PartStartEvent,
     TextPart,
-    ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.native_tools import CodeExecutionTool, MCPServerTool, WebFetchTool, WebSearchTool
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import calls_then_results
 
 pytestmark = pytest.mark.cli
 
@@ -65,10 +64,7 @@ def web_brain(*calls: tuple[str, dict[str, object]]):
                     TextPart(f"Pydantic AI is an agent framework (searched for {query})."),
                 ]
             )
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-        if not returns:
-            return ModelResponse(parts=[ToolCallPart(name, args) for name, args in calls])
-        return ModelResponse(parts=[TextPart(" | ".join(str(part.content) for part in returns))])
+        return calls_then_results(*calls)(messages, info)
 
     return brain
 

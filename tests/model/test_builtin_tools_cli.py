@@ -7,36 +7,19 @@ from pathlib import Path
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
     PartStartEvent,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model._restrictions import forbidden_argument
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import calls_then_results
 
 pytestmark = pytest.mark.cli
-
-
-def script(*calls: tuple[str, dict[str, object]]):
-    """Brain: make ``calls`` (all in one reply), then answer with every tool result it got back."""
-
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-        if not calls:
-            return ModelResponse(parts=[TextPart("nothing to do")])
-        if not returns:
-            return ModelResponse(parts=[ToolCallPart(name, args) for name, args in calls])
-        return ModelResponse(parts=[TextPart(" | ".join(str(part.content) for part in returns))])
-
-    return brain
 
 
 async def test_builtin_read_runs_and_shows_as_native_tool_parts(
@@ -44,7 +27,7 @@ async def test_builtin_read_runs_and_shows_as_native_tool_parts(
 ):
     notes = tmp_path / "notes.txt"
     notes.write_text("the treasure is under the oak\n")
-    claude_backend.set_brain(FunctionModel(script(("Read", {"file_path": str(notes)}))))
+    claude_backend.set_brain(FunctionModel(calls_then_results(("Read", {"file_path": str(notes)}))))
     settings: ClaudeCodeModelSettings = {"claude_code_builtin_tools": ["Read"], "claude_code_cwd": tmp_path}
     agent = Agent(model, model_settings=settings)
 
@@ -69,7 +52,7 @@ async def test_builtin_read_runs_and_shows_as_native_tool_parts(
 
 
 async def test_builtin_tools_are_off_unless_enabled(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(script()))
+    claude_backend.set_brain(FunctionModel(calls_then_results()))
     agent = Agent(model)
 
     @agent.tool_plain
@@ -82,7 +65,7 @@ async def test_builtin_tools_are_off_unless_enabled(model: ClaudeCodeModel, clau
 
 
 async def test_agent_tools_stay_direct_next_to_builtin_tools(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(script(("mcp__pydantic_tools__mine", {}))))
+    claude_backend.set_brain(FunctionModel(calls_then_results(("mcp__pydantic_tools__mine", {}))))
     agent = Agent(model, model_settings={"claude_code_builtin_tools": ["Read", "Grep", "Glob", "Bash"]})
 
     @agent.tool_plain
@@ -102,7 +85,7 @@ async def test_restricted_bash_parameter_is_denied_and_claude_is_told_why(
 ):
     marker = tmp_path / "ran"
     bash_call = {"command": f"touch {marker}", "description": "touch", "run_in_background": True}
-    claude_backend.set_brain(FunctionModel(script(("Bash", bash_call))))
+    claude_backend.set_brain(FunctionModel(calls_then_results(("Bash", bash_call))))
     settings: ClaudeCodeModelSettings = {
         "claude_code_builtin_tools": ["Bash"],
         "claude_code_cwd": tmp_path,
@@ -127,7 +110,7 @@ async def test_restricted_bash_parameter_is_denied_and_claude_is_told_why(
 async def test_predicate_restriction_on_the_agents_own_tool(model: ClaudeCodeModel, claude_backend: OfflineBackend):
     claude_backend.set_brain(
         FunctionModel(
-            script(
+            calls_then_results(
                 ("mcp__pydantic_tools__delete", {"path": "/etc"}), ("mcp__pydantic_tools__delete", {"path": "tmp/x"})
             )
         )

@@ -37,6 +37,17 @@ async def search_error(deps: TavilySearchDeps) -> TavilyAPIError:
     return caught.value
 
 
+async def error_without_retry(
+    fake_tavily: FakeTavilyServer, deps: TavilySearchDeps, status: int | None = None, detail: str = ""
+) -> TavilyAPIError:
+    """The error of a search the API answers with ``status`` (``None``: as it is), checking it was not retried."""
+    if status is not None:
+        fake_tavily.inject("/search", status=status, detail=detail)
+    error = await search_error(deps)
+    assert len(fake_tavily.requests) == 1
+    return error
+
+
 def free_port() -> int:
     """A port nothing listens on (bound, then released)."""
     with socket.socket() as sock:
@@ -117,39 +128,32 @@ async def test_injected_http_client_is_used_and_left_open(
 
 
 async def test_401_is_an_auth_error_without_retry(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
-    error = await search_error(replace(deps, api_key="tvly-wrong"))
+    error = await error_without_retry(fake_tavily, replace(deps, api_key="tvly-wrong"))
     assert error.error_type is TavilyErrorType.AUTH_ERROR
     assert error.status_code == 401
     assert "Unauthorized" in error.message
-    assert len(fake_tavily.requests) == 1
 
 
 async def test_400_is_a_validation_error_without_retry(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
-    fake_tavily.inject("/search", status=400, detail="Invalid topic.")
-    error = await search_error(deps)
+    error = await error_without_retry(fake_tavily, deps, 400, "Invalid topic.")
     assert error.error_type is TavilyErrorType.VALIDATION_ERROR
     assert error.message == "the API rejected the request (HTTP 400): Invalid topic."
-    assert len(fake_tavily.requests) == 1
 
 
 @pytest.mark.parametrize("status", [403, 432, 433])
 async def test_403_432_433_are_forbidden_without_retry(
     fake_tavily: FakeTavilyServer, deps: TavilySearchDeps, status: int
 ) -> None:
-    fake_tavily.inject("/search", status=status, detail="Plan limit exceeded.")
-    error = await search_error(deps)
+    error = await error_without_retry(fake_tavily, deps, status, "Plan limit exceeded.")
     assert error.error_type is TavilyErrorType.FORBIDDEN_ERROR
     assert "Plan limit exceeded." in error.message
-    assert len(fake_tavily.requests) == 1
 
 
 async def test_other_4xx_is_unknown_without_retry(fake_tavily: FakeTavilyServer, deps: TavilySearchDeps) -> None:
-    fake_tavily.inject("/search", status=404, detail="Not here.")
-    error = await search_error(deps)
+    error = await error_without_retry(fake_tavily, deps, 404, "Not here.")
     assert error.error_type is TavilyErrorType.UNKNOWN_ERROR
     assert error.status_code == 404
     assert error.message.startswith("HTTP 404 from /search")
-    assert len(fake_tavily.requests) == 1
 
 
 async def test_refused_connection_is_a_network_error_without_retry(deps: TavilySearchDeps) -> None:

@@ -17,19 +17,12 @@ from claudecode_model._tool_servers import registered_tool_specs, serve_tools
 from claudecode_model.deps_support import DepsContext
 from claudecode_model.ipc import IPCClient
 from claudecode_model.mcp_integration import collect_tools, create_mcp_server_from_tools
+from tests._support.agents import echo_and_explode_agent
 from tests._support.mcp import mcp_session
 
 
 def registered_agent() -> Agent[None, str]:
-    agent = Agent(TestModel())
-
-    @agent.tool_plain
-    def echo(text: str) -> str:
-        return text
-
-    @agent.tool_plain
-    def explode(message: str) -> str:
-        raise RuntimeError(message)
+    agent = echo_and_explode_agent(RuntimeError)
 
     @agent.tool_plain
     def add(x: int, y: int) -> dict[str, int]:

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import types
+from collections.abc import Callable
 from typing import Any, Generic, NewType, TypeVar
 
 import pytest
@@ -213,9 +214,14 @@ class Blocker:
         self.tool = Tool(block)
 
 
-async def test_edge_cancelled_error_propagates_from_the_tool_converter_handler() -> None:
+@pytest.mark.parametrize(
+    "make_handler",
+    [_create_async_handler, create_tool_wrapper],
+    ids=["tool_converter_handler", "mcp_integration_wrapper"],
+)
+async def test_edge_cancelled_error_propagates_from_the_handler(make_handler: Callable[[Tool[Any]], Any]):
     blocker = Blocker()
-    handler = _create_async_handler(blocker.tool)
+    handler = make_handler(blocker.tool)
 
     task = asyncio.create_task(handler({}))
     await blocker.started.wait()
@@ -234,19 +240,6 @@ async def test_edge_cancelled_error_raised_inside_a_tool_is_not_turned_into_an_e
         await _create_async_handler(Tool(gives_up))({})
     with pytest.raises(asyncio.CancelledError):
         await create_tool_wrapper(Tool(gives_up))({})
-
-
-async def test_edge_cancelled_error_propagates_from_the_mcp_integration_wrapper() -> None:
-    blocker = Blocker()
-    wrapper = create_tool_wrapper(blocker.tool)
-
-    task = asyncio.create_task(wrapper({}))
-    await blocker.started.wait()
-    task.cancel()
-
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert blocker.cancelled
 
 
 async def test_edge_cancelled_error_propagates_from_a_deps_tool_handler() -> None:

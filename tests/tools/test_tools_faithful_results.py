@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic_ai import Agent, ModelRetry
-from pydantic_ai.models.test import TestModel
 
 from claudecode_model._inprocess_server import TOOL_USE_ID_META_KEY, ToolSpec, build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools
+from tests._support.agents import echo_and_explode_agent
 from tests._support.mcp import mcp_session, texts
 
 if TYPE_CHECKING:
@@ -33,15 +33,7 @@ EXACT_TEXTS = [
 
 
 def text_agent() -> Agent[None, str]:
-    agent = Agent(TestModel())
-
-    @agent.tool_plain
-    def echo(text: str) -> str:
-        return text
-
-    @agent.tool_plain
-    def explode(message: str) -> str:
-        raise ValueError(message)
+    agent = echo_and_explode_agent(ValueError)
 
     @agent.tool_plain
     def retry(hint: str) -> str:

@@ -141,10 +141,14 @@ def _texts(message: dict[str, Any]) -> str:
     return "".join(part["text"] for part in message["parts"] if part["type"] == "text")
 
 
-async def test_vercel_client_reads_text(served: tuple[str, OfflineBackend], read_stream: Any):
+async def read_from(served: tuple[str, OfflineBackend], read_stream: Any, protocol: str, prompt: str) -> Any:
+    """What the ``protocol`` client (``"vercel"`` or ``"ag-ui"``) read from the served app's endpoint for it."""
     url, _ = served
+    return await read_stream(protocol, f"{url}/{protocol}", prompt)
 
-    read = await read_stream("vercel", f"{url}/vercel", "say hello")
+
+async def test_vercel_client_reads_text(served: tuple[str, OfflineBackend], read_stream: Any):
+    read = await read_from(served, read_stream, "vercel", "say hello")
 
     message = read["message"]
     assert message["role"] == "assistant"
@@ -156,9 +160,7 @@ async def test_vercel_client_reads_text(served: tuple[str, OfflineBackend], read
 async def test_vercel_client_reads_an_agent_tool_call_with_its_result(
     served: tuple[str, OfflineBackend], read_stream: Any
 ):
-    url, _ = served
-
-    read = await read_stream("vercel", f"{url}/vercel", "lookup the colour")
+    read = await read_from(served, read_stream, "vercel", "lookup the colour")
 
     message = read["message"]
     [call] = _tool_parts(message, "lookup")
@@ -169,9 +171,7 @@ async def test_vercel_client_reads_an_agent_tool_call_with_its_result(
 
 
 async def test_vercel_client_reads_a_builtin_web_search(served: tuple[str, OfflineBackend], read_stream: Any):
-    url, _ = served
-
-    read = await read_stream("vercel", f"{url}/vercel", "search the web")
+    read = await read_from(served, read_stream, "vercel", "search the web")
 
     [call] = _tool_parts(read["message"], "web_search")
     assert call["providerExecuted"] is True
@@ -183,9 +183,7 @@ async def test_vercel_client_reads_a_builtin_web_search(served: tuple[str, Offli
 async def test_vercel_client_reads_a_subagent_linked_to_its_parent(
     served: tuple[str, OfflineBackend], read_stream: Any
 ):
-    url, _ = served
-
-    read = await read_stream("vercel", f"{url}/vercel", "ask the subagent")
+    read = await read_from(served, read_stream, "vercel", "ask the subagent")
 
     message = read["message"]
     [agent_call] = _tool_parts(message, "Agent")
@@ -233,9 +231,7 @@ def _tool_messages(read: dict[str, Any]) -> dict[str, str]:
 
 
 async def test_ag_ui_client_reads_text(served: tuple[str, OfflineBackend], read_stream: Any):
-    url, _ = served
-
-    read = await read_stream("ag-ui", f"{url}/ag-ui", "say hello")
+    read = await read_from(served, read_stream, "ag-ui", "say hello")
 
     types = _event_types(read)
     assert types[0] == "RUN_STARTED"
@@ -249,9 +245,7 @@ async def test_ag_ui_client_reads_text(served: tuple[str, OfflineBackend], read_
 async def test_ag_ui_client_reads_an_agent_tool_call_with_its_result(
     served: tuple[str, OfflineBackend], read_stream: Any
 ):
-    url, _ = served
-
-    read = await read_stream("ag-ui", f"{url}/ag-ui", "lookup the colour")
+    read = await read_from(served, read_stream, "ag-ui", "lookup the colour")
 
     [call] = [call for call in _assistant_tool_calls(read) if call["function"]["name"] == "lookup"]
     assert json.loads(call["function"]["arguments"]) == {"key": "colour"}
@@ -260,9 +254,7 @@ async def test_ag_ui_client_reads_an_agent_tool_call_with_its_result(
 
 
 async def test_ag_ui_client_reads_a_builtin_web_search(served: tuple[str, OfflineBackend], read_stream: Any):
-    url, _ = served
-
-    read = await read_stream("ag-ui", f"{url}/ag-ui", "search the web")
+    read = await read_from(served, read_stream, "ag-ui", "search the web")
 
     [call] = [call for call in _assistant_tool_calls(read) if call["function"]["name"] == "web_search"]
     assert json.loads(call["function"]["arguments"]) == {"query": "pydantic ai"}
@@ -270,9 +262,7 @@ async def test_ag_ui_client_reads_a_builtin_web_search(served: tuple[str, Offlin
 
 
 async def test_ag_ui_client_reads_a_subagent_inside_its_parent(served: tuple[str, OfflineBackend], read_stream: Any):
-    url, _ = served
-
-    read = await read_stream("ag-ui", f"{url}/ag-ui", "ask the subagent")
+    read = await read_from(served, read_stream, "ag-ui", "ask the subagent")
 
     calls = {call["function"]["name"]: call["id"] for call in _assistant_tool_calls(read)}
     results = _tool_messages(read)
@@ -293,9 +283,7 @@ async def test_ag_ui_client_reads_a_subagent_inside_its_parent(served: tuple[str
 
 
 async def test_ag_ui_client_reads_an_approval_request(served: tuple[str, OfflineBackend], read_stream: Any):
-    url, _ = served
-
-    read = await read_stream("ag-ui", f"{url}/ag-ui", "delete the file")
+    read = await read_from(served, read_stream, "ag-ui", "delete the file")
 
     [call] = [call for call in _assistant_tool_calls(read) if call["function"]["name"] == "delete_file"]
     assert call["id"] not in _tool_messages(read), "the tool must not have run"
