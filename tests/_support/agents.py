@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, AgentRunResult
 from pydantic_ai.models.test import TestModel
+
+if TYPE_CHECKING:
+    from claudecode_model import ClaudeCodeModel
 
 
 def _answering(text: str) -> Callable[[], str]:
@@ -36,3 +39,11 @@ def echo_and_explode_agent(error: type[Exception]) -> Agent[None, str]:
         raise error(message)
 
     return agent
+
+
+async def run_and_close(model: ClaudeCodeModel, prompt: str, **run_kwargs: Any) -> AgentRunResult[str]:
+    """One run of a plain agent on ``model`` (as in a process of its own), closing the model afterwards."""
+    try:
+        return await Agent(model).run(prompt, **run_kwargs)
+    finally:
+        await model.aclose()

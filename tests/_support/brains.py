@@ -11,6 +11,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     ModelResponsePart,
     RetryPromptPart,
+    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -68,6 +69,36 @@ def calls_then_results(
         if not returns:
             return ModelResponse(parts=[ToolCallPart(name, args) for name, args in calls])
         return ModelResponse(parts=[TextPart(" | ".join(str(part.content) for part in returns))])
+
+    return brain
+
+
+def system_text(messages: list[ModelMessage]) -> str:
+    """The system prompts of a conversation, one text."""
+    return "\n".join(p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart))
+
+
+def subagent_conversation(
+    role_prompt: str,
+    subagent_calls: Sequence[ModelResponsePart],
+    task: dict[str, str],
+    *,
+    report: Callable[[object], str] = lambda result: f"REPORT: {result}",
+    answer: Callable[[object], str] = lambda report: f"The subagent said: {report}",
+) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """Brain of a conversation with one subagent. The subagent (its system prompt holds ``role_prompt``) makes
+    ``subagent_calls``, then reports their first result; the main conversation starts it with ``task`` (the
+    ``Agent`` tool's input), then answers with its report."""
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        if role_prompt in system_text(messages):
+            if not returns:
+                return ModelResponse(parts=list(subagent_calls))
+            return ModelResponse(parts=[TextPart(report(returns[0].content))])
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("Agent", task)])
+        return ModelResponse(parts=[TextPart(answer(returns[0].content))])
 
     return brain
 

@@ -19,6 +19,7 @@ class ProcessEntry:
     ppid: int
     state: str
     argv: list[str]
+    pgid: int
 
     @property
     def alive(self) -> bool:
@@ -39,7 +40,16 @@ def process_table() -> Iterator[ProcessEntry]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        yield ProcessEntry(int(entry), int(fields[1]), fields[0], argv)
+        yield ProcessEntry(int(entry), int(fields[1]), fields[0], argv, int(fields[2]))
+
+
+def environment(pid: int) -> list[bytes]:
+    """The ``NAME=value`` entries of a process's environment (none if it is gone or not ours to read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ_file:
+            return environ_file.read().split(b"\0")
+    except OSError:
+        return []
 
 
 def live_descendants(pid: int | None = None) -> set[int]:

@@ -296,6 +296,19 @@ async def run_on_a_new_model(
         await model.aclose()
 
 
+async def approval_asked_on_a_new_model(
+    backend: OfflineBackend,
+) -> tuple[list[str], AgentRunResult[str | DeferredToolRequests], ToolCallPart]:
+    """Like :func:`run_to_the_approval`, on a model of its own closed afterwards: the paths deleted so far, the
+    run's result and the call waiting for approval."""
+    backend.set_brain(FunctionModel(approval_brain))
+    deleted: list[str] = []
+    first = await run_on_a_new_model(backend, deleted, "delete /tmp/x")
+    assert isinstance(first.output, DeferredToolRequests)
+    [request] = first.output.approvals
+    return deleted, first, request
+
+
 async def test_a_tool_requiring_approval_ends_the_run_with_deferred_tool_requests_and_approval_continues_it(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
@@ -361,12 +374,8 @@ async def test_call_deferred_gets_its_external_result(model: ClaudeCodeModel, cl
 
 
 async def test_an_approval_continues_on_a_new_model_instance_from_the_history(claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(approval_brain))
-    deleted: list[str] = []
     # As a process that stopped: the waiting turn is gone.
-    first = await run_on_a_new_model(claude_backend, deleted, "delete /tmp/x")
-    assert isinstance(first.output, DeferredToolRequests)
-    [request] = first.output.approvals
+    deleted, first, request = await approval_asked_on_a_new_model(claude_backend)
     history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(first.all_messages()))
 
     second = await run_on_a_new_model(
@@ -392,11 +401,7 @@ async def test_an_approval_continues_on_a_new_model_instance_from_the_history(cl
 
 
 async def test_a_denial_continues_on_a_new_model_instance(claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(approval_brain))
-    deleted: list[str] = []
-    first = await run_on_a_new_model(claude_backend, deleted, "delete /tmp/x")
-    assert isinstance(first.output, DeferredToolRequests)
-    [request] = first.output.approvals
+    deleted, first, request = await approval_asked_on_a_new_model(claude_backend)
 
     second = await run_on_a_new_model(
         claude_backend,

@@ -45,10 +45,16 @@ async def test_a_second_result_for_the_same_call_is_refused():
     assert _text(await results.wait("toolu_3")) == "first"
 
 
+async def waiting(results: CallResults, call_id: str) -> asyncio.Task[CallToolResult]:
+    """A task waiting for the result of ``call_id``, started (it waits when this returns)."""
+    waiter = asyncio.create_task(results.wait(call_id))
+    await asyncio.sleep(0)
+    return waiter
+
+
 async def test_a_cancelled_handler_leaves_the_call_pending():
     results = CallResults()
-    waiter = asyncio.create_task(results.wait("toolu_4"))
-    await asyncio.sleep(0)
+    waiter = await waiting(results, "toolu_4")
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
@@ -59,8 +65,7 @@ async def test_a_cancelled_handler_leaves_the_call_pending():
 
 async def test_close_answers_waiting_and_later_handlers_with_a_not_executed_error():
     results = CallResults()
-    waiter = asyncio.create_task(results.wait("toolu_5"))
-    await asyncio.sleep(0)
+    waiter = await waiting(results, "toolu_5")
     results.close()
     closed = await waiter
     assert closed.is_error

@@ -18,6 +18,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserProm
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, PostgresSessionStore, SQLiteSessionStore
+from tests._support.agents import run_and_close
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -140,11 +141,11 @@ async def test_a_history_cut_short_forks_the_stored_session_at_that_point(
     finally:
         await worker_b.aclose()
 
-    worker_c = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "c"), session_store=store)
-    try:
-        after_two = await Agent(worker_c).run("after two", message_history=two.all_messages())
-    finally:
-        await worker_c.aclose()
+    after_two = await run_and_close(
+        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "c"), session_store=store),
+        "after two",
+        message_history=two.all_messages(),
+    )
     assert claude_backend.requests[-1].user_texts() == ["one", "two", "after two"]
     assert session_of(after_two.all_messages()) != original  # "three" had continued it: this is another branch
 
@@ -167,11 +168,7 @@ async def test_without_a_store_another_worker_replays_the_history(claude_backend
     claude_backend.set_brain(FunctionModel(echo_brain))
     env_b = worker_env(claude_backend, tmp_path, "b")
     first = await Agent(ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), keep_sessions=0)).run("hello")
-    worker_b = ClaudeCodeModel(env=env_b)
-    try:
-        second = await Agent(worker_b).run("again", message_history=first.all_messages())
-    finally:
-        await worker_b.aclose()
+    second = await run_and_close(ClaudeCodeModel(env=env_b), "again", message_history=first.all_messages())
 
     assert second.output == "echo: again (prompts seen: 2)"
     assert claude_backend.requests[-1].user_texts() == ["hello", "again"]
@@ -193,11 +190,11 @@ async def test_a_session_whose_last_turn_never_reached_the_store_is_replayed_not
     await store.delete(key)
     await store.append(key, first_turn)
 
-    worker_b = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store)
-    try:
-        three = await Agent(worker_b).run("three", message_history=two.all_messages())
-    finally:
-        await worker_b.aclose()
+    three = await run_and_close(
+        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store),
+        "three",
+        message_history=two.all_messages(),
+    )
 
     assert claude_backend.requests[-1].user_texts() == ["one", "two", "three"]
     assert three.output == "echo: three (prompts seen: 3)"
@@ -214,11 +211,11 @@ async def test_a_replayed_history_reaches_the_store_whole(claude_backend: Offlin
     replayed = await Agent(worker_b).run("now claude code", message_history=earlier.all_messages())
     assert claude_backend.requests[-1].user_texts() == ["question for the other model", "now claude code"]
 
-    worker_c = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "c"), session_store=store)
-    try:
-        resumed = await Agent(worker_c).run("and on worker c", message_history=replayed.all_messages())
-    finally:
-        await worker_c.aclose()
+    resumed = await run_and_close(
+        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "c"), session_store=store),
+        "and on worker c",
+        message_history=replayed.all_messages(),
+    )
 
     assert session_of(resumed.all_messages()) == session_of(replayed.all_messages())
     assert claude_backend.requests[-1].user_texts() == [

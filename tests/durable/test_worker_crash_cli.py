@@ -28,6 +28,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.testing import OfflineBackend
+from tests._support.processes import process_table
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -107,18 +108,7 @@ def _finish(process: subprocess.Popen[bytes], log: Path) -> None:
 
 
 def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
+    return [process.pid for process in process_table() if process.alive and process.pgid == pgid]
 
 
 def _ledger(dsn: str) -> list[tuple[str, str, int]]:

@@ -3,14 +3,11 @@ MCP server tool as a remote MCP server of the CLI."""
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.capabilities import NativeTool, WebFetch, WebSearch
@@ -20,7 +17,6 @@ from pydantic_ai.messages import (
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
-    PartStartEvent,
     TextPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -28,7 +24,9 @@ from pydantic_ai.native_tools import CodeExecutionTool, MCPServerTool, WebFetchT
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.asgi import serve_asgi
 from tests._support.brains import calls_then_results
+from tests._support.responses import native_parts, started_native_kinds
 
 pytestmark = pytest.mark.cli
 
@@ -69,13 +67,6 @@ def web_brain(*calls: tuple[str, dict[str, object]]):
     return brain
 
 
-def _native_parts(response: ModelMessage) -> tuple[list[NativeToolCallPart], list[NativeToolReturnPart]]:
-    assert isinstance(response, ModelResponse)
-    calls = [part for part in response.parts if isinstance(part, NativeToolCallPart)]
-    returns = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
-    return calls, returns
-
-
 async def test_web_search_capability_runs_claude_codes_web_search(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
@@ -97,7 +88,7 @@ async def test_web_search_capability_runs_claude_codes_web_search(
     assert "searched for pydantic ai" in result.text
 
     [final] = [event.result for event in events if isinstance(event, AgentRunResultEvent)]
-    [call], [returned] = _native_parts(final.all_messages()[-1])
+    [call], [returned] = native_parts(final.all_messages()[-1])
     assert (call.tool_name, call.args_as_dict()) == ("web_search", {"query": "pydantic ai"})
     assert call.provider_name == "claude-code"
     assert (call.provider_details or {}).get("cli_tool_name") == "WebSearch"
@@ -105,9 +96,7 @@ async def test_web_search_capability_runs_claude_codes_web_search(
     assert returned.tool_name == "web_search"
     assert "https://docs.pydantic.dev/" in str(returned.content)
     assert returned.outcome == "success"
-    started = [event.part for event in events if isinstance(event, PartStartEvent)]
-    assert any(isinstance(part, NativeToolCallPart) and part.tool_name == "web_search" for part in started)
-    assert any(isinstance(part, NativeToolReturnPart) and part.tool_name == "web_search" for part in started)
+    assert started_native_kinds(events, "web_search") == {NativeToolCallPart, NativeToolReturnPart}
 
 
 async def test_native_tool_capability_and_search_domains(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -120,7 +109,7 @@ async def test_native_tool_capability_and_search_domains(model: ClaudeCodeModel,
     search = claude_backend.requests[1]
     [server_tool] = search.raw["tools"]
     assert server_tool["allowed_domains"] == ["docs.pydantic.dev"]  # Claude's choice, held to the agent's filter
-    [call], [returned] = _native_parts(result.all_messages()[-1])
+    [call], [returned] = native_parts(result.all_messages()[-1])
     assert call.tool_name == "web_search"
     assert "https://ai.pydantic.dev/" in str(returned.content)
 
@@ -135,7 +124,7 @@ async def test_web_fetch_outside_the_allowed_domains_is_denied(model: ClaudeCode
     main = claude_backend.requests[0]
     assert "WebFetch" in main.tool_names
     assert "WebSearch" not in main.tool_names
-    [call], [returned] = _native_parts(result.all_messages()[-1])
+    [call], [returned] = native_parts(result.all_messages()[-1])
     assert (call.tool_name, call.args_as_dict()) == ("web_fetch", fetch)
     assert returned.outcome == "failed"
     assert "elsewhere.example is not among the domains this agent may fetch: pydantic.dev" in str(returned.content)
@@ -183,23 +172,8 @@ async def _mcp_server() -> AsyncIterator[tuple[str, list[str | None]]]:
             seen_auth.append(headers.get(b"authorization", b"").decode() or None)
         await inner(scope, receive, send)
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    uvicorn_server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    )
-    task = asyncio.create_task(uvicorn_server.serve(sockets=[sock]))
-    try:
-        while not uvicorn_server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}/mcp", seen_auth
-    finally:
-        uvicorn_server.should_exit = True
-        await task
-        sock.close()
+    async with serve_asgi(app, lifespan="on", graceful_shutdown=5) as url:
+        yield f"{url}/mcp", seen_auth
 
 
 async def test_mcp_server_tool_is_a_remote_mcp_server_of_the_cli(
@@ -218,7 +192,7 @@ async def test_mcp_server_tool_is_a_remote_mcp_server_of_the_cli(
     assert seen_auth
     assert set(seen_auth) == {"Bearer secret-token"}
     response = result.all_messages()[-1]
-    calls, returns = _native_parts(response)
+    calls, returns = native_parts(response)
     assert [(call.tool_name, call.args_as_dict()) for call in calls] == [
         ("mcp_server:notes", {"key": "colour"}),
         ("mcp_server:notes", {}),

@@ -12,19 +12,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelResponse,
     NativeToolCallPart,
-    SystemPromptPart,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import subagent_conversation
 
 pytestmark = pytest.mark.cli
 
@@ -94,18 +92,13 @@ async def test_a_subagent_run_is_an_event_of_the_request_span(
     notes.write_text("the treasure is under the oak\n")
     reader = "You are the note reader."
 
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        system = "\n".join(p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart))
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-        if reader in system:
-            if not returns:
-                return ModelResponse(parts=[ToolCallPart("Read", {"file_path": str(notes)})])
-            return ModelResponse(parts=[TextPart("REPORT: done")])
-        if not returns:
-            task = {"description": "Read notes", "prompt": "Read the notes", "subagent_type": "note-reader"}
-            return ModelResponse(parts=[ToolCallPart("Agent", task)])
-        return ModelResponse(parts=[TextPart("ok")])
-
+    brain = subagent_conversation(
+        reader,
+        [ToolCallPart("Read", {"file_path": str(notes)})],
+        {"description": "Read notes", "prompt": "Read the notes", "subagent_type": "note-reader"},
+        report=lambda _: "REPORT: done",
+        answer=lambda _: "ok",
+    )
     claude_backend.set_brain(FunctionModel(brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env())
     settings = {

@@ -8,20 +8,18 @@ import pytest
 from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
-    PartStartEvent,
-    SystemPromptPart,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import subagent_conversation
+from tests._support.responses import started_parts
 
 pytestmark = pytest.mark.cli
 
@@ -31,19 +29,11 @@ SUBAGENT_PROMPT = "You are the note reader. Read the notes you are given and rep
 def subagent_brain(notes: Path):
     """Claude: start the note-reader subagent, then answer with its report. The subagent: read the notes, report."""
 
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        system = "\n".join(p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart))
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-        if SUBAGENT_PROMPT in system:
-            if not returns:
-                return ModelResponse(parts=[TextPart("Reading."), ToolCallPart("Read", {"file_path": str(notes)})])
-            return ModelResponse(parts=[TextPart(f"REPORT: {returns[0].content}")])
-        if not returns:
-            task = {"description": "Read notes", "prompt": f"Read {notes}", "subagent_type": "note-reader"}
-            return ModelResponse(parts=[ToolCallPart("Agent", task)])
-        return ModelResponse(parts=[TextPart(f"The subagent said: {returns[0].content}")])
-
-    return brain
+    return subagent_conversation(
+        SUBAGENT_PROMPT,
+        [TextPart("Reading."), ToolCallPart("Read", {"file_path": str(notes)})],
+        {"description": "Read notes", "prompt": f"Read {notes}", "subagent_type": "note-reader"},
+    )
 
 
 def _settings(tmp_path: Path) -> ClaudeCodeModelSettings:
@@ -98,7 +88,7 @@ async def test_subagent_calls_are_native_parts_linked_to_the_agent_call(
     assert "the treasure is under the oak" in str(read_return.content)
     assert agent_return.tool_call_id == parent
     assert "REPORT:" in str(agent_return.content)
-    started = [event.part for event in events if isinstance(event, PartStartEvent)]
+    started = started_parts(events)
     streamed_read = [part for part in started if isinstance(part, NativeToolCallPart) and part.tool_name == "Read"]
     assert [(part.provider_details or {}).get("parent_tool_call_id") for part in streamed_read] == [parent]
 
@@ -116,18 +106,11 @@ async def test_subagent_calls_are_native_parts_linked_to_the_agent_call(
 async def test_a_subagent_calls_one_of_the_agents_tools(model: ClaudeCodeModel, claude_backend: OfflineBackend):
     looker = "You are the looker. Look the key up with the lookup tool."
 
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        system = "\n".join(p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart))
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-        if looker in system:
-            if not returns:
-                return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__lookup", {"key": "colour"})])
-            return ModelResponse(parts=[TextPart(f"REPORT: {returns[0].content}")])
-        if not returns:
-            task = {"description": "Look up", "prompt": "Look up the colour", "subagent_type": "looker"}
-            return ModelResponse(parts=[ToolCallPart("Agent", task)])
-        return ModelResponse(parts=[TextPart(f"The subagent said: {returns[0].content}")])
-
+    brain = subagent_conversation(
+        looker,
+        [ToolCallPart("mcp__pydantic_tools__lookup", {"key": "colour"})],
+        {"description": "Look up", "prompt": "Look up the colour", "subagent_type": "looker"},
+    )
     claude_backend.set_brain(FunctionModel(brain))
     settings: ClaudeCodeModelSettings = {
         "claude_code_timeout": 60,

@@ -25,6 +25,7 @@ from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 from tests._support.agents import add_constant_tools
 from tests._support.brains import call_every_tool_then_summarise
+from tests._support.responses import native_parts
 
 pytestmark = pytest.mark.cli
 
@@ -130,9 +131,7 @@ async def test_tool_exception_reaches_claude_as_an_error_result(model: ClaudeCod
     tool_result = claude_backend.requests[-1].tool_results()[0]
     assert tool_result.is_error
     assert "the disk is on fire" in tool_result.text
-    response = result.all_messages()[-1]
-    assert isinstance(response, ModelResponse)
-    [failed] = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+    _, [failed] = native_parts(result.all_messages()[-1])
     assert failed.outcome == "failed"
 
 

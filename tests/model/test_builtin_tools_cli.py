@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
-    ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
-    PartStartEvent,
 )
 from pydantic_ai.models.function import FunctionModel
 
@@ -18,6 +16,7 @@ from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model._restrictions import forbidden_argument
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import calls_then_results
+from tests._support.responses import native_parts, started_native_kinds
 
 pytestmark = pytest.mark.cli
 
@@ -39,16 +38,11 @@ async def test_builtin_read_runs_and_shows_as_native_tool_parts(
 
     assert "the treasure is under the oak" in result.output
     assert "Read" in claude_backend.requests[0].tool_names
-    response = result.all_messages()[-1]
-    assert isinstance(response, ModelResponse)
-    [call] = [part for part in response.parts if isinstance(part, NativeToolCallPart)]
-    [returned] = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+    [call], [returned] = native_parts(result.all_messages()[-1])
     assert (call.tool_name, call.args_as_dict()) == ("Read", {"file_path": str(notes)})
     assert "the treasure is under the oak" in str(returned.content)
     assert returned.outcome == "success"
-    started = [event.part for event in events if isinstance(event, PartStartEvent)]
-    assert any(isinstance(part, NativeToolCallPart) and part.tool_name == "Read" for part in started)
-    assert any(isinstance(part, NativeToolReturnPart) and part.tool_name == "Read" for part in started)
+    assert started_native_kinds(events, "Read") == {NativeToolCallPart, NativeToolReturnPart}
 
 
 async def test_builtin_tools_are_off_unless_enabled(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -100,8 +94,7 @@ async def test_restricted_bash_parameter_is_denied_and_claude_is_told_why(
     assert tool_result.is_error
     assert "run_in_background=True is not allowed for Bash" in tool_result.text
     response = result.all_messages()[-1]
-    assert isinstance(response, ModelResponse)
-    [denied] = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+    _, [denied] = native_parts(response)
     assert denied.outcome == "failed"
     assert response.provider_details is not None
     assert [d["tool_name"] for d in response.provider_details["permission_denials"]] == ["Bash"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from claudecode_model.testing import OfflineBackend
+from tests._support.processes import environment, process_table
 
 pytestmark = pytest.mark.cli
 
@@ -31,18 +32,7 @@ def readme_quickstart() -> str:
 
 def processes_with(marker: str) -> list[int]:
     """Live processes whose environment holds ``marker`` (the program and everything it started)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in environ.split(b"\0") and state != "Z":
-            found.append(int(entry.name))
-    return found
+    return [process.pid for process in process_table() if process.alive and marker.encode() in environment(process.pid)]
 
 
 def run_program(code: str, env: dict[str, str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], str]:

@@ -18,6 +18,7 @@ from claudecode_model import (
     CLITimeoutError,
 )
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.agents import run_and_close
 from tests._support.brains import echo_brain
 
 pytestmark = pytest.mark.cli
@@ -87,11 +88,7 @@ async def test_history_resumes_in_a_new_process(claude_backend: OfflineBackend):
     env = claude_backend.cli_env()
     first_model = ClaudeCodeModel(env=env, keep_sessions=0)
     first = await Agent(first_model).run("first question")
-    second_model = ClaudeCodeModel(env=env)
-    try:
-        second = await Agent(second_model).run("follow up", message_history=first.all_messages())
-    finally:
-        await second_model.aclose()
+    second = await run_and_close(ClaudeCodeModel(env=env), "follow up", message_history=first.all_messages())
 
     assert second.output == "echo: follow up"
     seen = claude_backend.requests[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -186,14 +187,29 @@ async def test_model_retry_keeps_its_meaning() -> None:
     assert second.content == "fine"
 
 
-async def test_cancellation_is_never_converted() -> None:
-    agent = Agent(Script(calls("stop")).model, capabilities=[ToolResults()])
+async def _stop() -> str:
+    raise asyncio.CancelledError
 
-    @agent.tool_plain
-    async def stop() -> str:
-        raise asyncio.CancelledError
 
-    with pytest.raises(asyncio.CancelledError):
+def _misconfigured() -> str:
+    raise UserError("you forgot something")
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "error", "match"),
+    [
+        ("stop", _stop, asyncio.CancelledError, None),
+        ("misconfigured", _misconfigured, UserError, "you forgot something"),
+    ],
+    ids=["cancellation_is_never_converted", "developer_errors_are_not_hidden_from_the_developer"],
+)
+async def test_is_never_converted(
+    name: str, tool: Callable[[], Any], error: type[BaseException], match: str | None
+) -> None:
+    agent = Agent(Script(calls(name)).model, capabilities=[ToolResults()])
+    agent.tool_plain(name=name)(tool)
+
+    with pytest.raises(error, match=match):
         await agent.run("go")
 
 
@@ -207,17 +223,6 @@ async def test_run_cancellation_from_a_tool_ends_the_run() -> None:
         return "never"
 
     with pytest.raises(RunCancelled):
-        await agent.run("go")
-
-
-async def test_developer_errors_are_not_hidden_from_the_developer() -> None:
-    agent = Agent(Script(calls("misconfigured")).model, capabilities=[ToolResults()])
-
-    @agent.tool_plain
-    def misconfigured() -> str:
-        raise UserError("you forgot something")
-
-    with pytest.raises(UserError, match="you forgot something"):
         await agent.run("go")
 
 

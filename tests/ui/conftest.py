@@ -7,15 +7,14 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+
+from tests._support.asgi import serve_asgi
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_SOURCES = Path(__file__).resolve().parent / "node"
@@ -86,28 +85,7 @@ def read_stream(node_clients: Path) -> ReadStream:
     return read
 
 
-@asynccontextmanager
-async def _serve(app: Any) -> AsyncIterator[str]:
-    """Serve an ASGI app on 127.0.0.1 in the running event loop; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
-
-
 @pytest.fixture
 def serve_app() -> Callable[[Any], Any]:
     """``async with serve_app(app) as url``: the app served on 127.0.0.1 in the test's event loop."""
-    return _serve
+    return serve_asgi

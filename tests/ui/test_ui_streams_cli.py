@@ -19,7 +19,6 @@ from pydantic_ai.messages import (
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
-    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -35,6 +34,7 @@ from starlette.routing import Route
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import system_text
 
 pytestmark = pytest.mark.cli
 
@@ -47,7 +47,6 @@ def brain_for(notes: Path):
     """Claude, by the prompt: answer; call the agent's tool; search the web; start a subagent; ask for approval."""
 
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        system = "\n".join(p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart))
         returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
         if [tool.name for tool in info.function_tools] == ["web_search"]:  # the API's own web search
             results = [{"type": "web_search_result", "url": "https://ai.pydantic.dev/", "title": "Pydantic AI"}]
@@ -58,7 +57,7 @@ def brain_for(notes: Path):
                     TextPart("An agent framework."),
                 ]
             )
-        if SUBAGENT_PROMPT in system:
+        if SUBAGENT_PROMPT in system_text(messages):
             if not returns:
                 return ModelResponse(parts=[ToolCallPart("Read", {"file_path": str(notes)})])
             return ModelResponse(parts=[TextPart(f"REPORT: {returns[0].content}")])

@@ -1,0 +1,36 @@
+"""Reading a run's responses and stream events: the native tool parts Claude Code's own tools show as."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    ModelResponsePart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    PartStartEvent,
+)
+
+
+def native_parts(response: ModelMessage) -> tuple[list[NativeToolCallPart], list[NativeToolReturnPart]]:
+    """The native tool calls and returns of ``response`` (which must be a model response)."""
+    assert isinstance(response, ModelResponse)
+    calls = [part for part in response.parts if isinstance(part, NativeToolCallPart)]
+    returns = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+    return calls, returns
+
+
+def started_parts(events: Iterable[object]) -> list[ModelResponsePart]:
+    """The parts whose start was streamed, in order."""
+    return [event.part for event in events if isinstance(event, PartStartEvent)]
+
+
+def started_native_kinds(events: Iterable[object], tool_name: str) -> set[type[ModelResponsePart]]:
+    """The kinds of native tool part (call, return) streamed for ``tool_name``."""
+    return {
+        type(part)
+        for part in started_parts(events)
+        if isinstance(part, NativeToolCallPart | NativeToolReturnPart) and part.tool_name == tool_name
+    }
