@@ -35,13 +35,33 @@ if TYPE_CHECKING:
     from claudecode_model.ipc._types import TransportType
     from claudecode_model.model import ClaudeCodeModel
 
-__all__ = ["DEFAULT_KEEP_SESSIONS", "SPARES_PER_SIGNATURE_TOTAL", "SURPLUS_IDLE_SECONDS", "ModelResources"]
+__all__ = [
+    "DEFAULT_KEEP_SESSIONS",
+    "SPARES_PER_SIGNATURE_TOTAL",
+    "SURPLUS_IDLE_SECONDS",
+    "ModelResources",
+    "ProcessLimits",
+]
 
 DEFAULT_KEEP_SESSIONS = 4
 SURPLUS_IDLE_SECONDS = 60.0
 """How long idle sessions beyond the default ``keep_sessions`` are kept (while no new process needs their slot)."""
 SPARES_PER_SIGNATURE_TOTAL = 4
 """The total cap on spares is this many times ``spare_sessions``."""
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    """How many CLI processes a model keeps idle, for how long, starts ahead, and runs at most."""
+
+    keep_sessions: int | None
+    """Idle processes kept for follow-up turns (``None``: :data:`DEFAULT_KEEP_SESSIONS`, and more for
+    :data:`SURPLUS_IDLE_SECONDS`)."""
+    idle_timeout: float
+    spare_sessions: int
+    """Processes started ahead per session signature."""
+    max_processes: int | None
+    """The cap on live processes (``None``: from the machine)."""
 
 
 @dataclass(eq=False)
@@ -52,10 +72,7 @@ class ModelResources:
     model_name: str | None
     cli_path_option: str | os.PathLike[str] | None
     env: dict[str, str]
-    keep_sessions: int | None
-    idle_timeout: float
-    spare_sessions: int
-    max_processes: int | None
+    limits: ProcessLimits
     transport: TransportType
     execution: ToolExecution
     session_store: SessionStore | None
@@ -83,13 +100,13 @@ class ModelResources:
         if self._pool is None:
             from claudecode_model._session import SessionPool
 
-            keep = self.keep_sessions
+            keep, spares = self.limits.keep_sessions, self.limits.spare_sessions
             self._pool = SessionPool(
                 max_idle=DEFAULT_KEEP_SESSIONS if keep is None else keep,
-                idle_timeout=self.idle_timeout,
+                idle_timeout=self.limits.idle_timeout,
                 surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep is None else 0.0,
-                max_spares=self.spare_sessions,
-                max_spares_total=SPARES_PER_SIGNATURE_TOTAL * self.spare_sessions,
+                max_spares=spares,
+                max_spares_total=SPARES_PER_SIGNATURE_TOTAL * spares,
             )
         return self._pool
 
@@ -99,7 +116,8 @@ class ModelResources:
         if self._slots is None:
             from claudecode_model._slots import ProcessSlots, default_max_processes
 
-            limit = self.max_processes if self.max_processes is not None else default_max_processes()
+            cap = self.limits.max_processes
+            limit = cap if cap is not None else default_max_processes()
             self._slots = ProcessSlots(limit)
         return self._slots
 

@@ -14,12 +14,15 @@ import types
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+if TYPE_CHECKING:
+    from claudecode_model._resources import ProcessLimits
 
 __all__ = [
     "IGNORED_STANDARD_SETTINGS",
@@ -180,16 +183,10 @@ def _is_count(value: Any, *, minimum: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
 
 
-def check_model_arguments(
-    *,
-    keep_sessions: Any,
-    session_idle_timeout: Any,
-    tool_transport: Any,
-    spare_sessions: Any,
-    max_processes: Any,
-    settings: Mapping[str, Any] | None,
-) -> None:
-    """Check the constructor arguments of :class:`~claudecode_model.ClaudeCodeModel`."""
+def check_model_arguments(limits: ProcessLimits, *, tool_transport: Any, settings: Mapping[str, Any] | None) -> None:
+    """Check the constructor arguments of :class:`~claudecode_model.ClaudeCodeModel` (its process limits as given)."""
+    keep_sessions, session_idle_timeout = limits.keep_sessions, limits.idle_timeout
+    spare_sessions, max_processes = limits.spare_sessions, limits.max_processes
     if keep_sessions is not None and not _is_count(keep_sessions, minimum=0):
         raise ClaudeCodeSettingsError(
             f"Invalid keep_sessions={keep_sessions!r}: it must be an integer, 0 or more (0 keeps no idle CLI process)."

@@ -24,7 +24,7 @@ from claudecode_model._details import PROVIDER_NAME
 from claudecode_model._execution import ToolExecution, checked_tool_execution
 from claudecode_model._exit import close_blocking
 from claudecode_model._profile import default_profile
-from claudecode_model._resources import ModelResources
+from claudecode_model._resources import ModelResources, ProcessLimits
 from claudecode_model._settings_check import check_model_arguments
 from claudecode_model._streamed import (
     ClaudeCodeResponse,
@@ -116,23 +116,14 @@ class ClaudeCodeModel(Model):
                 process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
                 replaying the history. Workers must share the store and the working directory.
         """
-        check_model_arguments(
-            keep_sessions=keep_sessions,
-            session_idle_timeout=session_idle_timeout,
-            tool_transport=tool_transport,
-            spare_sessions=spare_sessions,
-            max_processes=max_processes,
-            settings=settings,
-        )
+        limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)
+        check_model_arguments(limits, tool_transport=tool_transport, settings=settings)
         self._model_name = model_name
         self._resources = ModelResources(
             model_name=model_name,
             cli_path_option=cli_path,
             env=dict(env or {}),
-            keep_sessions=keep_sessions,
-            idle_timeout=session_idle_timeout,
-            spare_sessions=spare_sessions,
-            max_processes=max_processes,
+            limits=limits,
             transport=tool_transport,
             execution=checked_tool_execution(tool_execution),
             session_store=checked_session_store(session_store),

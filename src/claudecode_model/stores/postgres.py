@@ -192,41 +192,30 @@ class PostgresSessionStore(SessionStore):
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """Every entry of the transcript in append order, or ``None`` for a transcript never written."""
-        stored = StoredKey.of(key)
-        async with self._connection() as connection:
-            cursor = await connection.execute(
-                self._sql(
-                    "SELECT entry::text FROM {entries}"
-                    " WHERE project_key = %s AND session_id = %s AND subpath = %s ORDER BY seq"
-                ),
-                _columns(stored),
-            )
-            rows = await cursor.fetchall()
+        rows = await self._rows(
+            "SELECT entry::text FROM {entries}"
+            " WHERE project_key = %s AND session_id = %s AND subpath = %s ORDER BY seq",
+            _columns(StoredKey.of(key)),
+        )
         if not rows:
             return None
         return [decode_entry(text) for (text,) in rows]
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """The main transcripts of ``project_key`` with their last write time (epoch milliseconds)."""
-        async with self._connection() as connection:
-            cursor = await connection.execute(
-                self._sql("SELECT session_id, mtime FROM {sessions} WHERE project_key = %s AND subpath = %s"),
-                (project_key, MAIN_SUBPATH),
-            )
-            rows = await cursor.fetchall()
+        rows = await self._rows(
+            "SELECT session_id, mtime FROM {sessions} WHERE project_key = %s AND subpath = %s",
+            (project_key, MAIN_SUBPATH),
+        )
         return [{"session_id": session_id, "mtime": int(mtime)} for session_id, mtime in rows]
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """The SDK's summaries of the main transcripts of ``project_key``, stamped with their write time."""
-        async with self._connection() as connection:
-            cursor = await connection.execute(
-                self._sql(
-                    "SELECT session_id, mtime, summary::text FROM {sessions}"
-                    " WHERE project_key = %s AND subpath = %s AND summary IS NOT NULL"
-                ),
-                (project_key, MAIN_SUBPATH),
-            )
-            rows = await cursor.fetchall()
+        rows = await self._rows(
+            "SELECT session_id, mtime, summary::text FROM {sessions}"
+            " WHERE project_key = %s AND subpath = %s AND summary IS NOT NULL",
+            (project_key, MAIN_SUBPATH),
+        )
         return [summary_entry(session_id, mtime, data) for session_id, mtime, data in rows]
 
     async def delete(self, key: SessionKey) -> None:
@@ -245,15 +234,11 @@ class PostgresSessionStore(SessionStore):
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         """The subpaths (subagent transcripts) stored under a session."""
         stored = StoredKey.of(key)
-        async with self._connection() as connection:
-            cursor = await connection.execute(
-                self._sql(
-                    "SELECT subpath FROM {sessions} WHERE project_key = %s AND session_id = %s AND subpath <> %s"
-                    " ORDER BY subpath"
-                ),
-                (stored.project_key, stored.session_id, MAIN_SUBPATH),
-            )
-            rows = await cursor.fetchall()
+        rows = await self._rows(
+            "SELECT subpath FROM {sessions} WHERE project_key = %s AND session_id = %s AND subpath <> %s"
+            " ORDER BY subpath",
+            (stored.project_key, stored.session_id, MAIN_SUBPATH),
+        )
         return [subpath for (subpath,) in rows]
 
     # --- set-up and tear-down --------------------------------------------------------------------------------
@@ -285,6 +270,12 @@ class PostgresSessionStore(SessionStore):
 
     def _sql(self, template: LiteralString) -> sql.Composed:
         return sql.SQL(template).format(**self._names)
+
+    async def _rows(self, template: LiteralString, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
+        """The rows a query (``template`` with the table names filled in) returns."""
+        async with self._connection() as connection:
+            cursor = await connection.execute(self._sql(template), params)
+            return await cursor.fetchall()
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
