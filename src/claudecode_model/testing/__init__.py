@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._backend import OfflineBackend
     from ._brain import ScriptExhaustedError, ScriptItem
+    from ._cache import PromptCache
     from ._env import DUMMY_API_KEY, quiet_cli_env
     from ._request import RecordedRequest, ToolResult, strip_noise
     from ._script import Failure, ScriptedTurn
@@ -24,6 +25,7 @@ __all__ = [
     "DUMMY_API_KEY",
     "Failure",
     "OfflineBackend",
+    "PromptCache",
     "RecordedRequest",
     "ScriptExhaustedError",
     "ScriptItem",
@@ -37,6 +39,7 @@ _SOURCES = {
     "DUMMY_API_KEY": "._env",
     "Failure": "._script",
     "OfflineBackend": "._backend",
+    "PromptCache": "._cache",
     "RecordedRequest": "._request",
     "ScriptExhaustedError": "._brain",
     "ScriptItem": "._brain",
