@@ -186,6 +186,8 @@ class OfflineBackend:
                 self.prompt_cache = shared_prompt_cache()
             case False:
                 self.prompt_cache = None
+            case _:
+                raise TypeError(f"prompt_cache must be a bool or a PromptCache, not {type(prompt_cache).__name__}")
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._failures: deque[Failure] = deque()

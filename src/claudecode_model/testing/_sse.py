@@ -8,7 +8,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from pydantic_ai.messages import (
     ModelResponse,
@@ -47,6 +47,8 @@ class Usage(TypedDict):
     output_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
+    cache_creation: NotRequired[dict[str, int]]
+    """The cache writes by lifetime (``ephemeral_5m_input_tokens``, ``ephemeral_1h_input_tokens``)."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,10 @@ def usage_for(
             output_tokens=output_tokens,
             cache_creation_input_tokens=cached.cache_creation_input_tokens,
             cache_read_input_tokens=cached.cache_read_input_tokens,
+            cache_creation={
+                "ephemeral_5m_input_tokens": cached.cache_creation_input_tokens,
+                "ephemeral_1h_input_tokens": 0,
+            },
         )
     return Usage(
         input_tokens=brain.input_tokens or estimate_tokens(request_text(request_body)),
