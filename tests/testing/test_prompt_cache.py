@@ -200,3 +200,17 @@ def test_usage_a_brain_sets_wins_over_the_cache():
     response = ModelResponse(parts=[TextPart("hello")], usage=RequestUsage(input_tokens=7, output_tokens=2))
     usage = message_json(response, message_id="m", model="m", request_body=conversation(1), cached=cached)["usage"]
     assert (usage["input_tokens"], usage["cache_read_input_tokens"], usage["output_tokens"]) == (7, 0, 2)
+
+
+def test_content_the_api_reads_the_same_is_the_same_prefix():
+    def with_tool_result(content: object, **extra: object) -> dict[str, Any]:
+        body = conversation(1)
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": content, **extra}
+        body["messages"].insert(1, {"role": "user", "content": [result]})
+        return body
+
+    cache = PromptCache(min_tokens=0)
+    serve(cache, with_tool_result([{"type": "text", "text": "p0"}]))
+    assert serve(cache, with_tool_result("p0", is_error=False)).cache_creation_input_tokens == 0
+    assert serve(cache, with_tool_result("p1")).cache_creation_input_tokens > 0
+    assert serve(cache, with_tool_result("p0", is_error=True)).cache_creation_input_tokens > 0

@@ -9,8 +9,9 @@ an organisation, so a conversation continued by another process finds what the f
 
 Rules kept here (those of the API's documentation):
 
-- a hit is an exact match of every block before and including a breakpoint (``cache_control`` markers themselves
-  do not count), for the same model;
+- a hit is an exact match of every block before and including a breakpoint, for the same model (``cache_control``
+  markers themselves do not count, and content the API reads the same counts the same: text given as a string or
+  as one text block, a tool result without ``is_error`` or with ``is_error: false``);
 - besides the breakpoint itself, the 20 block boundaries before it are looked up, and the longest cached prefix
   found at any breakpoint is read;
 - the prefix at every breakpoint is written (or refreshed); a prefix shorter than the model's minimum cacheable
@@ -187,9 +188,17 @@ def _content_blocks(content: object) -> list[dict[str, Any]]:
 
 
 def _unmarked(value: Any) -> Any:
-    """``value`` without ``cache_control`` markers at any depth (a marker is not part of the cached content)."""
-    if isinstance(value, Mapping):
-        return {key: _unmarked(item) for key, item in value.items() if key != "cache_control"}
+    """``value`` as the model reads it: without ``cache_control`` markers (not part of the cached content) at any
+    depth, a tool result's text given as a string as the one text block it stands for, ``is_error: false`` as
+    absent."""
     if isinstance(value, list):
         return [_unmarked(item) for item in value]
-    return value
+    if not isinstance(value, Mapping):
+        return value
+    block = {key: _unmarked(item) for key, item in value.items() if key != "cache_control"}
+    if block.get("type") == "tool_result":
+        if isinstance(block.get("content"), str):
+            block["content"] = [{"type": "text", "text": block["content"]}]
+        if block.get("is_error") is False:
+            del block["is_error"]
+    return block
