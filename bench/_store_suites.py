@@ -46,8 +46,14 @@ class _TimedStore(PostgresSessionStore):
         self.append_seconds.append(time.perf_counter() - started)
 
 
+def _details(result: Any) -> dict[str, Any]:
+    """The ``provider_details`` of a run's last response."""
+    response = result.all_messages()[-1]
+    return dict(response.provider_details or {}) if isinstance(response, ModelResponse) else {}
+
+
 def _session_id(result: Any) -> str:
-    return str((result.all_messages()[-1].provider_details or {}).get("session_id"))
+    return str(_details(result).get("session_id"))
 
 
 def _agent(model: ClaudeCodeModel) -> Agent[None, str]:
@@ -78,7 +84,7 @@ def _turn_metrics(result: Any, elapsed: float) -> Metrics:
 
 
 class StoreSuite(Suite):
-    """A 20-turn conversation is held once; each repetition continues it on a new worker, both ways."""
+    """Each repetition holds two 20-turn conversations on worker A and continues each on a new worker, one way each."""
 
     name = "store"
     description = (
@@ -103,13 +109,16 @@ class StoreSuite(Suite):
                 def worker_env() -> dict[str, str]:
                     return backend.cli_env(config_dir=tempfile.mkdtemp(dir=root))
 
-                history = await self._conversation(worker_env(), store)
-                turns = iter(range(1_000_000))
+                conversations = iter(range(1_000_000))
 
                 async def continue_turn(*, resume: bool) -> Metrics:
-                    # Each repetition asks something new, as a real next turn would: a repetition never finds the
-                    # request of an earlier one in the cache, only the history both share.
-                    run_id = f"next{next(turns)}"
+                    # Each measurement continues a conversation of its own, held on worker A just before (as a next
+                    # turn arriving within the cache's lifetime): a resumed session is then resumed, not forked (an
+                    # earlier measurement would have continued it), and no measurement finds another's requests in
+                    # the cache, only its own history's.
+                    tag = f"c{next(conversations)}"
+                    history = await self._conversation(worker_env(), store, tag)
+                    run_id = f"{tag}next"
                     model = ClaudeCodeModel(env=worker_env(), session_store=store if resume else None)
                     settings: ClaudeCodeModelSettings = {} if resume else {"claude_code_session": "new"}
                     started = time.perf_counter()
@@ -124,6 +133,8 @@ class StoreSuite(Suite):
                     resumed = _session_id(result) == _session_id_of(history)
                     outcome = "stayed" if resumed else "changed"
                     check(resumed == resume, f"resume={resume}, but the session id {outcome}")
+                    source = _details(result).get("session_source")
+                    check(source == ("resume" if resume else "replay"), f"resume={resume}, but the source is {source}")
                     check(not backend.errors, f"the offline backend's brain failed: {backend.errors[-1:]}")
                     return _turn_metrics(result, elapsed)
 
@@ -153,10 +164,11 @@ class StoreSuite(Suite):
                 finally:
                     shutil.rmtree(root, ignore_errors=True)
 
-    async def _conversation(self, env: dict[str, str], store: PostgresSessionStore) -> list[Any]:
-        """The history: ``HISTORY_TURNS`` turns (two with a tool call) on one live CLI session mirrored to the store.
+    async def _conversation(self, env: dict[str, str], store: PostgresSessionStore, tag: str) -> list[Any]:
+        """A history: ``HISTORY_TURNS`` turns (two with a tool call) on one live CLI session mirrored to the store.
 
-        The answers are long enough for the history to pass the API's minimum cacheable length.
+        ``tag`` makes its prompts its own. The answers are long enough for the history to pass the API's minimum
+        cacheable length.
         """
         model = ClaudeCodeModel(env=env, session_store=store)
         agent = _agent(model)
@@ -164,8 +176,9 @@ class StoreSuite(Suite):
         try:
             for turn in range(HISTORY_TURNS):
                 calls = 1 if turn in TOOL_CALL_TURNS else 0
-                result = await agent.run(prompt(calls=calls, run_id=f"t{turn}", long=True), message_history=messages)
-                expected = expected_answer(calls=calls, run_id=f"t{turn}", long=True)
+                run_id = f"{tag}t{turn}"
+                result = await agent.run(prompt(calls=calls, run_id=run_id, long=True), message_history=messages)
+                expected = expected_answer(calls=calls, run_id=run_id, long=True)
                 check(result.output == expected, f"turn {turn}: {result.output!r}")
                 messages = result.all_messages()
         finally:
