@@ -123,6 +123,7 @@ class CLISession:
         self._starting_client: ClaudeSDKClient | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._serving = False
+        self._warm_up = False
         self.waiting_for_tools = False
         """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
 
@@ -141,8 +142,14 @@ class CLISession:
             return True
         return _exited(self._pid)
 
-    async def start(self) -> None:
-        """Start the CLI process and wait until it is connected."""
+    async def start(self, *, warm_up: bool = False) -> None:
+        """Start the CLI process and wait until it is connected.
+
+        ``warm_up`` (for a spare, started ahead of its conversation) then has the CLI assemble what its first
+        request needs (system prompt, tool list, context accounting) without any API call, so that the first turn
+        does not pay for it.
+        """
+        self._warm_up = warm_up
         _STARTED_SESSIONS.add(self)
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
         # library's spans of the in-process tool server are opened in it).
@@ -180,11 +187,15 @@ class CLISession:
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
         logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
-        self._ready.set_result(None)
         try:
+            if self._warm_up:
+                await _warm_up(client)
+            self._ready.set_result(None)
             while (turn := await self._commands.get()) is not None:
                 await self._serve(client, turn)
         finally:
+            if not self._ready.done():  # closed while warming up
+                self._ready.set_exception(CLIInterruptedError("The Claude Code session was closed while starting"))
             if self.waiting_for_tools:
                 # Its tool calls would fail, and the CLI would send Claude one more request before it exits.
                 _terminate(self._pid, signal.SIGKILL)
@@ -393,6 +404,23 @@ def _kill_if_alive(pid: int | None) -> None:
             if finished:
                 return
             time.sleep(0.01)
+
+
+WARM_UP_TIMEOUT = 5.0
+"""Seconds a spare's warm-up may take before the spare is handed out without it."""
+
+
+async def _warm_up(client: ClaudeSDKClient) -> None:
+    """Ask the CLI for its context usage: it builds the first request's system prompt and tool list to answer,
+    and makes no API call. A failed or slow warm-up only costs the first turn that time again."""
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(WARM_UP_TIMEOUT):
+            await client.get_context_usage()
+    except Exception as error:  # a warm-up is an optimisation: the session is usable without it
+        logger.debug("warming up a spare CLI session failed (%s); it is used as it is", error)
+        return
+    logger.debug("spare CLI session warmed up in %.3f s", time.monotonic() - started)
 
 
 S = TypeVar("S", bound=PooledSession)
