@@ -189,7 +189,7 @@ class CLISession:
         logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
         try:
             if self._warm_up:
-                await _warm_up(client)
+                await warm_up(client)
             self._ready.set_result(None)
             while (turn := await self._commands.get()) is not None:
                 await self._serve(client, turn)
@@ -410,7 +410,7 @@ WARM_UP_TIMEOUT = 5.0
 """Seconds a spare's warm-up may take before the spare is handed out without it."""
 
 
-async def _warm_up(client: ClaudeSDKClient) -> None:
+async def warm_up(client: ClaudeSDKClient) -> None:
     """Ask the CLI for its context usage: it builds the first request's system prompt and tool list to answer,
     and makes no API call. A failed or slow warm-up only costs the first turn that time again."""
     started = time.monotonic()
