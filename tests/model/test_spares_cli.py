@@ -22,6 +22,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
+from claudecode_model import _session as session_module
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table
@@ -108,6 +109,32 @@ async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_
     details = second.all_messages()[-1].provider_details or {}
     assert isinstance(details.get("first_token_seconds"), float)
     assert details["session_id"] != (first.all_messages()[-1].provider_details or {})["session_id"]
+
+
+async def test_a_spare_starts_after_its_delay_not_during_the_turn(
+    spare_model: ClaudeCodeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "SPARE_START_DELAY", 1.0)
+    agent, _ = agent_with_probe(spare_model)
+    await agent.run("one")
+    assert len(cli_children()) == 1  # the run returned before its spare started
+    await wait_until(lambda: len(cli_children()) == 2)  # then it starts by itself
+
+
+async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
+    backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "SPARE_START_DELAY", 600.0)
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1)
+    agent, _ = agent_with_probe(model)
+    await agent.run("one")
+    assert await model.prewarm(agent)  # did not wait out the delay
+    assert len(cli_children()) == 2
+    second = await agent.run("two")
+    assert source_of(second) == "spare"
+    assert len(cli_children()) == 2  # the replacement waits for its delay
+    await model.aclose()  # cancels it: nothing was started
+    assert cli_children() == set()
 
 
 async def test_a_spare_of_another_signature_is_not_claimed(spare_model: ClaudeCodeModel) -> None:
