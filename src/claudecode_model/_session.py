@@ -27,6 +27,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
 from claudecode_model._compat import cli_process
+from claudecode_model._slots import starting_slots
 from claudecode_model._trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
 
@@ -177,8 +178,15 @@ class CLISession:
         client = ClaudeSDKClient(self.options)
         self._starting_client = client
         started = time.monotonic()
+        gate = starting_slots()
         try:
-            await client.connect()
+            if gate.used >= gate.limit:
+                logger.debug("waiting to start a CLI: %d are starting already", gate.used)
+            await gate.acquire(_nothing_to_evict)
+            try:
+                await client.connect()
+            finally:
+                gate.release()
         except BaseException as error:
             if not self._ready.done():
                 self._ready.set_exception(error)
@@ -404,6 +412,10 @@ def _kill_if_alive(pid: int | None) -> None:
             if finished:
                 return
             time.sleep(0.01)
+
+
+def _nothing_to_evict() -> bool:
+    return False  # a start waits for another start to finish, never stops a process
 
 
 WARM_UP_TIMEOUT = 5.0
