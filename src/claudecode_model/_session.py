@@ -27,6 +27,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
 from claudecode_model._compat import cli_process
+from claudecode_model._slots import starting_slots
 from claudecode_model._trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
 
@@ -123,6 +124,7 @@ class CLISession:
         self._starting_client: ClaudeSDKClient | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._serving = False
+        self._warm_up = False
         self.waiting_for_tools = False
         """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
 
@@ -141,8 +143,14 @@ class CLISession:
             return True
         return _exited(self._pid)
 
-    async def start(self) -> None:
-        """Start the CLI process and wait until it is connected."""
+    async def start(self, *, warm_up: bool = False) -> None:
+        """Start the CLI process and wait until it is connected.
+
+        ``warm_up`` (for a spare, started ahead of its conversation) then has the CLI assemble what its first
+        request needs (system prompt, tool list, context accounting) without any API call, so that the first turn
+        does not pay for it.
+        """
+        self._warm_up = warm_up
         _STARTED_SESSIONS.add(self)
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
         # library's spans of the in-process tool server are opened in it).
@@ -170,8 +178,15 @@ class CLISession:
         client = ClaudeSDKClient(self.options)
         self._starting_client = client
         started = time.monotonic()
+        gate = starting_slots()
         try:
-            await client.connect()
+            if gate.used >= gate.limit:
+                logger.debug("waiting to start a CLI: %d are starting already", gate.used)
+            await gate.acquire(_nothing_to_evict)
+            try:
+                await client.connect()
+            finally:
+                gate.release()
         except BaseException as error:
             if not self._ready.done():
                 self._ready.set_exception(error)
@@ -180,11 +195,15 @@ class CLISession:
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
         logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
-        self._ready.set_result(None)
         try:
+            if self._warm_up:
+                await warm_up(client)
+            self._ready.set_result(None)
             while (turn := await self._commands.get()) is not None:
                 await self._serve(client, turn)
         finally:
+            if not self._ready.done():  # closed while warming up
+                self._ready.set_exception(CLIInterruptedError("The Claude Code session was closed while starting"))
             if self.waiting_for_tools:
                 # Its tool calls would fail, and the CLI would send Claude one more request before it exits.
                 _terminate(self._pid, signal.SIGKILL)
@@ -395,10 +414,54 @@ def _kill_if_alive(pid: int | None) -> None:
             time.sleep(0.01)
 
 
+def _nothing_to_evict() -> bool:
+    return False  # a start waits for another start to finish, never stops a process
+
+
+WARM_UP_TIMEOUT = 5.0
+"""Seconds a spare's warm-up may take before the spare is handed out without it."""
+
+
+async def warm_up(client: ClaudeSDKClient) -> None:
+    """Ask the CLI for its context usage: it builds the first request's system prompt and tool list to answer,
+    and makes no API call. A failed or slow warm-up only costs the first turn that time again."""
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(WARM_UP_TIMEOUT):
+            await client.get_context_usage()
+    except Exception as error:  # a warm-up is an optimisation: the session is usable without it
+        logger.debug("warming up a spare CLI session failed (%s); it is used as it is", error)
+        return
+    logger.debug("spare CLI session warmed up in %.3f s", time.monotonic() - started)
+
+
 S = TypeVar("S", bound=PooledSession)
 
 SpareFactory = Callable[[], Awaitable[S | None]]
 """Starts a spare session (``None``: no process slot was free, nothing started)."""
+
+
+SPARE_START_DELAY = 0.3
+"""Seconds a spare waits after the turn that asked for it before its CLI starts (unless claimed or awaited first).
+
+A CLI start costs about a second of CPU; started at once, it competes with what the caller does right after the
+turn (pydantic-ai ending the run, the next request of the same conversation). Measured in the benchmarks."""
+
+
+@dataclass(eq=False)
+class _SpareStart:
+    """When a spare's CLI may start: after its delay, or at once when a request needs it (``go``)."""
+
+    delay: float
+    go: asyncio.Event = field(default_factory=asyncio.Event)
+    spawning: bool = False
+
+    async def wait(self) -> None:
+        if self.delay > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.delay):
+                    await self.go.wait()
+        self.spawning = True
 
 
 @dataclass(eq=False)
@@ -408,6 +471,7 @@ class _Spare(Generic[S]):
     signature: str
     factory: SpareFactory[S]
     task: asyncio.Task[S | None]
+    start: _SpareStart
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -443,12 +507,14 @@ class SessionPool(Generic[S]):
         surplus_idle_timeout: float = 0.0,
         max_spares: int = 0,
         max_spares_total: int = 0,
+        spare_delay: float | None = None,
     ) -> None:
         self.max_idle = max_idle
         self.idle_timeout = idle_timeout
         self.surplus_idle_timeout = surplus_idle_timeout
         self.max_spares = max_spares
         self.max_spares_total = max_spares_total
+        self.spare_delay = SPARE_START_DELAY if spare_delay is None else spare_delay
         self._sessions: dict[str, S] = {}
         self._spares: list[_Spare[S]] = []
         self._closing: dict[S, asyncio.Task[None]] = {}
@@ -558,8 +624,9 @@ class SessionPool(Generic[S]):
         if self.spares(signature) >= self.max_spares or len(self._spares) >= self.max_spares_total:
             return False
         loop = asyncio.get_running_loop()
-        task = loop.create_task(_start_spare(factory), name="claude-code-spare-start")
-        spare = _Spare(signature, factory, task)
+        start = _SpareStart(self.spare_delay)
+        task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
+        spare = _Spare(signature, factory, task, start)
         self._spares.append(spare)
         task.add_done_callback(lambda _: loop.call_later(self.idle_timeout, self._expire_spare, spare))
         return True
@@ -576,7 +643,10 @@ class SessionPool(Generic[S]):
     async def wait_spare(self, signature: str) -> bool:
         """Wait until the spares for ``signature`` have started; whether one is ready."""
         loop = _running_loop()
-        tasks = [s.task for s in self._spares if s.loop is loop and s.signature == signature]
+        waited = [s for s in self._spares if s.loop is loop and s.signature == signature]
+        for spare in waited:
+            spare.start.go.set()
+        tasks = [s.task for s in waited]
         if tasks:
             await asyncio.wait(tasks)
         return any(
@@ -597,6 +667,7 @@ class SessionPool(Generic[S]):
         if spare is None:
             return None
         self._spares.remove(spare)
+        spare.start.go.set()
         try:
             session = await asyncio.shield(spare.task)
         except asyncio.CancelledError:
@@ -662,6 +733,7 @@ class SessionPool(Generic[S]):
             self._cancel_timer(session)
         spares, self._spares = self._spares, [s for s in self._spares if s.loop is not loop]
         starting: list[asyncio.Task[S | None]] = []
+        waiting: list[asyncio.Task[S | None]] = []
         for spare in spares:
             ready = spare.ready()
             if spare.loop is not loop:
@@ -670,8 +742,13 @@ class SessionPool(Generic[S]):
                 continue
             if ready is not None:
                 sessions.append(ready)
+            elif not spare.start.spawning:
+                spare.task.cancel()  # still waiting for its delay: nothing was started
+                waiting.append(spare.task)
             elif not spare.task.done():
                 starting.append(spare.task)
+        if waiting:
+            await asyncio.wait(waiting)
         if starting:
             # A spare still starting is let finish and then closed like the others: killed mid-start, the CLI
             # makes the SDK log a fatal error; a start that hangs is cancelled after a while.
@@ -709,7 +786,8 @@ def _started(task: asyncio.Task[S | None]) -> S | None:
     return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
 
 
-async def _start_spare(factory: SpareFactory[S]) -> S | None:
+async def _start_spare(factory: SpareFactory[S], start: _SpareStart) -> S | None:
+    await start.wait()
     try:
         return await factory()
     except asyncio.CancelledError:

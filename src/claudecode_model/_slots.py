@@ -9,6 +9,7 @@ waiters are woken through their own loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections import deque
@@ -20,6 +21,11 @@ CLI_PROCESS_MB = 250
 """What one CLI process is assumed to hold (measured 200-250 MB of RSS, more with large conversations)."""
 PROCESSES_PER_CPU = 8
 """Start-up is CPU bound (about 1.2 s per process): beyond this many per CPU, more processes only queue."""
+
+
+STARTS_PER_CPU = 2
+"""CLI start-ups at once per CPU, in the whole Python process. Beyond it, starting more at once only slows each of
+them down: 16 at once on 2 CPUs took longer for every conversation than 4 at a time (see docs/benchmarks.md)."""
 
 
 def default_max_processes() -> int:
@@ -129,3 +135,10 @@ class ProcessSlots:
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
+
+
+@functools.cache
+def starting_slots() -> ProcessSlots:
+    """The process-wide bound on CLI processes starting at once (``STARTS_PER_CPU`` per CPU): a start takes a slot
+    before it spawns its process and gives it back once the CLI is connected (or the start failed)."""
+    return ProcessSlots(STARTS_PER_CPU * (os.cpu_count() or 1))

@@ -375,11 +375,12 @@ async def spawn_session(
     slot_taken: bool = False,
     on_closed: Callable[[], None] = _nothing,
     traced: bool = True,
+    warm_up: bool = False,
 ) -> CLISession:
     """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
 
     ``traced`` passes the current trace context to the CLI (``TRACEPARENT``); a spare, started for a request yet to
-    come, gets none.
+    come, gets none, and is warmed up (``warm_up``) while nobody waits for it.
 
     Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
     (:class:`NoSlotError`); the slot is given back once the process is gone, and ``on_closed`` is called then
@@ -414,7 +415,7 @@ async def spawn_session(
         raise
     session.stderr = stderr
     session.on_closed.extend((release, on_closed))
-    await session.start()
+    await session.start(warm_up=warm_up)
     return session
 
 
@@ -445,7 +446,7 @@ def start_spare(request: SessionRequest) -> bool:
 
     async def spawn() -> CLISession | None:
         try:
-            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False)
+            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False, warm_up=True)
         except NoSlotError:
             return None
 

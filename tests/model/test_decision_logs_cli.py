@@ -16,7 +16,7 @@ pytestmark = pytest.mark.cli
 
 async def test_start_continue_resume_and_turn_lines(claude_backend: OfflineBackend, caplog: pytest.LogCaptureFixture):
     claude_backend.set_brain("ok")
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)  # counts the conversation's own CLIs
     agent = Agent(model)
     with caplog.at_level(logging.DEBUG, logger="claudecode_model"):
         first = await agent.run("one")

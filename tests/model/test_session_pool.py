@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any, cast
 
+from claudecode_model import _session as session_module
 from claudecode_model._session import CLISession, SessionPool
 
 
@@ -98,3 +99,26 @@ async def test_a_cancelled_background_close_kills_the_process() -> None:
     assert first.killed
     release.set()
     await pool.close_all()
+
+
+class _RefusingClient:
+    """A client whose CLI fails or never answers the warm-up's control request."""
+
+    def __init__(self, *, hang: bool) -> None:
+        self.hang = hang
+        self.asked = 0
+
+    async def get_context_usage(self) -> dict[str, Any]:
+        self.asked += 1
+        if self.hang:
+            await asyncio.Event().wait()
+        raise RuntimeError("control request refused")
+
+
+async def test_a_failed_or_stuck_warm_up_leaves_the_spare_usable(monkeypatch: Any, caplog: Any) -> None:
+    monkeypatch.setattr(session_module, "WARM_UP_TIMEOUT", 0.05)
+    for client in (_RefusingClient(hang=False), _RefusingClient(hang=True)):
+        with caplog.at_level("DEBUG", logger="claudecode_model._session"):
+            await session_module.warm_up(cast("Any", client))  # returns: the spare is handed out as it is
+        assert client.asked == 1
+    assert sum("warming up a spare CLI session failed" in record.getMessage() for record in caplog.records) == 2

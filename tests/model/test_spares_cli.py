@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
+from claudecode_model import _session as session_module
+from claudecode_model._slots import ProcessSlots
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table
@@ -110,6 +112,32 @@ async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_
     assert details["session_id"] != (first.all_messages()[-1].provider_details or {})["session_id"]
 
 
+async def test_a_spare_starts_after_its_delay_not_during_the_turn(
+    spare_model: ClaudeCodeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "SPARE_START_DELAY", 1.0)
+    agent, _ = agent_with_probe(spare_model)
+    await agent.run("one")
+    assert len(cli_children()) == 1  # the run returned before its spare started
+    await wait_until(lambda: len(cli_children()) == 2)  # then it starts by itself
+
+
+async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
+    backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "SPARE_START_DELAY", 600.0)
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1)
+    agent, _ = agent_with_probe(model)
+    await agent.run("one")
+    assert await model.prewarm(agent)  # did not wait out the delay
+    assert len(cli_children()) == 2
+    second = await agent.run("two")
+    assert source_of(second) == "spare"
+    assert len(cli_children()) == 2  # the replacement waits for its delay
+    await model.aclose()  # cancels it: nothing was started
+    assert cli_children() == set()
+
+
 async def test_a_spare_of_another_signature_is_not_claimed(spare_model: ClaudeCodeModel) -> None:
     agent, _ = agent_with_probe(spare_model, "Be brief.")
     other, _ = agent_with_probe(spare_model, "Be verbose.")
@@ -184,6 +212,33 @@ async def test_without_spares_nothing_is_pre_started(backend: OfflineBackend) ->
         assert source_of(follow_up) == "live"
     finally:
         await model.aclose()
+
+
+class _PeakSlots(ProcessSlots):
+    """Start slots that remember how many were taken at most."""
+
+    peak = 0
+
+    async def acquire(self, evict: Callable[[], bool]) -> None:
+        await super().acquire(evict)
+        self.peak = max(self.peak, self.used)
+
+
+async def test_cli_starts_beyond_the_start_bound_wait_their_turn(
+    backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = _PeakSlots(1)
+    monkeypatch.setattr(session_module, "starting_slots", lambda: gate)
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
+    agent, _ = agent_with_probe(model)
+    try:
+        results = await asyncio.gather(*(agent.run(f"run {index}") for index in range(3)))
+    finally:
+        await model.aclose()
+    assert [result.output for result in results] == ["tool said p"] * 3
+    assert len({session_of(result) for result in results}) == 3  # three new CLI processes...
+    assert gate.peak == 1  # ...started one at a time
+    assert gate.used == 0
 
 
 async def test_the_process_cap_makes_requests_wait_and_times_out_clearly(backend: OfflineBackend) -> None:

@@ -17,6 +17,7 @@ from claudecode_model.ipc._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._backend import OfflineBackend
     from ._brain import ScriptExhaustedError, ScriptItem
+    from ._cache import PromptCache
     from ._env import DUMMY_API_KEY, quiet_cli_env
     from ._request import RecordedRequest, ToolResult, strip_noise
     from ._script import Failure, ScriptedTurn
@@ -25,6 +26,7 @@ __all__ = [
     "DUMMY_API_KEY",
     "Failure",
     "OfflineBackend",
+    "PromptCache",
     "RecordedRequest",
     "ScriptExhaustedError",
     "ScriptItem",
@@ -38,6 +40,7 @@ _SOURCES = {
     "DUMMY_API_KEY": "._env",
     "Failure": "._script",
     "OfflineBackend": "._backend",
+    "PromptCache": "._cache",
     "RecordedRequest": "._request",
     "ScriptExhaustedError": "._brain",
     "ScriptItem": "._brain",

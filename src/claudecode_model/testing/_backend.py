@@ -26,6 +26,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ._brain import Brain, BrainAnswer, BrainSpec, ScriptBrain, ScriptExhaustedError, make_brain
+from ._cache import PromptCache, shared_prompt_cache
 from ._env import quiet_cli_env
 from ._request import RecordedRequest, parse_request
 from ._script import Failure, error_type_for_status
@@ -147,6 +148,13 @@ class OfflineBackend:
     Token counts are about one per four characters of the request's and the answer's text, unless a scripted turn
     or a brain function sets usage itself.
 
+    ``prompt_cache`` emulates the API's prompt caching (off by default): ``True`` uses one cache for the whole
+    process (the API's is shared by every client of an organisation, so a conversation continued by another worker
+    finds what the first one cached), a :class:`~claudecode_model.testing.PromptCache` a cache of its own. A request
+    then reads the longest prefix cached at its ``cache_control`` breakpoints and writes the prefixes at them; its
+    usage splits the input into ``cache_read_input_tokens``, ``cache_creation_input_tokens`` and ``input_tokens``,
+    which the CLI prices (reads at a tenth of the input price, writes at 1.25 times) into its ``total_cost_usd``.
+
     The server runs on 127.0.0.1 in a background thread with its own event loop; use it as a (sync or async)
     context manager or call :meth:`start` / :meth:`stop`.
     """
@@ -160,6 +168,7 @@ class OfflineBackend:
         delta_delay: float = 0.0,
         model_name: str = DEFAULT_MODEL,
         port: int = 0,
+        prompt_cache: bool | PromptCache = False,
     ) -> None:
         if text_chunk_size < 1:
             raise ValueError("text_chunk_size must be at least 1")
@@ -170,6 +179,15 @@ class OfflineBackend:
         self.delta_delay = delta_delay
         self.model_name = model_name
         self._port = port
+        match prompt_cache:
+            case PromptCache():
+                self.prompt_cache: PromptCache | None = prompt_cache
+            case True:
+                self.prompt_cache = shared_prompt_cache()
+            case False:
+                self.prompt_cache = None
+            case _:
+                raise TypeError(f"prompt_cache must be a bool or a PromptCache, not {type(prompt_cache).__name__}")
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._failures: deque[Failure] = deque()
@@ -484,9 +502,11 @@ class OfflineBackend:
         if answer.response is None:
             return _error_response(500, "offline backend: the brain gave no response")
         message_id = new_message_id()
+        cache = self.prompt_cache
+        cached = cache.serve(body, estimate_tokens(request_text(body))) if cache is not None else None
         if not stream:
             return JSONResponse(
-                message_json(answer.response, message_id=message_id, model=model, request_body=body),
+                message_json(answer.response, message_id=message_id, model=model, request_body=body, cached=cached),
                 headers={"request-id": _request_id()},
             )
         events = stream_events(
@@ -495,6 +515,7 @@ class OfflineBackend:
             model=model,
             request_body=body,
             text_chunk_size=self.text_chunk_size,
+            cached=cached,
         )
         with self._lock:
             hold = self._holds.popleft() if self._holds else None

@@ -6,8 +6,9 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from pydantic_ai.messages import (
     ModelResponse,
@@ -18,6 +19,9 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 
+if TYPE_CHECKING:
+    from ._cache import CachedUsage
+
 __all__ = [
     "SSEEvent",
     "Usage",
@@ -25,6 +29,8 @@ __all__ = [
     "encode_events",
     "message_json",
     "stream_events",
+    "text_of",
+    "tool_text",
     "usage_for",
 ]
 
@@ -41,6 +47,8 @@ class Usage(TypedDict):
     output_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
+    cache_creation: NotRequired[dict[str, int]]
+    """The cache writes by lifetime (``ephemeral_5m_input_tokens``, ``ephemeral_1h_input_tokens``)."""
 
 
 @dataclass(frozen=True)
@@ -125,52 +133,67 @@ _ATTACHMENT_TEXT = " " * (400 * CHARACTERS_PER_TOKEN)
 """What an image or document counts for: a few hundred tokens."""
 
 
-def _text_of(value: Any) -> str:
+def text_of(value: Any) -> str:
     """The text a model reads in a request or response fragment: strings as they are, structures as compact JSON,
     leaving out ids, signatures and cache markers (which no tokenizer counts as text)."""
     match value:
         case str():
             return value
         case list():
-            return "".join(_text_of(item) for item in value)
+            return "".join(text_of(item) for item in value)
         case dict():
             if value.get("type") in ("text", "thinking"):
                 return str(value.get("text", value.get("thinking", "")))
             if value.get("type") == "tool_use":
                 return str(value.get("name", "")) + json.dumps(value.get("input", {}), separators=(",", ":"))
             if value.get("type") == "tool_result":
-                return _text_of(value.get("content", ""))
+                return text_of(value.get("content", ""))
             if value.get("type") in ("image", "document"):
                 return _ATTACHMENT_TEXT
-            return (
-                _text_of(value.get("content", "")) if "content" in value else json.dumps(value, separators=(",", ":"))
-            )
+            return text_of(value.get("content", "")) if "content" in value else json.dumps(value, separators=(",", ":"))
         case _:
             return "" if value is None else json.dumps(value, separators=(",", ":"), default=str)
 
 
-def request_text(request_body: dict[str, Any]) -> str:
+def tool_text(tool: Mapping[str, Any]) -> str:
+    """The text a tool definition counts for: its name, description and input schema as compact JSON."""
+    definition = {key: tool.get(key) for key in ("name", "description", "input_schema")}
+    return json.dumps(definition, separators=(",", ":"))
+
+
+def request_text(request_body: Mapping[str, Any]) -> str:
     """The text of a request that counts as input: system prompt, messages and tool definitions."""
     offered = request_body.get("tools")
-    tools = [
-        {"name": tool.get("name"), "description": tool.get("description"), "input_schema": tool.get("input_schema")}
-        for tool in (offered if isinstance(offered, list) else [])
-        if isinstance(tool, dict)
-    ]
-    return (
-        _text_of(request_body.get("system", ""))
-        + _text_of(request_body.get("messages", []))
-        + (json.dumps(tools, separators=(",", ":")) if tools else "")
-    )
+    tools = [tool_text(tool) for tool in (offered if isinstance(offered, list) else []) if isinstance(tool, dict)]
+    return text_of(request_body.get("system", "")) + text_of(request_body.get("messages", [])) + "".join(tools)
 
 
-def usage_for(response: ModelResponse, request_body: dict[str, Any], blocks: list[dict[str, Any]]) -> Usage:
-    """Token counts: the brain's own if it set any, else about one token per four characters of the text."""
+def usage_for(
+    response: ModelResponse,
+    request_body: dict[str, Any],
+    blocks: list[dict[str, Any]],
+    cached: CachedUsage | None = None,
+) -> Usage:
+    """Token counts: the brain's own if it set any, else about one token per four characters of the text.
+
+    ``cached`` is how the prompt cache split the input (when the backend emulates it); input counts the brain set
+    itself win over it.
+    """
     brain = response.usage
-    input_tokens = brain.input_tokens or estimate_tokens(request_text(request_body))
-    output_tokens = brain.output_tokens or estimate_tokens(_text_of(blocks))
+    output_tokens = brain.output_tokens or estimate_tokens(text_of(blocks))
+    if cached is not None and not (brain.input_tokens or brain.cache_write_tokens or brain.cache_read_tokens):
+        return Usage(
+            input_tokens=cached.input_tokens,
+            output_tokens=output_tokens,
+            cache_creation_input_tokens=cached.cache_creation_input_tokens,
+            cache_read_input_tokens=cached.cache_read_input_tokens,
+            cache_creation={
+                "ephemeral_5m_input_tokens": cached.cache_creation_input_tokens,
+                "ephemeral_1h_input_tokens": 0,
+            },
+        )
     return Usage(
-        input_tokens=input_tokens,
+        input_tokens=brain.input_tokens or estimate_tokens(request_text(request_body)),
         output_tokens=output_tokens,
         cache_creation_input_tokens=brain.cache_write_tokens,
         cache_read_input_tokens=brain.cache_read_tokens,
@@ -187,9 +210,14 @@ def stop_reason(response: ModelResponse, blocks: list[dict[str, Any]]) -> StopRe
 
 
 def message_json(
-    response: ModelResponse, *, message_id: str, model: str, request_body: dict[str, Any]
+    response: ModelResponse,
+    *,
+    message_id: str,
+    model: str,
+    request_body: dict[str, Any],
+    cached: CachedUsage | None = None,
 ) -> dict[str, Any]:
-    """The non-streaming Message JSON for a response."""
+    """The non-streaming Message JSON for a response (``cached``: see :func:`usage_for`)."""
     blocks = content_blocks(response)
     return {
         "id": message_id,
@@ -199,7 +227,7 @@ def message_json(
         "content": blocks,
         "stop_reason": stop_reason(response, blocks),
         "stop_sequence": None,
-        "usage": dict(usage_for(response, request_body, blocks)),
+        "usage": dict(usage_for(response, request_body, blocks, cached)),
     }
 
 
@@ -267,10 +295,12 @@ def stream_events(
     model: str,
     request_body: dict[str, Any],
     text_chunk_size: int,
+    cached: CachedUsage | None = None,
 ) -> list[SSEEvent]:
-    """The full SSE event sequence for a response, in the order the Messages API sends it."""
+    """The full SSE event sequence for a response, in the order the Messages API sends it (``cached``: see
+    :func:`usage_for`)."""
     blocks = content_blocks(response)
-    usage = usage_for(response, request_body, blocks)
+    usage = usage_for(response, request_body, blocks, cached)
     events = [message_start(message_id, model, usage)]
     for index, block in enumerate(blocks):
         events.extend(_block_events(index, block, text_chunk_size))
