@@ -25,7 +25,6 @@ from claudecode_model.tavily._models import (
     ExtractFailure,
     ExtractResponse,
     ExtractResult,
-    SearchDepth,
     SearchResponse,
     SearchResult,
 )
@@ -37,6 +36,7 @@ from claudecode_model.tavily._tools import (
     tavily_extract,
     tavily_search,
 )
+from claudecode_model.tavily._validation import SearchDepth
 from claudecode_model.tavily.agent import RESEARCH_INSTRUCTIONS, create_research_agent
 
 __all__ = [

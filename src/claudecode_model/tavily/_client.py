@@ -13,7 +13,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from claudecode_model.tavily._deps import TAVILY_API_KEY_ENV, TavilySearchDeps
 from claudecode_model.tavily._errors import TavilyAPIError, TavilyErrorType, map_exception
-from claudecode_model.tavily._models import ExtractResponse, SearchDepth, SearchResponse, parse_extract, parse_search
+from claudecode_model.tavily._models import ExtractResponse, SearchResponse, parse_extract, parse_search
+from claudecode_model.tavily._validation import SearchDepth
 
 if TYPE_CHECKING:
     import ssl

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from claudecode_model.tavily._errors import TavilyAPIError, TavilyErrorType
 
@@ -11,15 +11,11 @@ __all__ = [
     "ExtractFailure",
     "ExtractResponse",
     "ExtractResult",
-    "SearchDepth",
     "SearchResponse",
     "SearchResult",
     "parse_extract",
     "parse_search",
 ]
-
-SearchDepth = Literal["basic", "advanced"]
-"""The search depths the tools offer."""
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,18 @@ import ipaddress
 import logging
 import re
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urlsplit
 
 from claudecode_model.tavily._errors import TavilyAPIError, TavilyErrorType
-from claudecode_model.tavily._models import ExtractFailure, SearchDepth
+from claudecode_model.tavily._models import ExtractFailure
 
 __all__ = [
     "MAX_QUERY_LENGTH",
     "MAX_RESULTS_LIMIT",
     "MAX_URLS",
     "SEARCH_DEPTHS",
+    "SearchDepth",
     "UrlCheck",
     "check_urls",
     "validate_max_results",
@@ -34,6 +36,8 @@ logger = logging.getLogger(__name__)
 MAX_QUERY_LENGTH = 1000
 MAX_RESULTS_LIMIT = 20
 MAX_URLS = 20
+SearchDepth = Literal["basic", "advanced"]
+"""The search depths the tools offer."""
 SEARCH_DEPTHS: tuple[SearchDepth, ...] = ("basic", "advanced")
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
