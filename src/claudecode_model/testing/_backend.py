@@ -16,7 +16,7 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import uvicorn
 from starlette.applications import Starlette
@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = ["OfflineBackend"]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 DEFAULT_MODEL = "claude-opus-5-5"
 """The offline backend's model: the bundled CLI's own default, so that naming no model changes nothing else."""
@@ -213,9 +215,7 @@ class OfflineBackend:
     @property
     def url(self) -> str:
         """The base URL, ``http://127.0.0.1:<port>`` (only while running)."""
-        if self._url is None:
-            raise RuntimeError("the offline backend is not running; use it as a context manager or call start()")
-        return self._url
+        return _while_running(self._url)
 
     @property
     def port(self) -> int:
@@ -334,16 +334,12 @@ class OfflineBackend:
     @property
     def config_dir(self) -> Path:
         """The private CLI config dir this backend owns (only while running)."""
-        if self._config_dir is None:
-            raise RuntimeError("the offline backend is not running")
-        return self._config_dir
+        return _while_running(self._config_dir)
 
     @property
     def tmp_dir(self) -> Path:
         """The private CLI temp dir this backend owns (only while running)."""
-        if self._tmp_dir is None:
-            raise RuntimeError("the offline backend is not running")
-        return self._tmp_dir
+        return _while_running(self._tmp_dir)
 
     def cli_env(self, config_dir: str | Path | None = None) -> dict[str, str]:
         """The environment that points the CLI at this backend (see :func:`quiet_cli_env`).
@@ -617,3 +613,10 @@ _QUIET_CUTS = _QuietCuts()
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:
     yield data
+
+
+def _while_running(value: _T | None) -> _T:
+    """A value the backend has only while it runs."""
+    if value is None:
+        raise RuntimeError("the offline backend is not running; use it as a context manager or call start()")
+    return value
