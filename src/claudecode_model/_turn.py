@@ -564,7 +564,6 @@ class CLITurn:
             "type": "user",
             "message": {"role": "user", "content": self.new_input},
             "parent_tool_use_id": None,
-            "uuid": str(uuid.uuid4()),
         }
 
     async def messages(self) -> AsyncGenerator[Message | ToolsWaiting, None]:
