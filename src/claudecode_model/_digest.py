@@ -66,10 +66,12 @@ def message_digest(message: ModelMessage) -> str:
     # Every part, and its content or arguments, by identity: a part or its content replaced is seen (strings are
     # immutable, so a changed text is a new object); arguments changed in place (a dict) are not: a history edited
     # so must use new parts.
-    parts = tuple(
-        id(value)
-        for part in message.parts
-        for value in (part, getattr(part, "content", None), getattr(part, "args", None))
+    # (Three flat passes: this check runs for every message of the history twice per turn.)
+    message_parts = message.parts
+    parts = (
+        *map(id, message_parts),
+        *[id(getattr(part, "content", None)) for part in message_parts],
+        *[id(getattr(part, "args", None)) for part in message_parts],
     )
     cached = _DIGESTS.get(key)
     if cached is not None and cached[0]() is message and cached[1] == parts:
