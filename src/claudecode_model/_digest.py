@@ -58,6 +58,12 @@ _MessageKey = tuple[int, ...]
 _DIGESTS: dict[int, tuple[weakref.ref[ModelMessage], _MessageKey, str]] = {}
 """``id(message)`` -> (the message, the ids of its parts when digested, its digest)."""
 
+_RECENT: dict[_MessageKey, tuple[tuple[Any, ...], str]] = {}
+"""(is a request, the ids of its parts) -> (those parts and their fields, kept alive so that the ids stay theirs; the
+digest), for the last few messages digested: a response is digested once when its turn ends and again, as another
+``ModelResponse`` object with the same parts, when the next turn continues the conversation."""
+_RECENT_SIZE = 16
+
 
 def message_digest(message: ModelMessage) -> str:
     """The digest of one message's content, cached while the message, its parts and their fields are the same
@@ -66,15 +72,29 @@ def message_digest(message: ModelMessage) -> str:
     # Every part, and its content or arguments, by identity: a part or its content replaced is seen (strings are
     # immutable, so a changed text is a new object); arguments changed in place (a dict) are not: a history edited
     # so must use new parts.
-    parts = tuple(
-        id(value)
-        for part in message.parts
-        for value in (part, getattr(part, "content", None), getattr(part, "args", None))
+    # (Three flat passes: this check runs for every message of the history twice per turn.)
+    message_parts = message.parts
+    parts = (
+        *map(id, message_parts),
+        *[id(getattr(part, "content", None)) for part in message_parts],
+        *[id(getattr(part, "args", None)) for part in message_parts],
     )
     cached = _DIGESTS.get(key)
     if cached is not None and cached[0]() is message and cached[1] == parts:
         return cached[2]
-    digest = canonical_digest(_canonical_message(message))
+    content_key: _MessageKey = (isinstance(message, ModelRequest), *parts)
+    recent = _RECENT.get(content_key)
+    if recent is not None:
+        digest = recent[1]
+    else:
+        digest = canonical_digest(_canonical_message(message))
+        kept = (
+            *message_parts,
+            *[(getattr(part, "content", None), getattr(part, "args", None)) for part in message_parts],
+        )
+        _RECENT[content_key] = (kept, digest)
+        if len(_RECENT) > _RECENT_SIZE:
+            del _RECENT[next(iter(_RECENT))]
     try:
         ref = weakref.ref(message, lambda dead, key=key: _forget(key, dead))  # type: ignore[misc]
     except TypeError:  # not weak-referenceable: not cached

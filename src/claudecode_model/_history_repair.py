@@ -92,22 +92,29 @@ def repair_history(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
     repair = _Repair()
     repaired: list[ModelMessage] = []
     for message in messages:
-        parts: list[Any] = []
-        for part in message.parts:
+        # The message's parts are copied only from its first changed part on: most histories need no repair, and
+        # this runs on the whole history at every request.
+        parts: list[Any] | None = None
+        for index, part in enumerate(message.parts):
+            kept: Any
             match part:
                 case BaseToolCallPart():
-                    parts.append(repair.call(part))
+                    kept = repair.call(part)
                 case BaseToolReturnPart() | RetryPromptPart(tool_name=str()):
                     kept = repair.result(part)
-                    if kept is not None:
-                        parts.append(kept)
                 case _:
-                    parts.append(part)
+                    kept = part
+            if parts is None:
+                if kept is part:
+                    continue
+                parts = list(message.parts[:index])
+            if kept is not None:
+                parts.append(kept)
+        if parts is None:
+            repaired.append(message)
+            continue
         if not parts and isinstance(message, ModelRequest) and message.parts:
             logger.warning("Message history repaired: dropped a request left empty by the repair")
             continue
-        unchanged = len(parts) == len(message.parts) and all(
-            new is old for new, old in zip(parts, message.parts, strict=True)
-        )
-        repaired.append(message if unchanged else dataclasses.replace(message, parts=parts))  # type: ignore[arg-type]
+        repaired.append(dataclasses.replace(message, parts=parts))  # type: ignore[arg-type]
     return repaired if repair.changed else list(messages)

@@ -119,6 +119,7 @@ class CLISession:
         self._ready: asyncio.Future[None] = self._loop.create_future()
         self._owner: asyncio.Task[None] | None = None
         self._pid: int | None = None
+        self._alive_this_step = False
         self._process: Process | None = None
         self._client: ClaudeSDKClient | None = None
         self._starting_client: ClaudeSDKClient | None = None
@@ -141,7 +142,19 @@ class CLISession:
             return False
         if self._owner.done() or (self._process is not None and self._process.returncode is not None):
             return True
-        return _exited(self._pid)
+        if self._alive_this_step:
+            return False
+        if _exited(self._pid):
+            return True
+        if _running_loop() is self._loop:
+            # Known alive for the rest of this step of the event loop: a turn asks several times in one step (the pool
+            # prunes, takes, puts back), and each check reads /proc.
+            self._alive_this_step = True
+            self._loop.call_soon(self._forget_alive)
+        return False
+
+    def _forget_alive(self) -> None:
+        self._alive_this_step = False
 
     async def start(self, *, warm_up: bool = False) -> None:
         """Start the CLI process and wait until it is connected.
@@ -379,11 +392,17 @@ def _exited(pid: int | None) -> bool:
         return True
     # Killed but still tearing down (a large multi-threaded process takes a while): its main thread is a zombie
     # already, though the process cannot be waited for yet.
+    # Read with the os module: this runs a few times per turn, and a buffered file object costs several times more.
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            stat = stat_file.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return False
+    try:
+        stat = os.read(fd, 4096)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X")
 
 

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 import uuid
-from collections import deque
+from collections import ChainMap, deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -169,9 +169,10 @@ async def start_turn(
             )
     request, stderr = session_request(runner, settings, params, plan.system_prompt, servers)
     needs = request.needs
-    files = TranscriptFiles(
-        env={**os.environ, **runner.env, **settings.get("claude_code_env", {})}, cwd=settings.get("claude_code_cwd")
-    )
+    # Layered, not merged: the process environment is copied only if a transcript path is needed (not for a turn
+    # that continues a live session).
+    env = ChainMap(dict(settings.get("claude_code_env", {})), dict(runner.env), os.environ)
+    files = TranscriptFiles(env=env, cwd=settings.get("claude_code_cwd"))
     starting = asyncio.timeout_at(deadline)
     slot_wait = _SlotWait()
     try:
@@ -565,7 +566,6 @@ class CLITurn:
             "type": "user",
             "message": {"role": "user", "content": self.new_input},
             "parent_tool_use_id": None,
-            "uuid": str(uuid.uuid4()),
         }
 
     async def messages(self) -> AsyncGenerator[Message | ToolsWaiting, None]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelRequest, ModelResponse, ModelResponsePart, TextPart, UserPromptPart
 
+from claudecode_model import _digest
 from claudecode_model._digest import history_digest
 from claudecode_model._slots import ProcessSlots, default_max_processes
 
@@ -59,3 +60,21 @@ def test_the_digest_sees_a_replaced_part_or_text_and_is_stable() -> None:
     assert history_digest([request, response]) == first
     response.parts.append(TextPart("more"))
     assert history_digest([request, response]) != first
+
+
+def test_a_response_rebuilt_from_the_same_parts_reuses_its_digest_and_sees_a_changed_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A turn digests its response when it ends; the next turn digests the response object pydantic-ai kept, another
+    # ModelResponse holding the same parts.
+    computed: list[object] = []
+    canonical = _digest.canonical_digest
+    monkeypatch.setattr(_digest, "canonical_digest", lambda value: computed.append(value) or canonical(value))
+    parts: list[ModelResponsePart] = [TextPart("a unique answer"), TextPart("and more")]
+    first = _digest.message_digest(ModelResponse(parts=list(parts)))
+    assert _digest.message_digest(ModelResponse(parts=list(parts))) == first
+    assert len(computed) == 1
+    parts[0].content = "another answer"  # type: ignore[union-attr]
+    assert _digest.message_digest(ModelResponse(parts=list(parts))) != first
+    assert _digest.message_digest(ModelResponse(parts=[TextPart("a unique answer"), TextPart("and more")])) == first
+    assert len(computed) == 3
