@@ -61,11 +61,15 @@ def _probe_agent(model: ClaudeCodeModel) -> Agent[None, str]:
 def _model(
     bench: BenchContext, transport: Transport, execution: ToolExecution = "agent"
 ) -> tuple[ClaudeCodeModel, Agent[None, str]]:
-    """A fresh model and agent with the ``probe`` tool, served as ``transport`` says and run by ``execution``."""
+    """A fresh model and agent with the ``probe`` tool, served as ``transport`` says and run by ``execution``.
+
+    Without spares: the spare a new conversation leaves would start its CLI during the timed follow-ups (the
+    ``spares`` suite measures what spares cost and bring)."""
     model = ClaudeCodeModel(
         env=bench.env,
         tool_transport="stdio" if transport == "auto-stdio" else "auto",
         tool_execution=execution,
+        spare_sessions=0,
     )
     agent = _probe_agent(model)
     if transport == "registered-stdio":
