@@ -21,7 +21,7 @@ import time
 import uuid
 from collections import ChainMap, deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -458,66 +458,44 @@ class NoSlotError(RuntimeError):
     """No process slot was free for a spare (spares never wait for one)."""
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class CLITurn:
     """One CLI turn in flight: its session, the translator of its SDK messages, and the cleanup owed at the end."""
 
-    def __init__(
-        self,
-        *,
-        runner: TurnRunner,
-        session: CLISession,
-        router: RunToolRouter,
-        plan: TurnPlan,
-        messages_in: list[ModelMessage],
-        params: ModelRequestParameters,
-        timeout: float | None,
-        deadline: float | None = None,
-        stderr: deque[str],
-        translator: TurnTranslator,
-        wants_structured_output: bool,
-        new_input: list[ContentBlock],
-        files: TranscriptFiles,
-        keep: bool = True,
-        release_source: Callable[[], None] = _nothing,
-        session_source: SessionSource = "fresh",
-        agent_runs_tools: bool = False,
-        started: float | None = None,
-        spare_request: SessionRequest | None = None,
-    ) -> None:
-        self.runner = runner
-        self.session = session
-        self.router = router
-        self.plan = plan
-        self.messages_in = messages_in
-        self.params = params
-        self.timeout = timeout
-        self.stderr = stderr
-        self.translator = translator
-        self.wants_structured_output = wants_structured_output
-        self.new_input = new_input
-        self.files = files
-        self.keep = keep
-        """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
-        self._release_source = release_source
-        self.session_source = session_source
-        """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay`` or ``fresh``."""
-        self.agent_runs_tools = agent_runs_tools
-        """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
-        self._exact = True
-        """Whether the session's conversation is exactly the history and this turn's response."""
-        self.started = started if started is not None else time.perf_counter()
-        """When the request started (``time.perf_counter()``)."""
-        self.first_token_seconds: float | None = None
-        """Seconds from the request to the first token of Claude's answer (a streamed delta or a message)."""
-        self._spare_request = spare_request
-        """What to start a spare from once the turn is over (turns of new conversations only)."""
-        self.raw_messages: list[Message] = []
-        self.completed = False
-        self.failed = False
-        self._source: AsyncGenerator[Message | ToolsWaiting, None] | None = None
-        self._started = time.monotonic()
-        self._deadline = deadline
-        """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
+    runner: TurnRunner
+    session: CLISession
+    router: RunToolRouter
+    plan: TurnPlan
+    messages_in: list[ModelMessage]
+    params: ModelRequestParameters
+    timeout: float | None
+    deadline: float | None = None
+    """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
+    stderr: deque[str]
+    translator: TurnTranslator
+    wants_structured_output: bool
+    new_input: list[ContentBlock]
+    files: TranscriptFiles
+    keep: bool = True
+    """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
+    release_source: Callable[[], None] = _nothing
+    session_source: SessionSource = "fresh"
+    """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay`` or ``fresh``."""
+    agent_runs_tools: bool = False
+    """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
+    started: float = field(default_factory=time.perf_counter)
+    """When the request started (``time.perf_counter()``)."""
+    spare_request: SessionRequest | None = None
+    """What to start a spare from once the turn is over (turns of new conversations only)."""
+    first_token_seconds: float | None = field(default=None, init=False)
+    """Seconds from the request to the first token of Claude's answer (a streamed delta or a message)."""
+    raw_messages: list[Message] = field(default_factory=list, init=False)
+    completed: bool = field(default=False, init=False)
+    failed: bool = field(default=False, init=False)
+    _exact: bool = field(default=True, init=False)
+    """Whether the session's conversation is exactly the history and this turn's response."""
+    _source: AsyncGenerator[Message | ToolsWaiting, None] | None = field(default=None, init=False)
+    _started: float = field(default_factory=time.monotonic, init=False)
 
     @property
     def waiting_calls(self) -> list[str]:
@@ -531,7 +509,7 @@ class CLITurn:
         self.translator.next_response(parts)
         self.started, self.first_token_seconds = time.perf_counter(), None
         if self.timeout is not None:
-            self._deadline = asyncio.get_running_loop().time() + self.timeout
+            self.deadline = asyncio.get_running_loop().time() + self.timeout
 
     async def say(self, prompts: Sequence[UserPromptPart]) -> None:
         """Send user prompts to the waiting turn (Claude gets them with the answers to its calls)."""
@@ -543,7 +521,7 @@ class CLITurn:
         """Stop a turn that waits for results: the CLI is stopped first (so that it sends Claude nothing more), then
         any handler still waiting gets a "not executed" error."""
         self.failed = True
-        self._release_source()
+        self.release_source()
         try:
             await self.session.abort(at_once=True)
         finally:
@@ -576,10 +554,10 @@ class CLITurn:
         """
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
-            if self._deadline is None and self.timeout is not None:
-                self._deadline = asyncio.get_running_loop().time() + self.timeout
+            if self.deadline is None and self.timeout is not None:
+                self.deadline = asyncio.get_running_loop().time() + self.timeout
         try:
-            async with asyncio.timeout_at(self._deadline):
+            async with asyncio.timeout_at(self.deadline):
                 async for message in self._source:
                     if isinstance(message, ToolsWaiting):
                         if self.agent_runs_tools and self.translator.tools_waiting(message.ids):
@@ -698,7 +676,7 @@ class CLITurn:
         if source is not None:
             with contextlib.suppress(RuntimeError):  # still running in a task that was cancelled
                 await source.aclose()
-        self._release_source()
+        self.release_source()
         if not self.completed or self.failed:
             await self.session.abort()
         elif not self._exact:
@@ -708,7 +686,7 @@ class CLITurn:
         slots = self.runner.slots
         if slots is not None and slots.waiting:
             self.runner.pool.evict_idle()  # a request waits for a process slot: it gets this one
-        spare_request, self._spare_request = self._spare_request, None
+        spare_request, self.spare_request = self.spare_request, None
         if spare_request is not None and self.completed and not self.failed:
             # Started once the turn is over, so that it does not compete with the turn for CPU.
             start_spare(spare_request)

@@ -13,6 +13,7 @@ import struct
 import sys
 import tempfile
 import uuid
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
@@ -106,11 +107,34 @@ def _socket_base_directory(name_length: int) -> str:
     )
 
 
-def _started(path: Path | None) -> Path:
-    """A path ``start()`` sets, or ``RuntimeError`` before it ran."""
-    if path is None:
-        raise RuntimeError("the IPC session has not been started")
-    return path
+@dataclass(frozen=True)
+class _Files:
+    """The files of a started session: a private directory holding the Unix socket and the tool schema file."""
+
+    directory: Path
+    socket_path: Path
+    schema_path: Path
+
+    @classmethod
+    def create_directory(cls, session_id: str) -> _Files:
+        """Create the directory (only its owner has access; the session creates the files) and name the files."""
+        socket_name = f"{SOCKET_FILE_PREFIX}{session_id}{SOCKET_FILE_SUFFIX}"
+        base = _socket_base_directory(len(socket_name))
+        remove_dead_leftovers(base)
+        directory = Path(tempfile.mkdtemp(prefix=directory_prefix(), dir=base))
+        return cls(directory, directory / socket_name, directory / f"{SCHEMA_FILE_PREFIX}{session_id}.json")
+
+    def remove(self) -> None:
+        """Remove whichever of the files exist, then the directory."""
+        for path in (self.schema_path, self.socket_path):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        try:
+            self.directory.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            logger.warning("could not remove the IPC directory %s", self.directory, exc_info=True)
 
 
 class _Connection:
@@ -182,9 +206,8 @@ class IPCSession:
         self._handshake_timeout = handshake_timeout
         self._secret = secrets.token_hex(32)
         self._state = IPCSessionState.CREATED
-        self._directory: Path | None = None
-        self._socket_path: Path | None = None
-        self._schema_path: Path | None = None
+        self._files: _Files | None = None
+        """Set by ``start()`` once it created the directory; kept after ``stop()`` removed the files."""
         self._server: asyncio.Server | None = None
         self._connection_tasks: dict[asyncio.Task[None], _Connection] = {}
         self._calls_completed = 0
@@ -199,17 +222,22 @@ class IPCSession:
     @property
     def socket_path(self) -> Path:
         """Path of the Unix socket (set by ``start()``)."""
-        return _started(self._socket_path)
+        return self._started_files().socket_path
 
     @property
     def schema_path(self) -> Path:
         """Path of the tool schema file (set by ``start()``)."""
-        return _started(self._schema_path)
+        return self._started_files().schema_path
 
     @property
     def directory(self) -> Path:
         """The private directory holding the socket and the schema file (set by ``start()``)."""
-        return _started(self._directory)
+        return self._started_files().directory
+
+    def _started_files(self) -> _Files:
+        if self._files is None:
+            raise RuntimeError("the IPC session has not been started")
+        return self._files
 
     @property
     def secret(self) -> str:
@@ -251,24 +279,18 @@ class IPCSession:
             raise
 
     async def _start(self) -> None:
-        session_id = uuid.uuid4().hex
-        socket_name = f"{SOCKET_FILE_PREFIX}{session_id}{SOCKET_FILE_SUFFIX}"
-        base = _socket_base_directory(len(socket_name))
-        remove_dead_leftovers(base)
-        self._directory = Path(tempfile.mkdtemp(prefix=directory_prefix(), dir=base))
-        os.chmod(self._directory, DIRECTORY_MODE)
-        self._schema_path = self._directory / f"{SCHEMA_FILE_PREFIX}{session_id}.json"
-        self._write_schema_file(self._schema_path)
-        self._socket_path = self._directory / socket_name
+        files = self._files = _Files.create_directory(uuid.uuid4().hex)
+        os.chmod(files.directory, DIRECTORY_MODE)
+        self._write_schema_file(files.schema_path)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            listener.bind(str(self._socket_path))
-            os.chmod(self._socket_path, SOCKET_PERMISSIONS)
+            listener.bind(str(files.socket_path))
+            os.chmod(files.socket_path, SOCKET_PERMISSIONS)
             self._server = await asyncio.start_unix_server(self._serve_connection, sock=listener)
         except BaseException:
             listener.close()
             raise
-        logger.debug("IPC session serving %d tools on %s", len(self._schemas), self._socket_path)
+        logger.debug("IPC session serving %d tools on %s", len(self._schemas), files.socket_path)
 
     def _write_schema_file(self, path: Path) -> None:
         data = json.dumps(self._schemas, ensure_ascii=False).encode("utf-8")
@@ -283,15 +305,17 @@ class IPCSession:
 
         Safe to call in any state and more than once.
         """
-        if self._state is IPCSessionState.STOPPED and self._server is None and self._directory is None:
+        files = self._files
+        removed = files is None or not files.directory.exists()
+        if self._state is IPCSessionState.STOPPED and self._server is None and removed:
             return
         self._state = IPCSessionState.STOPPED
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        if self._socket_path is not None:
+        if files is not None:
             with contextlib.suppress(FileNotFoundError):
-                self._socket_path.unlink()
+                files.socket_path.unlink()
         current = asyncio.current_task()
         tasks = [task for task in self._connection_tasks if task is not current]
         for task in tasks:
@@ -303,18 +327,8 @@ class IPCSession:
         self._remove_files()
 
     def _remove_files(self) -> None:
-        for path in (self._schema_path, self._socket_path):
-            if path is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-        directory, self._directory = self._directory, None
-        if directory is not None:
-            try:
-                directory.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError:
-                logger.warning("could not remove the IPC directory %s", directory, exc_info=True)
+        if self._files is not None:
+            self._files.remove()
 
     async def __aenter__(self) -> Self:
         await self.start()
