@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from typing import TYPE_CHECKING
@@ -13,6 +14,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from claudecode_model.ipc import MAX_MESSAGE_SIZE, SECRET_ENV_VAR, IPCSession
+from claudecode_model.ipc import bridge as bridge_module
+from claudecode_model.ipc._framing import encode_message
+from claudecode_model.ipc._protocol import error_response
 from tests._support.ipc import BridgeProcess, Toolbox, bridge_env, text_result
 from tests._support.polling import wait_until
 
@@ -231,6 +235,19 @@ async def test_wrong_secret_gives_an_error_result(
         "IPC connection failed: the IPC server refused the bridge: authentication failed", is_error=True
     )
     assert session.calls_completed == 0
+
+
+def test_a_refusal_still_unread_when_a_write_fails_is_the_reason_given() -> None:
+    # The race behind a flaky "Broken pipe": the call queued behind the hello is written after the server refused
+    # and closed; the refusal still waits in the socket and is what the bridge reports.
+    ours, server = socket.socketpair()
+    server.sendall(encode_message(error_response(None, "authentication failed", "IPCAuthenticationError")))
+    server.close()
+    ours.setblocking(False)
+    with ours:
+        connection = bridge_module._Connection(ours)
+        assert bridge_module._refusal_in(connection) == "the IPC server refused the bridge: authentication failed"
+        assert bridge_module._refusal_in(connection) is None  # nothing more to read
 
 
 async def test_a_bridge_that_never_connected_retries_on_the_next_call(

@@ -386,7 +386,8 @@ class Bridge:
             self._selector.modify(connection.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, _SOCKET)
             return
         except OSError as exc:
-            self._connection_lost(f"sending to the IPC server failed: {exc.strerror or exc}")
+            refusal = None if connection.authenticated else _refusal_in(connection)
+            self._connection_lost(refusal or f"sending to the IPC server failed: {exc.strerror or exc}")
             return
         self._selector.modify(connection.sock, selectors.EVENT_READ, _SOCKET)
 
@@ -433,8 +434,7 @@ class Bridge:
             if message_id == HELLO_ID and isinstance(result, dict) and result.get("authenticated") is True:
                 connection.authenticated = True
                 return
-            reason = error.get("message") if isinstance(error, dict) else None
-            self._connection_lost(f"the IPC server refused the bridge: {reason or 'no reason given'}")
+            self._connection_lost(_refusal(message))
             return
         if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id not in self._pending:
             if isinstance(error, dict):
@@ -504,6 +504,28 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bridge.close()
     return 0
+
+
+def _refusal(message: dict[str, object]) -> str:
+    """Why the server answered the hello with ``message`` instead of accepting it."""
+    error = message.get("error")
+    reason = error.get("message") if isinstance(error, dict) else None
+    return f"the IPC server refused the bridge: {reason or 'no reason given'}"
+
+
+def _refusal_in(connection: _Connection) -> str | None:
+    """The server's refusal of the hello, if it sent one before closing: a call written after the hello can fail
+    with a broken pipe while the refusal still waits, unread, in the socket."""
+    try:
+        bodies = connection.decoder.feed(connection.sock.recv(READ_CHUNK))
+    except (OSError, FrameError):
+        return None
+    for body in bodies:
+        try:
+            return _refusal(decode_message(body))
+        except MessageFormatError:
+            continue
+    return None
 
 
 if __name__ == "__main__":
