@@ -47,7 +47,15 @@ def node_clients() -> Path:
         pytest.skip("Node.js is not installed: the UI stream tests read the streams with the npm clients under node")
     if not _installed():
         # Outside a loopback-only namespace this installs from the npm registry; `make test` installs beforehand.
-        completed = subprocess.run([str(INSTALL)], capture_output=True, text=True, timeout=600, check=False)
+        # Without network (inside the namespace) npm gives up at once instead of retrying for minutes.
+        completed = subprocess.run(
+            [str(INSTALL)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            env={**os.environ, "npm_config_fetch_retries": "0", "npm_config_fetch_timeout": "20000"},
+        )
         if completed.returncode != 0 or not _installed():
             pytest.fail(
                 "the npm clients of the UI stream tests are not installed and could not be installed here "
