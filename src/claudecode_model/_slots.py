@@ -3,7 +3,8 @@
 Each CLI process holds about 200-250 MB and burns over a second of CPU starting up. :class:`ProcessSlots` counts the
 live processes of a model (busy, kept idle for follow-ups, and spares) and makes a request that needs a new one
 wait for a free slot. A model may be used from several event loops (``run_sync`` runs each call in its own), so the
-waiters are woken through their own loop.
+waiters are woken through their own loop. :func:`starting_slots` bounds, the same way, how many CLI processes of
+the whole Python process start at once.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ CLI_PROCESS_MB = 250
 """What one CLI process is assumed to hold (measured 200-250 MB of RSS, more with large conversations)."""
 PROCESSES_PER_CPU = 8
 """Start-up is CPU bound (about 1.2 s per process): beyond this many per CPU, more processes only queue."""
-
-
 STARTS_PER_CPU = 2
 """CLI start-ups at once per CPU, in the whole Python process. Beyond it, starting more at once only slows each of
 them down: 16 at once on 2 CPUs took longer for every conversation than 4 at a time (see docs/benchmarks.md)."""
