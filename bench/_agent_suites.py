@@ -9,10 +9,11 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage, query
-from pydantic_ai import Agent, AgentRunResultEvent, RunContext
+from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 
 from bench import _raw
+from bench._agents import deps_agent, probe_agent, session_id
 from bench._brain import expected_answer, prompt
 from bench._core import (
     BenchContext,
@@ -46,18 +47,6 @@ Transport = Literal["auto", "auto-stdio", "registered-stdio"]
 ``tool_transport="stdio"``), or registered with ``set_agent_toolsets(..., transport="stdio")``."""
 
 
-def _probe_agent(model: ClaudeCodeModel) -> Agent[None, str]:
-    """An agent with one tool; async like the raw side's (pydantic-ai runs a sync tool in a worker thread)."""
-    agent = Agent(model)
-
-    @agent.tool_plain
-    async def probe(n: int) -> str:
-        """Returns a probe value for n."""
-        return f"p{n}"
-
-    return agent
-
-
 def _model(
     bench: BenchContext, transport: Transport, execution: ToolExecution = "agent"
 ) -> tuple[ClaudeCodeModel, Agent[None, str]]:
@@ -71,15 +60,10 @@ def _model(
         tool_execution=execution,
         spare_sessions=0,
     )
-    agent = _probe_agent(model)
+    agent = probe_agent(model)
     if transport == "registered-stdio":
         model.set_agent_toolsets([agent._function_toolset], transport="stdio")
     return model, agent
-
-
-def _session_id(result: Any) -> str:
-    details = result.all_messages()[-1].provider_details or {}
-    return str(details.get("session_id"))
 
 
 async def _conversation(turn: Callable[[int], Awaitable[str]]) -> Metrics:
@@ -112,7 +96,8 @@ async def ours_conversation(bench: BenchContext, transport: Transport, execution
         metrics = await _conversation(turn)
     finally:
         await model.aclose()
-    check(len({_session_id(result) for result in results}) == 1, "a follow-up turn did not continue the session")
+    sessions = {session_id(result.all_messages()) for result in results}
+    check(len(sessions) == 1, "a follow-up turn did not continue the session")
     return metrics
 
 
@@ -355,17 +340,6 @@ class StreamSuite(Suite):
 # --- concurrency ----------------------------------------------------------------------------------------------
 
 
-def _deps_agent(model: ClaudeCodeModel) -> Agent[str, str]:
-    agent = Agent(model, deps_type=str)
-
-    @agent.tool
-    async def probe(ctx: RunContext[str], n: int) -> str:
-        """Returns a probe value for n."""
-        return f"{ctx.deps}-{n}"
-
-    return agent
-
-
 async def _ours_run(agent: Agent[str, str], run_id: str) -> None:
     result = await agent.run(prompt(calls=1, run_id=run_id), deps=run_id)
     expected = expected_answer(calls=1, run_id=run_id, results=[f"{run_id}-0"])
@@ -375,7 +349,7 @@ async def _ours_run(agent: Agent[str, str], run_id: str) -> None:
 async def ours_runs(bench: BenchContext, *, concurrent: bool) -> Metrics:
     """Wall time of ``CONCURRENT_RUNS`` runs on one model (each with its own deps), together or one by one."""
     model = ClaudeCodeModel(env=bench.env)
-    agent = _deps_agent(model)
+    agent = deps_agent(model)
     run_ids = [f"run{index}" for index in range(CONCURRENT_RUNS)]
     try:
         start = time.perf_counter()

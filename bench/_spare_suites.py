@@ -12,28 +12,17 @@ from typing import Any
 
 from claude_agent_sdk import ClaudeSDKClient
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart
+from pydantic_ai.messages import ModelRequest, TextPart
 from pydantic_ai.models import ModelRequestParameters
 
 from bench import _raw
-from bench._agent_suites import _deps_agent, _probe_agent
+from bench._agents import deps_agent, first_details, last_details, probe_agent
 from bench._brain import expected_answer, prompt
 from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check, live_descendants, measured
 from claudecode_model.model import ClaudeCodeModel
 
 MANY = 16
 """Conversations at once in the concurrency rows."""
-
-
-def _details(result: Any) -> dict[str, Any]:
-    return dict(result.all_messages()[-1].provider_details or {})
-
-
-def _first_response_details(result: Any) -> dict[str, Any]:
-    """The details of the run's first response: with agent-run tools, later responses continue the same CLI turn
-    (their first-token time counts from their own request)."""
-    first = next(message for message in result.new_messages() if isinstance(message, ModelResponse))
-    return dict(first.provider_details or {})
 
 
 def _rss_mb(pids: set[int]) -> float:
@@ -54,16 +43,16 @@ async def _timed_run(agent: Agent[None, str], source: str, history: Any = None) 
     result = await agent.run(prompt(calls=1), message_history=history)
     wall = time.perf_counter() - start
     check(result.output == expected_answer(calls=1), f"run answered {result.output!r}")
-    details = _details(result)
+    details = last_details(result.all_messages())
     check(details.get("session_source") == source, f"session source {details.get('session_source')!r}, not {source}")
-    return wall, float(_first_response_details(result).get("first_token_seconds", "nan")), result
+    return wall, float(first_details(result.new_messages()).get("first_token_seconds", "nan")), result
 
 
 async def ours_spare(bench: BenchContext) -> Metrics:
     """A model that has served one conversation: the next new one (same agent) claims the spare; then a
     follow-up of it with ``message_history``."""
     model = ClaudeCodeModel(env=bench.env)
-    agent = _probe_agent(model)
+    agent = probe_agent(model)
     try:
         await _timed_run(agent, "fresh")
         check(await model.prewarm(agent), "no spare after the first conversation")
@@ -79,7 +68,7 @@ async def ours_spare(bench: BenchContext) -> Metrics:
 async def ours_prewarmed(bench: BenchContext) -> Metrics:
     """A brand-new model, prewarmed for the agent; the first run."""
     model = ClaudeCodeModel(env=bench.env)
-    agent = _probe_agent(model)
+    agent = probe_agent(model)
     try:
         check(await model.prewarm(agent), "prewarm started no spare")
         rss = _rss_mb(live_descendants())
@@ -92,7 +81,7 @@ async def ours_prewarmed(bench: BenchContext) -> Metrics:
 async def ours_fresh(bench: BenchContext) -> Metrics:
     """A brand-new model, no prewarm: the first run starts its CLI."""
     model = ClaudeCodeModel(env=bench.env)
-    agent = _probe_agent(model)
+    agent = probe_agent(model)
     try:
         cpu = time.process_time()
         wall, first_token, _ = await _timed_run(agent, "fresh")
@@ -219,7 +208,7 @@ async def _deps_run(agent: Agent[str, str], run_id: str, history: Any = None) ->
 async def ours_many(bench: BenchContext) -> Metrics:
     """``MANY`` new conversations at once on one model (each its own deps), then a follow-up of each at once."""
     model = ClaudeCodeModel(env=bench.env)
-    agent = _deps_agent(model)
+    agent = deps_agent(model)
     run_ids = [f"run{index}" for index in range(MANY)]
     try:
         start = time.perf_counter()
@@ -230,7 +219,7 @@ async def ours_many(bench: BenchContext) -> Metrics:
             *(_deps_run(agent, run_id, r.all_messages()) for run_id, r in zip(run_ids, results, strict=True))
         )
         follow_wall = time.perf_counter() - start
-        live = sum(1 for r in follow if _details(r).get("session_source") == "live")
+        live = sum(1 for r in follow if last_details(r.all_messages()).get("session_source") == "live")
     finally:
         await model.aclose()
     return {"new": new, "follow_up": follow_wall, "live_follow_ups": float(live)}

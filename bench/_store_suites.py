@@ -22,6 +22,7 @@ from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models.function import FunctionModel
 from tests._support.postgres import PostgresServer
 
+from bench._agents import last_details, probe_agent, session_id
 from bench._brain import bench_brain, expected_answer, prompt
 from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check, measured
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, PostgresSessionStore
@@ -44,28 +45,6 @@ class _TimedStore(PostgresSessionStore):
         started = time.perf_counter()
         await super().append(key, entries)
         self.append_seconds.append(time.perf_counter() - started)
-
-
-def _details(result: Any) -> dict[str, Any]:
-    """The ``provider_details`` of a run's last response."""
-    response = result.all_messages()[-1]
-    return dict(response.provider_details or {}) if isinstance(response, ModelResponse) else {}
-
-
-def _session_id(result: Any) -> str:
-    return str(_details(result).get("session_id"))
-
-
-def _agent(model: ClaudeCodeModel) -> Agent[None, str]:
-    """An agent with the benchmark's tool: every worker offers the same tools (they are part of the cached prefix)."""
-    agent = Agent(model)
-
-    @agent.tool_plain
-    async def probe(n: int) -> str:
-        """Returns a probe value for n."""
-        return f"p{n}"
-
-    return agent
 
 
 def _turn_metrics(result: Any, elapsed: float) -> Metrics:
@@ -123,17 +102,17 @@ class StoreSuite(Suite):
                     settings: ClaudeCodeModelSettings = {} if resume else {"claude_code_session": "new"}
                     started = time.perf_counter()
                     try:
-                        result = await _agent(model).run(
+                        result = await probe_agent(model).run(
                             prompt(run_id=run_id), message_history=history, model_settings=settings
                         )
                     finally:
                         await model.aclose()
                     elapsed = time.perf_counter() - started
                     check(result.output == expected_answer(calls=0, run_id=run_id), f"answered {result.output!r}")
-                    resumed = _session_id(result) == _session_id_of(history)
+                    resumed = session_id(result.all_messages()) == session_id(history)
                     outcome = "stayed" if resumed else "changed"
                     check(resumed == resume, f"resume={resume}, but the session id {outcome}")
-                    source = _details(result).get("session_source")
+                    source = last_details(result.all_messages()).get("session_source")
                     check(source == ("resume" if resume else "replay"), f"resume={resume}, but the source is {source}")
                     check(not backend.errors, f"the offline backend's brain failed: {backend.errors[-1:]}")
                     return _turn_metrics(result, elapsed)
@@ -171,7 +150,7 @@ class StoreSuite(Suite):
         cacheable length.
         """
         model = ClaudeCodeModel(env=env, session_store=store)
-        agent = _agent(model)
+        agent = probe_agent(model)
         messages: list[Any] | None = None
         try:
             for turn in range(HISTORY_TURNS):
@@ -227,7 +206,3 @@ class StoreSuite(Suite):
                 note="loopback PostgreSQL over its Unix socket",
             ),
         ]
-
-
-def _session_id_of(messages: list[Any]) -> str:
-    return str((messages[-1].provider_details or {}).get("session_id"))
