@@ -125,7 +125,6 @@ class CLISession:
         self._starting_client: ClaudeSDKClient | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._serving = False
-        self._warm_up = False
         self.waiting_for_tools = False
         """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
 
@@ -163,12 +162,11 @@ class CLISession:
         request needs (system prompt, tool list, context accounting) without any API call, so that the first turn
         does not pay for it.
         """
-        self._warm_up = warm_up
         _STARTED_SESSIONS.add(self)
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
         # library's spans of the in-process tool server are opened in it).
         self._owner = asyncio.create_task(
-            self._own(), name=f"claude-code-session-{uuid.uuid4().hex[:8]}", context=untraced_context()
+            self._own(warm_up=warm_up), name=f"claude-code-session-{uuid.uuid4().hex[:8]}", context=untraced_context()
         )
         try:
             await asyncio.shield(self._ready)
@@ -187,7 +185,7 @@ class CLISession:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
 
-    async def _own(self) -> None:
+    async def _own(self, *, warm_up: bool) -> None:
         client = ClaudeSDKClient(self.options)
         self._starting_client = client
         started = time.monotonic()
@@ -209,8 +207,8 @@ class CLISession:
         self._client = client
         logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
         try:
-            if self._warm_up:
-                await warm_up(client)
+            if warm_up:
+                await warm_up_client(client)
             self._ready.set_result(None)
             while (turn := await self._commands.get()) is not None:
                 await self._serve(client, turn)
@@ -441,7 +439,7 @@ WARM_UP_TIMEOUT = 5.0
 """Seconds a spare's warm-up may take before the spare is handed out without it."""
 
 
-async def warm_up(client: ClaudeSDKClient) -> None:
+async def warm_up_client(client: ClaudeSDKClient) -> None:
     """Ask the CLI for its context usage: it builds the first request's system prompt and tool list to answer,
     and makes no API call. A failed or slow warm-up only costs the first turn that time again."""
     started = time.monotonic()

@@ -119,6 +119,6 @@ async def test_a_failed_or_stuck_warm_up_leaves_the_spare_usable(monkeypatch: An
     monkeypatch.setattr(session_module, "WARM_UP_TIMEOUT", 0.05)
     for client in (_RefusingClient(hang=False), _RefusingClient(hang=True)):
         with caplog.at_level("DEBUG", logger="claudecode_model._session"):
-            await session_module.warm_up(cast("Any", client))  # returns: the spare is handed out as it is
+            await session_module.warm_up_client(cast("Any", client))  # returns: the spare is handed out as it is
         assert client.asked == 1
     assert sum("warming up a spare CLI session failed" in record.getMessage() for record in caplog.records) == 2
