@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.processes import live_descendants, process_table
 
 pytestmark = pytest.mark.cli
 
@@ -25,29 +25,8 @@ SERVER = "mcp__pydantic_tools__"
 
 def claude_processes() -> set[int]:
     """Live Claude Code CLI processes started by this test process (children of any depth)."""
-    me = os.getpid()
-    parents: dict[int, int] = {}
-    commands: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("State", "").startswith("Z"):
-            continue
-        parents[int(entry.name)] = int(fields.get("PPid", "0").strip() or 0)
-        commands[int(entry.name)] = command
-    found: set[int] = set()
-    frontier = {me}
-    while frontier:
-        children = {pid for pid, parent in parents.items() if parent in frontier}
-        frontier = children - found
-        found |= children
-    return {pid for pid in found if "_bundled/claude" in commands.get(pid, "")}
+    descendants = live_descendants()
+    return {p.pid for p in process_table() if p.pid in descendants and "_bundled/claude" in " ".join(p.argv)}
 
 
 async def until_gone() -> set[int]:
