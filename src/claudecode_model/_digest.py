@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -50,8 +51,27 @@ def history_digest(messages: Sequence[ModelMessage]) -> str:
     history with its response, and a conversation passes the same message objects turn after turn, so the cost
     per turn is that of the new messages, not of the whole conversation.
     """
-    joined = "".join(message_digest(message) for message in messages)
-    return hashlib.sha256(joined.encode()).hexdigest()
+    return DigestedHistory(messages).digest
+
+
+class DigestedHistory:
+    """A history digested once: the digest of the same messages followed by more costs only the added ones."""
+
+    def __init__(self, messages: Sequence[ModelMessage]) -> None:
+        self._messages = tuple(messages)
+        self._hash = hashlib.sha256("".join(map(message_digest, self._messages)).encode())
+        self.digest = self._hash.hexdigest()
+        """The :func:`history_digest` of the messages."""
+
+    def extended(self, messages: Sequence[ModelMessage]) -> str:
+        """The :func:`history_digest` of ``messages``; when they begin with this history's message objects, the
+        digests of those are taken as they were computed here (what a CLI session was sent), not checked again."""
+        count = len(self._messages)
+        if len(messages) < count or not all(map(operator.is_, self._messages, messages[:count])):
+            return history_digest(messages)
+        extended = self._hash.copy()
+        extended.update("".join(map(message_digest, messages[count:])).encode())
+        return extended.hexdigest()
 
 
 _MessageKey = tuple[int, ...]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -429,6 +428,24 @@ class TurnTranslator:
         return details
 
 
+def unstreamed_content(message: Message) -> bool:
+    """Whether ``message`` is a stream event a request that does not stream has no use for: the events of text and
+    thinking blocks (the assistant messages carry the same content). A tool call's events are kept, so that its
+    arguments are the text Claude wrote, as when the request streams."""
+    if type(message) is not StreamEvent:
+        return False
+    event = message.event
+    match event.get("type"):
+        case "content_block_start":
+            return bool((event.get("content_block") or {}).get("type") != "tool_use")
+        case "content_block_delta":
+            return bool((event.get("delta") or {}).get("type") != "input_json_delta")
+        case "content_block_stop":
+            return True
+        case _:
+            return False
+
+
 def request_usage(usage: Mapping[str, Any]) -> RequestUsage:
     """pydantic-ai usage from an Anthropic ``usage`` object (missing or null counts are zero)."""
     return RequestUsage(
@@ -449,4 +466,13 @@ def _tool_result_text(content: str | list[dict[str, Any]] | None) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+    """A JSON-ready copy of ``value``: mappings and sequences copied, keys and unknown values as strings."""
+    match value:
+        case str() | int() | float() | bool() | None:
+            return value
+        case Mapping():
+            return {str(key): _jsonable(item) for key, item in value.items()}
+        case list() | tuple():
+            return [_jsonable(item) for item in value]
+        case _:
+            return str(value)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart
 
 from claudecode_model._details import HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY, SESSION_ID_KEY
-from claudecode_model._digest import history_digest
+from claudecode_model._digest import DigestedHistory
 from claudecode_model._replay import TranscriptEntry, transcript_of
 from claudecode_model._to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import MessageConversionError
@@ -52,6 +52,14 @@ class TurnPlan:
     deferred_call: ContentBlock | None = None
     """A ``tool_use`` block of the replayed transcript's last reply that the CLI runs again on resume (pydantic-ai's
     answer to a pending call of the agent's tools): the turn then starts without a user message."""
+    digested_history: DigestedHistory | None = None
+    """``history`` as digested to find ``point`` (the digest of the conversation after the turn extends it)."""
+
+    def conversation_digest(self, messages: Sequence[ModelMessage]) -> str:
+        """The history digest of ``messages``, the turn's conversation (``history`` followed by more)."""
+        if self.digested_history is None:
+            return DigestedHistory(messages).digest
+        return self.digested_history.extended(messages)
 
     def replay(self) -> list[TranscriptEntry]:
         """``history`` as the Anthropic messages to replay into a new session."""
@@ -74,9 +82,10 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
     response = messages[last_response]
     assert isinstance(response, ModelResponse)
     new_input = _new_input(new_requests)
-    point = _session_point(response, history) if allow_continue else None
-    if point is None:
+    found = _session_point(response, history) if allow_continue else None
+    if found is None:
         return TurnPlan(system_prompt=system_prompt, new_input=new_input, history=history)
+    point, digested = found
     # The CLI already answered the output tool calls it stopped at (plain ToolCallParts): what pydantic-ai says
     # about them (a validation retry, "Final result processed.") goes to Claude as text.
     answered = {part.tool_call_id for part in response.parts if type(part) is ToolCallPart}
@@ -86,12 +95,16 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
         history=history,
         point=point,
         continue_input=_new_input(new_requests, answered_calls=answered),
+        digested_history=digested,
     )
 
 
-def _session_point(response: ModelResponse, history: Sequence[ModelMessage]) -> SessionPoint | None:
+def _session_point(
+    response: ModelResponse, history: Sequence[ModelMessage]
+) -> tuple[SessionPoint, DigestedHistory] | None:
     """Where ``history`` (ending with ``response``) ends in the session that produced ``response``, if it is
-    unchanged since (its digest matches) and the response recorded the transcript entry it ended on."""
+    unchanged since (its digest matches) and the response recorded the transcript entry it ended on; and the
+    history digested."""
     if response.provider_name != PROVIDER_NAME:
         return None
     details = response.provider_details or {}
@@ -100,9 +113,10 @@ def _session_point(response: ModelResponse, history: Sequence[ModelMessage]) -> 
     recorded_digest = details.get(HISTORY_DIGEST_KEY)
     if not (isinstance(session_id, str) and isinstance(message_uuid, str) and isinstance(recorded_digest, str)):
         return None
-    if recorded_digest != history_digest(history):
+    digested = DigestedHistory(history)
+    if recorded_digest != digested.digest:
         return None
-    return SessionPoint(session_id=session_id, message_uuid=message_uuid, digest=recorded_digest)
+    return SessionPoint(session_id=session_id, message_uuid=message_uuid, digest=recorded_digest), digested
 
 
 def _new_input(

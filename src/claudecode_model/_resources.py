@@ -81,6 +81,7 @@ class ModelResources:
     _slots: ProcessSlots | None = field(default=None, init=False)
     _tools: ToolSetup | None = field(default=None, init=False)
     parked_if_created: ParkingLot[CLITurn] | None = field(default=None, init=False)
+    _runner_if_created: TurnRunner | None = field(default=None, init=False)
 
     @property
     def cli_path(self) -> Path:
@@ -148,10 +149,13 @@ class ModelResources:
         settings: ModelSettings | None,
         params: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
+        *,
+        content_events: bool = True,
     ) -> AsyncIterator[CLITurn]:
         """The CLI turn of one request of ``model``; at the end it is parked if it waits for tool results, else
-        finished."""
+        finished. ``content_events=False``: the request does not stream (its content comes in whole messages)."""
         turn = await self._start_turn(model, messages, settings, params, run_context)
+        turn.content_events = content_events
         try:
             yield turn
         finally:
@@ -184,9 +188,11 @@ class ModelResources:
         return await start_turn(runner, repair_history(messages), settings, params, run_context)
 
     def _runner(self) -> TurnRunner:
+        if self._runner_if_created is not None:
+            return self._runner_if_created
         from claudecode_model._turn import TurnRunner
 
-        return TurnRunner(
+        self._runner_if_created = TurnRunner(
             self.model_name,
             self.model_name or "default",
             self.cli_path,
@@ -196,6 +202,7 @@ class ModelResources:
             session_store=self.session_store,
             slots=self.slots,
         )
+        return self._runner_if_created
 
     async def aclose(self) -> None:
         """Stop the parked turns, then the idle CLI sessions and spares (only what was created)."""

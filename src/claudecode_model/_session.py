@@ -127,6 +127,8 @@ class CLISession:
         self._serving = False
         self.waiting_for_tools = False
         """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
+        self.skip: Callable[[Message], bool] | None = None
+        """Messages the turn in progress has no use for, dropped as they arrive (before they cost anything more)."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -236,6 +238,8 @@ class CLISession:
             async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
+                elif self.skip is not None and self.skip(message):
+                    continue
                 turn.output.put_nowait(message)
         except asyncio.CancelledError:
             # Only close() cancels the owner: the consumer of the turn was not cancelled, its turn was stopped.

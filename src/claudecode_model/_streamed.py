@@ -86,6 +86,8 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
     def get(self) -> ModelResponse:
         """The response so far, without what aborted attempts streamed (see :mod:`claudecode_model._attempts`)."""
         response = super().get()
+        if not self._turn.translator.attempts.discarded:
+            return response
         return replace(response, parts=self._turn.translator.kept(response.parts))
 
     async def close_stream(self) -> None:

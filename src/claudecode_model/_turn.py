@@ -48,11 +48,10 @@ from claudecode_model._details import (
     PROVIDER_NAME,
     RESUME_AT_KEY,
 )
-from claudecode_model._digest import history_digest
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._execution import checked_tool_execution
 from claudecode_model._failures import classify_failed_turn
-from claudecode_model._from_sdk import TurnTranslator
+from claudecode_model._from_sdk import TurnTranslator, unstreamed_content
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import RequestNeeds, build_options
@@ -487,6 +486,9 @@ class CLITurn:
     """When the request started (``time.perf_counter()``)."""
     spare_request: SessionRequest | None = None
     """What to start a spare from once the turn is over (turns of new conversations only)."""
+    content_events: bool = True
+    """Whether the request being answered streams: without, the session drops the stream events of text and
+    thinking as they arrive (the assistant messages carry the same content)."""
     first_token_seconds: float | None = field(default=None, init=False)
     """Seconds from the request to the first token of Claude's answer (a streamed delta or a message)."""
     raw_messages: list[Message] = field(default_factory=list, init=False)
@@ -552,6 +554,7 @@ class CLITurn:
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
         timeout counts from the start of the request (the CLI's start included).
         """
+        self.session.skip = None if self.content_events else unstreamed_content
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
             if self.deadline is None and self.timeout is not None:
@@ -631,7 +634,7 @@ class CLITurn:
             details[ABORTED_ATTEMPTS_KEY] = attempts.aborted
         session_id = translator.outcome.session_id
         if session_id is not None:
-            digest = history_digest([*self.messages_in, ModelResponse(parts=parts)])
+            digest = self.plan.conversation_digest([*self.messages_in, ModelResponse(parts=parts)])
             details[HISTORY_DIGEST_KEY] = digest
             # A session that kept part of an aborted attempt in its conversation holds more than the history.
             self._exact = self.keep and not attempts.tainted
@@ -641,14 +644,15 @@ class CLITurn:
             self._note_session(session_id)
         details[SESSION_SOURCE_KEY] = self.session_source
         record_turn(details, parts)
-        logger.info(
-            "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
-            time.monotonic() - self._started,
-            usage.input_tokens,
-            usage.output_tokens,
-            f"${usage.cost:.6f}" if usage.cost is not None else "unknown",
-            session_id,
-        )
+        if logger.isEnabledFor(logging.INFO):
+            logger.info(
+                "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
+                time.monotonic() - self._started,
+                usage.input_tokens,
+                usage.output_tokens,
+                f"${usage.cost:.6f}" if usage.cost is not None else "unknown",
+                session_id,
+            )
         return TurnSummary(
             usage=usage,
             finish_reason="tool_call" if self.router.output_call is not None else translator.finish_reason(),

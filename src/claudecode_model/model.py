@@ -183,8 +183,24 @@ class ClaudeCodeModel(Model):
         run_context: RunContext[Any] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
+        async with self._streamed_turn(messages, model_settings, model_request_parameters, run_context) as stream:
+            yield stream
+
+    @asynccontextmanager
+    async def _streamed_turn(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+        *,
+        content_events: bool = True,
+    ) -> AsyncIterator[ClaudeCodeStreamedResponse]:
+        """The streamed response of one turn; without ``content_events`` its parts come from whole messages."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        async with self._resources.turn(self, messages, settings, params, run_context) as turn:
+        async with self._resources.turn(
+            self, messages, settings, params, run_context, content_events=content_events
+        ) as turn:
             yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
 
     # --- extra entry points ---------------------------------------------------------------------------------
@@ -197,10 +213,9 @@ class ClaudeCodeModel(Model):
     ) -> ClaudeCodeResponse:
         """Like :meth:`request`, also returning the CLI's result message, init data and raw messages."""
         params = model_request_parameters or ModelRequestParameters()
-        async with self.request_stream(messages, model_settings, params) as stream:
+        async with self._streamed_turn(messages, model_settings, params, content_events=False) as stream:
             async for _ in stream:
                 pass
-        assert isinstance(stream, ClaudeCodeStreamedResponse)
         return response_with_metadata(stream)
 
     async def stream_messages(

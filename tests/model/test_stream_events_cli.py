@@ -6,6 +6,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 import pytest
+from claude_agent_sdk.types import StreamEvent
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     AgentStreamEvent,
@@ -293,3 +294,24 @@ async def test_streaming_and_non_streaming_produce_the_same_messages(model: Clau
     assert (plain_response.provider_details or {}).keys() == (streamed_response.provider_details or {}).keys()
     details = plain_response.provider_details or {}
     assert {"session_id", "num_turns", "stop_reason", "history_digest"} <= details.keys()
+
+
+async def test_only_a_streaming_request_receives_the_content_events(claude_backend: OfflineBackend):
+    """``request()`` builds its parts from whole messages: the CLI's content-block events are dropped as they
+    arrive (the message-level ones stay); a stream of raw messages keeps every event."""
+    claude_backend.set_brain(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart(LONG_TEXT)])))
+    claude_backend.text_chunk_size = 6
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    try:
+        whole = await model.request_with_metadata([ModelRequest(parts=[UserPromptPart("whole, please")])])
+        streamed = [m async for m in model.stream_messages([ModelRequest(parts=[UserPromptPart("streamed")])])]
+    finally:
+        await model.aclose()
+
+    def event_kinds(messages: list[Any]) -> list[str]:
+        return [message.event["type"] for message in messages if isinstance(message, StreamEvent)]
+
+    assert whole.response.parts == [TextPart(LONG_TEXT)]
+    assert event_kinds(whole.messages) == ["message_start", "message_delta", "message_stop"]
+    assert event_kinds(streamed).count("content_block_delta") >= 10
+    assert {"content_block_start", "content_block_stop"} <= set(event_kinds(streamed))
