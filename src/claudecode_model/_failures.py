@@ -49,12 +49,12 @@ def classify_failed_turn(messages: Sequence[Any], model_name: str) -> ClaudeCode
     ``None`` when the turn did not fail, or when its HTTP status says all there is to say.
     """
     result = next((m for m in reversed(messages) if isinstance(m, ResultMessage)), None)
+    if result is None or not result.is_error:
+        return None
     kinds = {m.error for m in messages if isinstance(m, AssistantMessage) and m.error}
     rejected = [
         m.rate_limit_info for m in messages if isinstance(m, RateLimitEvent) and m.rate_limit_info.status == "rejected"
     ]
-    if result is None or not result.is_error:
-        return None
     text = result.result or ""
     details = _result_details(result)
     if result.terminal_reason == "prompt_too_long" or text.lower().startswith("prompt is too long"):

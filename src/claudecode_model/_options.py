@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -133,6 +134,36 @@ def build_options(
         "agents": subagents.signature,
     }
     return options, canonical_digest(signature_source)
+
+
+class BuiltOptions:
+    """The last few results of building options, reused while a request's inputs equal theirs.
+
+    The turns of a conversation (and the conversations of one agent) ask for the same options again and again;
+    comparing their inputs costs a fraction of building the options and their signature. Keys are compared by
+    equality and kept as deep copies, so a settings dict changed in place later is a new key.
+    """
+
+    SIZE = 4
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[object, Any]] = []
+
+    def get(self, key: object) -> Any | None:
+        for index, (known, value) in enumerate(self._entries):
+            if known == key:
+                if index:
+                    self._entries.insert(0, self._entries.pop(index))
+                return value
+        return None
+
+    def put(self, key: object, value: Any) -> None:
+        try:
+            kept = copy.deepcopy(key)
+        except Exception:  # a value that cannot be copied: not cached
+            return
+        self._entries.insert(0, (kept, value))
+        del self._entries[self.SIZE :]
 
 
 def _hooks(restrictions: Any, native_tools: NativeToolPlan) -> dict[str, list[Any]] | None:

@@ -70,6 +70,9 @@ class PooledSession(Protocol):
     @property
     def closed(self) -> bool: ...
 
+    @property
+    def known_closed(self) -> bool: ...
+
     async def close(self) -> None: ...
 
     def kill(self) -> None: ...
@@ -137,15 +140,13 @@ class CLISession:
 
     @property
     def closed(self) -> bool:
-        """Whether the session can serve no more turns: its owner task ended, or its CLI process is known to have
-        exited (killed or crashed while idle, before the owner task noticed)."""
-        if self._owner is None:
-            return False
-        if self._owner.done() or (self._process is not None and self._process.returncode is not None):
+        """Whether the session can serve no more turns: its owner task ended, or its CLI process has exited or is
+        exiting (killed or crashed while idle, before the owner task noticed; read from ``/proc``)."""
+        if self.known_closed:
             return True
         if self._alive_this_step:
             return False
-        if _exited(self._pid):
+        if _exiting(self._pid):
             return True
         if _running_loop() is self._loop:
             # Known alive for the rest of this step of the event loop: a turn asks several times in one step (the pool
@@ -153,6 +154,16 @@ class CLISession:
             self._alive_this_step = True
             self._loop.call_soon(self._forget_alive)
         return False
+
+    @property
+    def known_closed(self) -> bool:
+        """:attr:`closed` as far as it is known without reading ``/proc``: the owner task ended, or the process can be
+        waited for (what keeping and pruning idle sessions asks; taking one for a turn asks :attr:`closed`)."""
+        if self._owner is None:
+            return False
+        if self._owner.done() or (self._process is not None and self._process.returncode is not None):
+            return True
+        return _exited(self._pid)
 
     def _forget_alive(self) -> None:
         self._alive_this_step = False
@@ -390,11 +401,16 @@ def _exited(pid: int | None) -> bool:
         return True  # already reaped
     except OSError:
         return False
-    if status is not None:
-        return True
-    # Killed but still tearing down (a large multi-threaded process takes a while): its main thread is a zombie
-    # already, though the process cannot be waited for yet.
-    # Read with the os module: this runs a few times per turn, and a buffered file object costs several times more.
+    return status is not None
+
+
+def _exiting(pid: int | None) -> bool:
+    """Whether the child ``pid`` was killed and is still tearing down (a large multi-threaded process takes a
+    while): its main thread is a zombie already, though the process cannot be waited for yet."""
+    if pid is None:
+        return False
+    # Read with the os module: this runs for every session a turn takes, and a buffered file object costs several
+    # times more.
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
@@ -557,7 +573,7 @@ class SessionPool(Generic[S]):
 
     async def put(self, session: S) -> None:
         """Keep ``session`` for a later turn, closing what falls out of the bounds."""
-        if self.max_idle <= 0 or session.session_id is None or session.closed:
+        if self.max_idle <= 0 or session.session_id is None or session.known_closed:
             await session.close()
             return
         previous = self._sessions.pop(session.session_id, None)
@@ -598,7 +614,7 @@ class SessionPool(Generic[S]):
                     session.kill()
                     del self._sessions[key]
                 continue
-            if session.closed or now - session.last_used > self.idle_timeout:
+            if session.known_closed or now - session.last_used > self.idle_timeout:
                 del self._sessions[key]
                 self._retire(session)
         same_loop = [s for s in self._sessions.values() if s.loop is loop]
@@ -625,7 +641,7 @@ class SessionPool(Generic[S]):
             if session is None:  # failed to start: forgotten (the next fresh conversation starts another)
                 self._spares.remove(spare)
                 continue
-            if session.closed:  # died while idle: replaced, never used
+            if session.known_closed:  # died while idle: replaced, never used
                 self._spares.remove(spare)
                 self._retire(session)
                 self.start_spare(spare.signature, spare.factory)

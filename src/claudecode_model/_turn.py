@@ -54,7 +54,7 @@ from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator, unstreamed_content
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
-from claudecode_model._options import RequestNeeds, build_options
+from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
@@ -107,6 +107,8 @@ class TurnRunner:
     """Where the CLI mirrors session transcripts, and where the transcript of another worker's session is found."""
     slots: ProcessSlots | None = None
     """The model's bound on live CLI processes (``None``: unbounded)."""
+    built_options: BuiltOptions = field(default_factory=BuiltOptions)
+    """The options of recent requests, reused for requests with the same inputs."""
 
 
 @dataclass(frozen=True)
@@ -230,28 +232,39 @@ def session_request(
     system_prompt: str | None,
     servers: Sequence[ToolServerPlan],
 ) -> tuple[SessionRequest, deque[str]]:
-    """The options and signature of a request's CLI session (built once per request), and its stderr lines."""
-    names = tool_names(servers)
-    needs = RequestNeeds(
-        system_prompt=system_prompt,
-        output_schema=_native_output_schema(params),
-        thinking=params.thinking,
-        allowed_tools=list(names.servers),
-        mcp_tools_signature=[server.signature for server in servers] if servers else None,
-        native_tools=plan_native_tools(
-            params.native_tools,
-            reserved_servers=(AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, runner.tools.server_name),
-        ),
-    )
+    """The options and signature of a request's CLI session (built once per request, or reused from an earlier
+    request with the same inputs), and its stderr lines.
+
+    The options' ``stderr`` callback is set again when a process is started from them.
+    """
     stderr: deque[str] = deque(maxlen=STDERR_LINES)
-    options, signature = build_options(
-        model_name=runner.model_name,
-        cli_path=runner.cli_path,
-        settings=settings,
-        needs=needs,
-        base_env=runner.env,
-        stderr=stderr.append,
-    )
+    tools_signature = [server.signature for server in servers] if servers else None
+    output_schema = _native_output_schema(params)
+    inputs = (settings, system_prompt, tools_signature, output_schema, params.thinking, params.native_tools)
+    built: tuple[ClaudeAgentOptions, str, RequestNeeds] | None = runner.built_options.get(inputs)
+    if built is None:
+        needs = RequestNeeds(
+            system_prompt=system_prompt,
+            output_schema=output_schema,
+            thinking=params.thinking,
+            allowed_tools=list(tool_names(servers).servers),
+            mcp_tools_signature=tools_signature,
+            native_tools=plan_native_tools(
+                params.native_tools,
+                reserved_servers=(AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, runner.tools.server_name),
+            ),
+        )
+        options, signature = build_options(
+            model_name=runner.model_name,
+            cli_path=runner.cli_path,
+            settings=settings,
+            needs=needs,
+            base_env=runner.env,
+            stderr=stderr.append,
+        )
+        built = options, signature, needs
+        runner.built_options.put(inputs, built)
+    options, signature, needs = built
     return SessionRequest(runner, options, signature, servers, needs), stderr
 
 

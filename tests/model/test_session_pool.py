@@ -25,6 +25,10 @@ class FakeSession:
         self.killed = False
         self._release = release
 
+    @property
+    def known_closed(self) -> bool:
+        return self.closed
+
     async def close(self) -> None:
         self.close_started = True
         await self._release.wait()
