@@ -11,10 +11,11 @@ from typing import Any, Literal
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage, query
 from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+from pydantic_ai.models.function import FunctionModel
 
 from bench import _raw
 from bench._agents import deps_agent, probe_agent, session_id
-from bench._brain import expected_answer, prompt
+from bench._brain import bench_brain, expected_answer, prompt
 from bench._core import (
     BenchContext,
     Lap,
@@ -101,6 +102,21 @@ async def ours_conversation(bench: BenchContext, transport: Transport, execution
     return metrics
 
 
+async def agent_alone_conversation() -> Metrics:
+    """The same conversation on pydantic-ai alone: the agent on a ``FunctionModel`` with the backend's brain (no CLI,
+    no HTTP): what pydantic-ai's own agent loop costs for the same turns."""
+    agent = probe_agent(FunctionModel(bench_brain))
+    results: list[Any] = []
+
+    async def turn(calls: int) -> str:
+        history = results[-1].all_messages() if results else None
+        result = await agent.run(prompt(calls=calls), message_history=history)
+        results.append(result)
+        return result.output
+
+    return await _conversation(turn)
+
+
 async def raw_conversation(bench: BenchContext, *, partial_messages: bool = False) -> Metrics:
     """The same conversation on one ``ClaudeSDKClient`` with an in-process ``create_sdk_mcp_server`` tool."""
     client = ClaudeSDKClient(_raw.options(bench.env, _raw.probe_server(), partial_messages=partial_messages))
@@ -145,6 +161,12 @@ class AgentSuite(Suite):
         "cpu-warm",
         "cpu-slope",
         "cpu-slope-inloop",
+        "agent-alone-slope",
+        "cpu-agent-alone-warm",
+        "cpu-agent-alone-slope",
+        "tool-call-vs-floor",
+        "cpu-warm-vs-floor",
+        "cpu-slope-vs-floor",
     )
 
     @asynccontextmanager
@@ -156,6 +178,18 @@ class AgentSuite(Suite):
             "raw_partial": lambda: raw_conversation(bench, partial_messages=True),
             "ours_stdio": lambda: ours_conversation(bench, "registered-stdio"),
             "ours_auto_stdio": lambda: ours_conversation(bench, "auto-stdio"),
+            "agent_alone": agent_alone_conversation,
+        }
+
+    def derived(self, samples: dict[str, list[float]]) -> dict[str, list[float]]:
+        """``floor.*``: the raw SDK plus pydantic-ai's own agent loop, each repetition's sum: the least an agent run
+        can cost when pydantic-ai runs the tools (what the library adds is the rest)."""
+        return {
+            f"floor.{metric}": [
+                raw + alone
+                for raw, alone in zip(samples[f"raw.{metric}"], samples[f"agent_alone.{metric}"], strict=True)
+            ]
+            for metric in ("slope", "cpu_warm", "cpu_slope")
         }
 
     def rows(self, medians: dict[str, float]) -> list[Row]:
@@ -241,6 +275,44 @@ class AgentSuite(Suite):
                     else "",
                 )
                 for metric, label in (("cold", "cold run"), ("warm", "follow-up turn"), ("slope", "per extra call"))
+            ),
+            Row(
+                key="agent-alone-slope",
+                name="reference: pydantic-ai alone (FunctionModel, no CLI), per extra call",
+                **measured(medians, "agent_alone.slope", "raw.slope"),
+                target=Target("reported"),
+                note="the agent's own loop for the same turns: its share of agent-run's per-call time",
+            ),
+            Row(
+                key="cpu-agent-alone-warm",
+                name="CPU of pydantic-ai alone (FunctionModel, no CLI): follow-up turn",
+                **measured(medians, "agent_alone.cpu_warm", "raw.cpu_warm"),
+                target=Target("reported"),
+            ),
+            Row(
+                key="cpu-agent-alone-slope",
+                name="CPU of pydantic-ai alone (FunctionModel, no CLI): per extra call",
+                **measured(medians, "agent_alone.cpu_slope", "raw.cpu_slope"),
+                target=Target("reported"),
+            ),
+            Row(
+                key="tool-call-vs-floor",
+                name="per extra tool call, agent-run vs raw SDK + pydantic-ai alone",
+                **measured(medians, "ours.slope", "floor.slope"),
+                target=Target("<= 1.1 x raw + pydantic-ai", 1.1),
+                note="the raw column adds the two per-call medians above: what the library adds to both",
+            ),
+            Row(
+                key="cpu-warm-vs-floor",
+                name="CPU of this process: follow-up turn vs raw SDK + pydantic-ai alone",
+                **measured(medians, "ours.cpu_warm", "floor.cpu_warm"),
+                target=Target("<= 1.2 x raw + pydantic-ai", 1.2),
+            ),
+            Row(
+                key="cpu-slope-vs-floor",
+                name="CPU of this process: per extra call vs raw SDK + pydantic-ai alone",
+                **measured(medians, "ours.cpu_slope", "floor.cpu_slope"),
+                target=Target("<= 1.2 x raw + pydantic-ai", 1.2),
             ),
             Row(
                 key="cpu-slope-inloop",

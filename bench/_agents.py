@@ -7,11 +7,12 @@ from typing import Any
 
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import Model
 
 from claudecode_model.model import ClaudeCodeModel
 
 
-def probe_agent(model: ClaudeCodeModel) -> Agent[None, str]:
+def probe_agent(model: Model) -> Agent[None, str]:
     """An agent with one tool; async like the raw side's (pydantic-ai runs a sync tool in a worker thread)."""
     agent = Agent(model)
 

@@ -141,6 +141,10 @@ class Suite:
     def rows(self, medians: dict[str, float]) -> list[Row]:
         raise NotImplementedError
 
+    def derived(self, samples: dict[str, list[float]]) -> dict[str, list[float]]:
+        """More samples computed from the measured ones, repetition by repetition (none by default)."""
+        return {}
+
 
 @dataclass
 class BenchContext:
@@ -209,6 +213,7 @@ async def run_suite(suite: Suite, bench: BenchContext, repeat: int, progress: Ca
                     if suite.settle_between:
                         await settle()
                 progress(f"{suite.name}: repetition {rep + 1}/{repeat} done")
+        result.samples.update(suite.derived(result.samples))
         medians = {key: statistics.median(values) for key, values in result.samples.items()}
         result.rows = suite.rows(medians)
         for row in result.rows:
