@@ -151,7 +151,11 @@ class BuiltOptions:
 
     def get(self, key: object) -> Any | None:
         for index, (known, value) in enumerate(self._entries):
-            if known == key:
+            try:
+                same = bool(known == key)
+            except Exception:  # a value whose comparison fails (or is not a truth value): never reused
+                same = False
+            if same:
                 if index:
                     self._entries.insert(0, self._entries.pop(index))
                 return value

@@ -20,7 +20,7 @@ from pydantic_ai.messages import (
 
 from claudecode_model import MessageConversionError, UnsupportedContentError
 from claudecode_model._details import CLI_TOOL_NAME_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
-from claudecode_model._digest import history_digest
+from claudecode_model._digest import DigestedHistory, history_digest
 from claudecode_model._plan import SessionPoint, plan_turn
 from claudecode_model._replay import transcript_of
 from claudecode_model._to_anthropic import user_content_blocks
@@ -185,6 +185,36 @@ def test_digest_ignores_timestamps_and_provider_details():
 
     assert history_digest([request, a]) == history_digest([request, b])
     assert history_digest([request, a]) != history_digest([request, ModelResponse(parts=[TextPart("y")])])
+
+
+def test_a_digested_history_extended_gives_the_digest_of_the_whole_conversation():
+    first = ModelRequest(parts=[UserPromptPart("one")])
+    answer = ModelResponse(parts=[TextPart("x")])
+    digested = DigestedHistory([first, answer])
+    follow_up = ModelRequest(parts=[UserPromptPart("two")])
+    response = ModelResponse(parts=[TextPart("y")])
+
+    assert digested.digest == history_digest([first, answer])
+    assert digested.extended([first, answer, follow_up, response]) == history_digest(
+        [first, answer, follow_up, response]
+    )
+    # Other message objects at the start: digested again, not taken from the prefix.
+    other = ModelRequest(parts=[UserPromptPart("not one")])
+    assert digested.extended([other, answer, follow_up]) == history_digest([other, answer, follow_up])
+    assert digested.extended([first]) == history_digest([first])
+
+
+def test_the_plan_extends_the_history_it_digested_for_the_turns_conversation():
+    first = ModelRequest(parts=[UserPromptPart("hello")])
+    response = _claude_response([first], "hi")
+    follow_up = ModelRequest(parts=[UserPromptPart("more")])
+    plan = plan_turn([first, response, follow_up], None)
+    answer = ModelResponse(parts=[TextPart("sure")])
+
+    assert plan.digested_history is not None
+    assert plan.conversation_digest([first, response, follow_up, answer]) == history_digest(
+        [first, response, follow_up, answer]
+    )
 
 
 def test_output_call_answered_by_the_cli_gets_pydantic_ais_verdict_as_text_when_continuing():

@@ -10,7 +10,7 @@ import pytest
 
 from claudecode_model import CLINotFoundError
 from claudecode_model._cli import bundled_cli_path, find_cli
-from claudecode_model._options import RequestNeeds, build_options
+from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
 
 
 def test_explicit_cli_path_wins(tmp_path: Path):
@@ -95,3 +95,37 @@ def test_preset_builtin_tools():
 
     assert options.tools == {"type": "preset", "preset": "claude_code"}
     assert os.environ.get("CLAUDE_CODE_MAX_OUTPUT_TOKENS") is None
+
+
+def test_built_options_are_reused_only_for_equal_inputs():
+    built = BuiltOptions()
+    settings: dict[str, object] = {"claude_code_allowed_tools": ["Read"]}
+    built.put((settings, "sys"), "first")
+
+    assert built.get(({"claude_code_allowed_tools": ["Read"]}, "sys")) == "first"
+    assert built.get((settings, "other system prompt")) is None
+    settings["claude_code_allowed_tools"].append("Write")  # type: ignore[attr-defined]
+    assert built.get((settings, "sys")) is None  # the key was copied: a settings dict changed in place is new
+
+
+def test_built_options_keep_the_last_few_and_skip_what_cannot_be_kept():
+    built = BuiltOptions()
+    for index in range(BuiltOptions.SIZE + 1):
+        built.put(index, f"value {index}")
+
+    assert built.get(0) is None
+    assert built.get(BuiltOptions.SIZE) == f"value {BuiltOptions.SIZE}"
+
+    class Uncopyable:
+        def __deepcopy__(self, memo: object) -> object:
+            raise TypeError("no copies")
+
+    class Incomparable:
+        def __eq__(self, other: object) -> bool:
+            raise ValueError("no comparisons")
+
+        __hash__ = object.__hash__
+
+    built.put(Uncopyable(), "never kept")
+    built.put(Incomparable(), "kept")
+    assert built.get(Incomparable()) is None  # comparing fails: a miss, not an error
