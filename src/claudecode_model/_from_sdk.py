@@ -428,10 +428,16 @@ class TurnTranslator:
         return details
 
 
-def unstreamed_content(message: Message) -> bool:
-    """Whether ``message`` is a stream event a request that does not stream has no use for: the events of text and
-    thinking blocks (the assistant messages carry the same content). A tool call's events are kept, so that its
-    arguments are the text Claude wrote, as when the request streams."""
+_STATUS_SUBTYPES = frozenset({"status", "session_state_changed"})
+"""System messages that only report the CLI's progress and state (nothing reads them but a live display)."""
+
+
+def skipped_unless_streaming(message: Message) -> bool:
+    """Whether ``message`` is one a request that does not stream has no use for: the stream events of text and
+    thinking blocks (the assistant messages carry the same content), and the CLI's progress notices. A tool call's
+    events are kept, so that its arguments are the text Claude wrote, as when the request streams."""
+    if type(message) is SystemMessage:
+        return message.subtype in _STATUS_SUBTYPES
     if type(message) is not StreamEvent:
         return False
     event = message.event

@@ -211,7 +211,11 @@ class ClaudeCodeModel(Model):
         model_settings: ModelSettings | None = None,
         model_request_parameters: ModelRequestParameters | None = None,
     ) -> ClaudeCodeResponse:
-        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages."""
+        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages.
+
+        As the request does not stream, the raw messages leave out the stream events of text and thinking and the
+        CLI's progress notices (:meth:`stream_messages` yields every message).
+        """
         params = model_request_parameters or ModelRequestParameters()
         async with self._streamed_turn(messages, model_settings, params, content_events=False) as stream:
             async for _ in stream:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 import pytest
-from claude_agent_sdk.types import StreamEvent
+from claude_agent_sdk.types import StreamEvent, SystemMessage
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     AgentStreamEvent,
@@ -297,8 +297,9 @@ async def test_streaming_and_non_streaming_produce_the_same_messages(model: Clau
 
 
 async def test_only_a_streaming_request_receives_the_content_events(claude_backend: OfflineBackend):
-    """``request()`` builds its parts from whole messages: the CLI's content-block events are dropped as they
-    arrive (the message-level ones stay); a stream of raw messages keeps every event."""
+    """``request()`` builds its parts from whole messages: the CLI's content-block events and progress notices are
+    dropped as they arrive (the message-level events and the init message stay); a stream of raw messages keeps
+    everything."""
     claude_backend.set_brain(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart(LONG_TEXT)])))
     claude_backend.text_chunk_size = 6
     model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
@@ -311,7 +312,12 @@ async def test_only_a_streaming_request_receives_the_content_events(claude_backe
     def event_kinds(messages: list[Any]) -> list[str]:
         return [message.event["type"] for message in messages if isinstance(message, StreamEvent)]
 
+    def system_subtypes(messages: list[Any]) -> set[str]:
+        return {message.subtype for message in messages if type(message) is SystemMessage}
+
     assert whole.response.parts == [TextPart(LONG_TEXT)]
     assert event_kinds(whole.messages) == ["message_start", "message_delta", "message_stop"]
+    assert system_subtypes(whole.messages) == {"init"}
     assert event_kinds(streamed).count("content_block_delta") >= 10
     assert {"content_block_start", "content_block_stop"} <= set(event_kinds(streamed))
+    assert {"init", "status"} <= system_subtypes(streamed)
