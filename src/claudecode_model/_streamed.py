@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelResponse, ModelResponseStreamEvent, TextPart
-from pydantic_ai.models import StreamedResponse
+from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 
 from claudecode_model._details import PROVIDER_NAME
 from claudecode_model.exceptions import CLIInterruptedError
@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     from claudecode_model._compat import ModelResponsePartsManager
     from claudecode_model._turn import CLITurn
 
-__all__ = ["ClaudeCodeResponse", "ClaudeCodeStreamedResponse", "raw_messages", "response_with_metadata"]
+__all__ = [
+    "ClaudeCodeResponse",
+    "ClaudeCodeStreamedResponse",
+    "open_response",
+    "raw_messages",
+    "response_with_metadata",
+]
 
 
 @dataclass
@@ -116,6 +122,15 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
     @property
     def timestamp(self) -> datetime:
         return self._timestamp
+
+
+@asynccontextmanager
+async def open_response(
+    turn: AbstractAsyncContextManager[CLITurn], params: ModelRequestParameters
+) -> AsyncIterator[ClaudeCodeStreamedResponse]:
+    """The streamed response, for the request ``params``, of the CLI turn ``turn`` opens."""
+    async with turn as opened:
+        yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=opened)
 
 
 def response_with_metadata(stream: ClaudeCodeStreamedResponse) -> ClaudeCodeResponse:

@@ -29,6 +29,7 @@ from claudecode_model._settings_check import check_model_arguments
 from claudecode_model._streamed import (
     ClaudeCodeResponse,
     ClaudeCodeStreamedResponse,
+    open_response,
     raw_messages,
     response_with_metadata,
 )
@@ -183,25 +184,9 @@ class ClaudeCodeModel(Model):
         run_context: RunContext[Any] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
         """Run one turn through the CLI, streaming text, thinking and tool events as they arrive."""
-        async with self._streamed_turn(messages, model_settings, model_request_parameters, run_context) as stream:
-            yield stream
-
-    @asynccontextmanager
-    async def _streamed_turn(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-        *,
-        content_events: bool = True,
-    ) -> AsyncIterator[ClaudeCodeStreamedResponse]:
-        """The streamed response of one turn; without ``content_events`` its parts come from whole messages."""
         settings, params = self.prepare_request(model_settings, model_request_parameters)
-        async with self._resources.turn(
-            self, messages, settings, params, run_context, content_events=content_events
-        ) as turn:
-            yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=turn)
+        async with open_response(self._resources.turn(self, messages, settings, params, run_context), params) as stream:
+            yield stream
 
     # --- extra entry points ---------------------------------------------------------------------------------
 
@@ -211,15 +196,20 @@ class ClaudeCodeModel(Model):
         model_settings: ModelSettings | None = None,
         model_request_parameters: ModelRequestParameters | None = None,
     ) -> ClaudeCodeResponse:
-        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages.
-
-        As the request does not stream, the raw messages leave out the stream events of text and thinking and the
-        CLI's progress notices (:meth:`stream_messages` yields every message).
-        """
+        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages (as the request
+        does not stream, without the stream events of text and thinking and the CLI's progress notices)."""
         params = model_request_parameters or ModelRequestParameters()
-        async with self._streamed_turn(messages, model_settings, params, content_events=False) as stream:
+        if self.profile.get("may_tokenize_special_tokens_in_content", False):
+            opened = self.request_stream(
+                messages, model_settings, params
+            )  # its pydantic-ai wrapper restores the tokens
+        else:
+            settings, params = self.prepare_request(model_settings, params)
+            opened = open_response(self._resources.turn(self, messages, settings, params, content_events=False), params)
+        async with opened as stream:
             async for _ in stream:
                 pass
+        assert isinstance(stream, ClaudeCodeStreamedResponse)
         return response_with_metadata(stream)
 
     async def stream_messages(

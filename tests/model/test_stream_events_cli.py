@@ -321,3 +321,22 @@ async def test_only_a_streaming_request_receives_the_content_events(claude_backe
     assert event_kinds(streamed).count("content_block_delta") >= 10
     assert {"content_block_start", "content_block_stop"} <= set(event_kinds(streamed))
     assert {"init", "status"} <= system_subtypes(streamed)
+
+
+async def test_a_profile_that_restores_special_tokens_keeps_the_streamed_path(claude_backend: OfflineBackend):
+    """pydantic-ai restores special tokens in the parts of a streamed response: a model whose profile asks for it
+    answers ``request_with_metadata()`` through ``request_stream()``, content events and all."""
+    from claudecode_model._profile import default_profile
+
+    claude_backend.set_brain(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart(LONG_TEXT)])))
+    claude_backend.text_chunk_size = 6
+    profile = {**default_profile(None), "may_tokenize_special_tokens_in_content": True}
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, profile=profile)
+    try:
+        whole = await model.request_with_metadata([ModelRequest(parts=[UserPromptPart("whole, please")])])
+    finally:
+        await model.aclose()
+
+    assert whole.response.parts == [TextPart(LONG_TEXT)]
+    deltas = [m for m in whole.messages if isinstance(m, StreamEvent) and m.event["type"] == "content_block_delta"]
+    assert len(deltas) >= 10
