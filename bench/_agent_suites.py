@@ -82,9 +82,9 @@ async def _conversation(turn: Callable[[int], Awaitable[str]]) -> Metrics:
     return turn_metrics(cold, laps[1], laps[1 + EXTRA_CALLS], EXTRA_CALLS)
 
 
-async def ours_conversation(bench: BenchContext, transport: Transport, execution: ToolExecution = "agent") -> Metrics:
-    """A conversation on a fresh model; every follow-up passes the previous run's messages as history."""
-    model, agent = _model(bench, transport, execution)
+def _agent_turns(agent: Agent[None, str]) -> tuple[Callable[[int], Awaitable[str]], list[Any]]:
+    """A turn of :func:`_conversation` run by ``agent`` (each follow-up with the previous run's messages as history),
+    and the results of the runs so far."""
     results: list[Any] = []
 
     async def turn(calls: int) -> str:
@@ -93,6 +93,13 @@ async def ours_conversation(bench: BenchContext, transport: Transport, execution
         results.append(result)
         return result.output
 
+    return turn, results
+
+
+async def ours_conversation(bench: BenchContext, transport: Transport, execution: ToolExecution = "agent") -> Metrics:
+    """A conversation on a fresh model; every follow-up passes the previous run's messages as history."""
+    model, agent = _model(bench, transport, execution)
+    turn, results = _agent_turns(agent)
     try:
         metrics = await _conversation(turn)
     finally:
@@ -105,15 +112,7 @@ async def ours_conversation(bench: BenchContext, transport: Transport, execution
 async def agent_alone_conversation() -> Metrics:
     """The same conversation on pydantic-ai alone: the agent on a ``FunctionModel`` with the backend's brain (no CLI,
     no HTTP): what pydantic-ai's own agent loop costs for the same turns."""
-    agent = probe_agent(FunctionModel(bench_brain))
-    results: list[Any] = []
-
-    async def turn(calls: int) -> str:
-        history = results[-1].all_messages() if results else None
-        result = await agent.run(prompt(calls=calls), message_history=history)
-        results.append(result)
-        return result.output
-
+    turn, _ = _agent_turns(probe_agent(FunctionModel(bench_brain)))
     return await _conversation(turn)
 
 
@@ -300,7 +299,7 @@ class AgentSuite(Suite):
                 name="per extra tool call, agent-run vs raw SDK + pydantic-ai alone",
                 **measured(medians, "ours.slope", "floor.slope"),
                 target=Target("<= 1.1 x raw + pydantic-ai", 1.1),
-                note="the raw column adds the two per-call medians above: what the library adds to both",
+                note="the raw column is the raw SDK's per-call time plus pydantic-ai alone's, repetition by repetition",
             ),
             Row(
                 key="cpu-warm-vs-floor",
