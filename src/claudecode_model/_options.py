@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ from claudecode_model.settings import ClaudeCodeModelSettings
 logger = logging.getLogger(__name__)
 
 DEFAULT_PERMISSION_MODE = "dontAsk"
+
+_SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
+"""Asks the CLI for two state frames per turn that only the SDK's one-shot ``query()`` reads (to know when it may
+close the CLI's input); a ``ClaudeSDKClient`` session keeps its input open, so this library turns them off (each
+costs the SDK a parse), unless the user's environment chose a value."""
 
 
 @dataclass
@@ -72,6 +78,8 @@ def build_options(
     if needs.mcp_servers or needs.native_tools.mcp_servers or needs.mcp_tools_signature is not None:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
+    if not any(name.upper() == _SESSION_STATE_ENV for name in (*env, *os.environ)):
+        env[_SESSION_STATE_ENV] = "0"
     thinking = _thinking(settings, needs.thinking)
     if thinking is not None and thinking["type"] == "disabled":
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"

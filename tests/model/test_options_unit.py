@@ -81,6 +81,28 @@ def test_settings_reach_the_options():
     assert options.env["FOO"] == "bar"
 
 
+def test_the_cli_is_not_asked_for_session_state_frames():
+    options, _ = _options()
+
+    assert options.env["CLAUDE_CODE_SDK_READS_SESSION_STATE"] == "0"
+
+
+@pytest.mark.parametrize("name", ["CLAUDE_CODE_SDK_READS_SESSION_STATE", "claude_code_sdk_reads_session_state"])
+def test_a_session_state_choice_of_the_user_is_kept(name: str):
+    options, _ = _options(claude_code_env={name: "1"})
+
+    assert options.env[name] == "1"
+    assert [key for key in options.env if key.upper() == "CLAUDE_CODE_SDK_READS_SESSION_STATE"] == [name]
+
+
+def test_a_session_state_choice_in_the_process_environment_is_kept(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1")
+
+    options, _ = _options()
+
+    assert "CLAUDE_CODE_SDK_READS_SESSION_STATE" not in options.env
+
+
 def test_signature_changes_with_what_fixes_a_session():
     _, plain = _options()
     _, same = _options()
