@@ -37,6 +37,7 @@ from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager
 from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
 from claudecode_model._native_tools import NativeToolPlan
+from claudecode_model._session import Delivery
 
 logger = logging.getLogger(__name__)
 
@@ -432,24 +433,38 @@ _STATUS_SUBTYPES = frozenset({"status", "session_state_changed"})
 """System messages that only report the CLI's progress and state (nothing reads them but a live display)."""
 
 
-def skipped_unless_streaming(message: Message) -> bool:
-    """Whether ``message`` is one a request that does not stream has no use for: the stream events of text and
-    thinking blocks (the assistant messages carry the same content), and the CLI's progress notices. A tool call's
-    events are kept, so that its arguments are the text Claude wrote, as when the request streams."""
+def delivery_unless_streaming(message: Message) -> Delivery:
+    """How a request that does not stream takes ``message``.
+
+    Dropped: the stream events of text and thinking blocks (the assistant messages carry the same content) and the
+    CLI's progress notices. A tool call's events are kept, so that its arguments are the text Claude wrote, as when
+    the request streams. Of what is kept, only what can end the response wakes the request at once: the end of a
+    reply (``message_stop``: a reply that called tools pydantic-ai runs ends the response) and a subagent's reply
+    (its calls of such tools are not streamed); the rest waits for it (the result, an error and the tool calls
+    waiting for pydantic-ai always wake it).
+    """
     if type(message) is SystemMessage:
-        return message.subtype in _STATUS_SUBTYPES
+        return Delivery.DROP if message.subtype in _STATUS_SUBTYPES else Delivery.HOLD
+    if type(message) is AssistantMessage:
+        return Delivery.HOLD if message.parent_tool_use_id is None else Delivery.WAKE
+    if type(message) is ResultMessage:
+        return Delivery.WAKE
     if type(message) is not StreamEvent:
-        return False
+        return Delivery.HOLD
     event = message.event
     match event.get("type"):
+        case "message_stop":
+            return Delivery.WAKE
         case "content_block_start":
-            return bool((event.get("content_block") or {}).get("type") != "tool_use")
+            tool_use = (event.get("content_block") or {}).get("type") == "tool_use"
+            return Delivery.HOLD if tool_use else Delivery.DROP
         case "content_block_delta":
-            return bool((event.get("delta") or {}).get("type") != "input_json_delta")
+            tool_use = (event.get("delta") or {}).get("type") == "input_json_delta"
+            return Delivery.HOLD if tool_use else Delivery.DROP
         case "content_block_stop":
-            return True
+            return Delivery.DROP
         case _:
-            return False
+            return Delivery.HOLD
 
 
 def request_usage(usage: Mapping[str, Any]) -> RequestUsage:

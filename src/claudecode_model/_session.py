@@ -20,6 +20,7 @@ import weakref
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from anyio.abc import Process
@@ -48,11 +49,54 @@ class ToolsWaiting:
     ids: frozenset[str]
 
 
+class Delivery(Enum):
+    """How the owner task hands one SDK message to the consumer of a turn."""
+
+    WAKE = "wake"
+    """Now: the consumer acts on it."""
+    HOLD = "hold"
+    """With the next message that wakes the consumer (it needs the message, but not before then)."""
+    DROP = "drop"
+    """Not at all: the turn has no use for it (before it costs anything more)."""
+
+
+_TurnItem = Message | ToolsWaiting | BaseException | None
+
+
+class _TurnOutput:
+    """What the owner task hands the consumer of a turn, in order: SDK messages, :class:`ToolsWaiting`, an error,
+    and ``None`` at the end; each with the time it arrived.
+
+    An item put with ``wake=False`` waits, without waking the consumer, for the next item that does: a request that
+    does not stream reads its turn's messages in a few batches rather than with a task switch for each.
+    """
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[_TurnItem, float]] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: _TurnItem, *, wake: bool = True) -> None:
+        self._items.append((item, time.perf_counter()))
+        waiter = self._waiter
+        if wake and waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> tuple[_TurnItem, float]:
+        """The next item and when it arrived (``time.perf_counter()``), waiting for one that wakes the consumer."""
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+
 @dataclass
 class _TurnRequest:
     message: dict[str, Any] | None
     """The user message that starts the turn; ``None`` for a turn the CLI starts by itself (a resumed deferred call)."""
-    output: asyncio.Queue[Message | ToolsWaiting | BaseException | None] = field(default_factory=asyncio.Queue)
+    output: _TurnOutput = field(default_factory=_TurnOutput)
 
 
 class PooledSession(Protocol):
@@ -130,8 +174,10 @@ class CLISession:
         self._serving = False
         self.waiting_for_tools = False
         """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
-        self.skip: Callable[[Message], bool] | None = None
-        """Messages the turn in progress has no use for, dropped as they arrive (before they cost anything more)."""
+        self.delivery: Callable[[Message], Delivery] | None = None
+        """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
+        self.arrived = 0.0
+        """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -249,25 +295,35 @@ class CLISession:
             async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
-                elif self.skip is not None and self.skip(message):
+                    turn.output.put(message)
                     continue
-                turn.output.put_nowait(message)
+                delivery = self.delivery
+                if delivery is None:
+                    turn.output.put(message)
+                    continue
+                match delivery(message):
+                    case Delivery.WAKE:
+                        turn.output.put(message)
+                    case Delivery.HOLD:
+                        turn.output.put(message, wake=False)
+                    case Delivery.DROP:
+                        pass
         except asyncio.CancelledError:
             # Only close() cancels the owner: the consumer of the turn was not cancelled, its turn was stopped.
-            turn.output.put_nowait(CLIInterruptedError("The Claude Code session was closed during the turn"))
+            turn.output.put(CLIInterruptedError("The Claude Code session was closed during the turn"))
             raise
         except Exception as error:
-            turn.output.put_nowait(error)
+            turn.output.put(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
         finally:
             self._serving = False
             self._current = None
-            turn.output.put_nowait(None)
+            turn.output.put(None)
 
     def _tools_waiting(self, ids: frozenset[str]) -> None:
         if self._current is not None:
-            self._current.output.put_nowait(ToolsWaiting(ids))
+            self._current.output.put(ToolsWaiting(ids))
 
     async def run_turn(self, message: dict[str, Any] | None) -> AsyncGenerator[Message | ToolsWaiting, None]:
         """Send one user message and yield the SDK messages up to and including the ``ResultMessage``.
@@ -281,7 +337,10 @@ class CLISession:
         turn = _TurnRequest(message)
         self._commands.put_nowait(turn)
         try:
-            while (item := await turn.output.get()) is not None:
+            while True:
+                item, self.arrived = await turn.output.get()
+                if item is None:
+                    break
                 if isinstance(item, BaseException):
                     raise item
                 yield item

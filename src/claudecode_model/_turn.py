@@ -51,7 +51,7 @@ from claudecode_model._details import (
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._execution import checked_tool_execution
 from claudecode_model._failures import classify_failed_turn
-from claudecode_model._from_sdk import TurnTranslator, skipped_unless_streaming
+from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
@@ -567,7 +567,7 @@ class CLITurn:
         Leaving the iteration early does not end the turn: iterating again goes on with the next message. The
         timeout counts from the start of the request (the CLI's start included).
         """
-        self.session.skip = None if self.content_events else skipped_unless_streaming
+        self.session.delivery = None if self.content_events else delivery_unless_streaming
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
             if self.deadline is None and self.timeout is not None:
@@ -581,7 +581,7 @@ class CLITurn:
                         continue
                     self.raw_messages.append(message)
                     if self.first_token_seconds is None and _is_token(message):
-                        self.first_token_seconds = time.perf_counter() - self.started
+                        self.first_token_seconds = max(self.session.arrived - self.started, 0.0)
                     yield message
         except TimeoutError as error:
             self.failed = True

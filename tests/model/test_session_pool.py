@@ -126,3 +126,38 @@ async def test_a_failed_or_stuck_warm_up_leaves_the_spare_usable(monkeypatch: An
             await session_module.warm_up_client(cast("Any", client))  # returns: the spare is handed out as it is
         assert client.asked == 1
     assert sum("warming up a spare CLI session failed" in record.getMessage() for record in caplog.records) == 2
+
+
+async def test_held_turn_output_waits_for_an_item_that_wakes_the_consumer():
+    output = session_module._TurnOutput()
+    got: list[Any] = []
+
+    async def consume() -> None:
+        while (item := (await output.get())[0]) is not None:
+            got.append(item)
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.sleep(0)
+    output.put("held 1", wake=False)
+    output.put("held 2", wake=False)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert got == []  # nothing woke the consumer
+
+    output.put("wakes")
+    output.put(None)
+    await asyncio.wait_for(consumer, 1)
+    assert got == ["held 1", "held 2", "wakes"]
+
+
+async def test_turn_output_items_carry_their_arrival_time():
+    output = session_module._TurnOutput()
+    before = time.perf_counter()
+    output.put("first", wake=False)
+    after = time.perf_counter()
+    await asyncio.sleep(0.01)
+
+    item, arrived = await output.get()
+
+    assert item == "first"
+    assert before <= arrived <= after

@@ -34,7 +34,8 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model import ClaudeCodeModel, CLIInterruptedError
 from claudecode_model._errors import map_error
-from claudecode_model._from_sdk import TurnTranslator
+from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
+from claudecode_model._session import Delivery
 
 PREFIX = "mcp__pydantic_tools__"
 TEXT_B = {"type": "text", "text": "b"}
@@ -407,3 +408,27 @@ async def test_no_event_after_close_stream_even_when_called_by_a_wrapper():
     assert turn.session.closed
     assert turn.failed
     assert parts_of(turn.translator) == [TextPart("ab")]
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (delta(0, type="text_delta", text="a"), Delivery.DROP),
+        (delta(0, type="thinking_delta", thinking="a"), Delivery.DROP),
+        (stream({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}), Delivery.DROP),
+        (stream({"type": "content_block_stop", "index": 0}), Delivery.DROP),
+        (SystemMessage(subtype="status", data={}), Delivery.DROP),
+        (SystemMessage(subtype="session_state_changed", data={}), Delivery.DROP),
+        (stream({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use"}}), Delivery.HOLD),
+        (delta(1, type="input_json_delta", partial_json="{"), Delivery.HOLD),
+        (start(), Delivery.HOLD),
+        (stream({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}), Delivery.HOLD),
+        (SystemMessage(subtype="init", data={}), Delivery.HOLD),
+        (assistant(TextBlock("a")), Delivery.HOLD),
+        (stream({"type": "message_stop"}), Delivery.WAKE),
+        (assistant(ToolUseBlock("c1", "mcp__pydantic_tools__probe", {}), parent_tool_use_id="agent_1"), Delivery.WAKE),
+        (result(), Delivery.WAKE),
+    ],
+)
+def test_a_request_that_does_not_stream_is_woken_only_by_what_can_end_its_response(message: Any, expected: Delivery):
+    assert delivery_unless_streaming(message) is expected
