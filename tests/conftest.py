@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 import time
+import warnings
 from typing import TYPE_CHECKING
 
 import pytest
@@ -48,6 +50,18 @@ def _nothing_leaks() -> Iterator[None]:
         left = live_descendants(os.getpid()) - processes_before
     assert not left, f"child processes left behind: {sorted(left)}"
     assert not (_ipc_files() - files_before), f"IPC files left behind: {sorted(_ipc_files() - files_before)}"
+
+
+@pytest.fixture
+def run_sync_loop() -> Iterator[None]:
+    """For a test that calls ``run_sync()`` here: pydantic-ai leaves the event loop it ran on set for the thread,
+    open; it is closed after the test (else whichever later test collects it fails with an unclosed-loop warning)."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    loop.close()
+    asyncio.set_event_loop(None)
 
 
 @pytest.fixture

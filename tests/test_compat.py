@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, PartStartEvent, TextPart, UserPromptPart
@@ -47,6 +48,7 @@ def test_parts_manager_builds_parts_from_deltas() -> None:
     assert isinstance(parts, _compat.ModelResponsePartsManager)
 
 
+@pytest.mark.usefixtures("run_sync_loop")
 def test_current_run_context_is_the_agent_runs_own() -> None:
     assert _compat.current_run_context() is None
     seen: list[object] = []
@@ -115,6 +117,7 @@ def test_streamed_response_keeps_its_parts_in_the_overridden_parts_manager() -> 
     assert "self._parts_manager.get_parts()" in inspect.getsource(StreamedResponse.get)
 
 
+@pytest.mark.usefixtures("run_sync_loop")
 def test_an_agent_run_holds_the_models_run_scope_around_its_requests() -> None:
     """``ClaudeCodeModel`` overrides pydantic-ai's private ``Model._run_scope()`` hook to learn when a run ends (and
     settle the CLI turns it left waiting for tool results): the hook must still exist and wrap the run's requests."""

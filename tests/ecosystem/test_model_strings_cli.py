@@ -139,6 +139,7 @@ async def test_agent_spec_file_with_the_capability(claude_backend: OfflineBacken
     assert "Answer briefly." in request.system
 
 
+@pytest.mark.usefixtures("run_sync_loop")
 def test_other_model_ids_are_left_to_pydantic_ai():
     agent = Agent("test", capabilities=[ClaudeCodeModels()])
 
