@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import os
 import statistics
@@ -207,6 +208,10 @@ async def run_suite(suite: Suite, bench: BenchContext, repeat: int, progress: Ca
             names = list(variants)
             for rep in range(repeat):
                 for name in interleaved_order(names, rep):
+                    # Every measurement starts from a collected heap: a full collection (about 0.1 s with
+                    # pydantic-ai, the SDK and the backend loaded) falls due after enough allocations by anyone in
+                    # the process, and would land in one variant's window or the other's by chance.
+                    gc.collect()
                     metrics = await variants[name]()
                     for key, value in metrics.items():
                         result.samples.setdefault(f"{name}.{key}", []).append(value)

@@ -330,7 +330,7 @@ class ModelCPUSuite(Suite):
     name = "model-cpu"
     description = f"{CPU_TURNS} follow-up turns through model.request() / ClaudeSDKClient.query(); CPU per turn"
     row_names = ("cpu-model-turn",)
-    default_repeat = 9
+    default_repeat = 21
 
     @asynccontextmanager
     async def variants(self, bench: BenchContext) -> AsyncIterator[dict[str, Variant]]:
