@@ -295,19 +295,9 @@ class CLISession:
             async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
-                    turn.output.put(message)
-                    continue
-                delivery = self.delivery
-                if delivery is None:
-                    turn.output.put(message)
-                    continue
-                match delivery(message):
-                    case Delivery.WAKE:
-                        turn.output.put(message)
-                    case Delivery.HOLD:
-                        turn.output.put(message, wake=False)
-                    case Delivery.DROP:
-                        pass
+                delivery = Delivery.WAKE if self.delivery is None else self.delivery(message)
+                if delivery is not Delivery.DROP:
+                    turn.output.put(message, wake=delivery is Delivery.WAKE)
         except asyncio.CancelledError:
             # Only close() cancels the owner: the consumer of the turn was not cancelled, its turn was stopped.
             turn.output.put(CLIInterruptedError("The Claude Code session was closed during the turn"))
