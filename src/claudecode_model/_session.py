@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 import uuid
 import weakref
@@ -27,6 +28,7 @@ from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
+from claudecode_model._clock import ClockHandle, call_at
 from claudecode_model._compat import cli_process
 from claudecode_model._slots import starting_slots
 from claudecode_model._trace_context import untraced_context
@@ -120,6 +122,8 @@ class PooledSession(Protocol):
     async def close(self) -> None: ...
 
     def kill(self) -> None: ...
+
+    def terminate(self) -> None: ...
 
 
 class CLISession:
@@ -422,6 +426,12 @@ class CLISession:
         cleanup.add_done_callback(self._background.discard)
         await asyncio.shield(cleanup)
 
+    def terminate(self) -> None:
+        """Send the CLI process SIGTERM, from any thread: its owner task notices once its event loop runs again
+        (what the pool's clock does to an idle session of a loop that does not run)."""
+        if not _exited(self._pid):
+            _terminate(self._pid)
+
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone (or still connecting)."""
         pid = self._pid
@@ -581,8 +591,11 @@ class SessionPool(Generic[S]):
     ``max_spares`` spares per signature and ``max_spares_total`` in all, each stopped after ``idle_timeout`` unused.
 
     Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
-    which no turn should wait for. :meth:`close_all` waits for those closes too. A session idle for
-    ``idle_timeout`` seconds is closed by a timer of its event loop, whether or not another request comes.
+    which no turn should wait for. :meth:`close_all` waits for those closes too. The bounds hold by time, whether
+    or not another request comes and whether or not the sessions' event loop runs: the pool's next deadline is
+    kept by :mod:`claudecode_model._clock`, whose thread has a running loop trim the pool, and stops the processes
+    of a loop that does not run (a ``run_sync`` program between calls) itself; that loop tidies up when it runs
+    again.
     """
 
     def __init__(
@@ -604,7 +617,11 @@ class SessionPool(Generic[S]):
         self._sessions: dict[str, S] = {}
         self._spares: list[_Spare[S]] = []
         self._closing: dict[S, asyncio.Task[None]] = {}
-        self._timers: dict[S, asyncio.TimerHandle] = {}
+        self._lock = threading.Lock()
+        """Guards who gets an idle session: a turn taking it, or the clock's thread stopping it."""
+        self._stopped: set[S] = set()
+        """Idle sessions whose process the clock's thread stopped, for their loop to tidy up."""
+        self._clock: ClockHandle | None = None
         _LIVE_POOLS.add(self)
 
     def take(self, session_id: str, *, signature: str, digest: str) -> S | None:
@@ -616,8 +633,10 @@ class SessionPool(Generic[S]):
             return None
         if session.signature != signature or session.seen_digest != digest:
             return None
-        del self._sessions[session_id]
-        self._cancel_timer(session)
+        with self._lock:
+            if session in self._stopped or self._sessions.get(session_id) is not session:
+                return None
+            del self._sessions[session_id]
         return session
 
     async def put(self, session: S) -> None:
@@ -629,32 +648,40 @@ class SessionPool(Generic[S]):
         if previous is not None and previous is not session:
             self._retire(previous)
         self._sessions[session.session_id] = session
-        self._cancel_timer(session)
-        self._timers[session] = session.loop.call_later(self.idle_timeout, self._expire, session)
         await self.prune()
 
-    def _expire(self, session: S) -> None:
-        """The idle timer of ``session`` fired: close it if it is still kept and still idle."""
-        self._timers.pop(session, None)
-        key = session.session_id
-        if key is None or self._sessions.get(key) is not session:
-            return
-        idle = time.monotonic() - session.last_used
-        if idle < self.idle_timeout:  # used again meanwhile and put back: wait for the rest
-            self._timers[session] = session.loop.call_later(self.idle_timeout - idle, self._expire, session)
-            return
-        del self._sessions[key]
-        logger.debug("closing a CLI session idle for %.0f s", idle)
-        self._retire(session)
-
-    def _cancel_timer(self, session: S) -> None:
-        timer = self._timers.pop(session, None)
-        if timer is not None:
-            timer.cancel()
-
     async def prune(self) -> None:
-        """Close expired sessions, sessions of other (or closed) event loops, and the oldest over the limit;
-        replace spares that died while idle."""
+        """Close expired sessions, sessions of closed event loops, and the oldest over the limit once their grace
+        is over; replace spares that died while idle."""
+        self._trim()
+
+    # --- the bounds by time ---------------------------------------------------------------------------------------
+
+    def _deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, S]]:
+        """When each idle session of ``loop`` falls out of the bounds: ``idle_timeout`` after its last use, or
+        ``surplus_idle_timeout`` for the oldest beyond ``max_idle``."""
+        kept = sorted(
+            (s for s in list(self._sessions.values()) if s.loop is loop and s not in self._stopped),
+            key=lambda s: s.last_used,
+        )
+        surplus = len(kept) - self.max_idle
+        return [
+            (s.last_used + (min(self.surplus_idle_timeout, self.idle_timeout) if i < surplus else self.idle_timeout), s)
+            for i, s in enumerate(kept)
+        ]
+
+    def _spare_deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, _Spare[S]]]:
+        found = []
+        for spare in list(self._spares):
+            if spare.loop is loop and (session := spare.ready()) is not None and session not in self._stopped:
+                found.append((session.last_used + self.idle_timeout, spare))
+        return found
+
+    def _loops(self) -> set[asyncio.AbstractEventLoop]:
+        return {s.loop for s in list(self._sessions.values())} | {s.loop for s in list(self._spares)}
+
+    def _trim(self) -> None:
+        """On the running loop: close what is out of the bounds now, then wait for the next deadline."""
         now = time.monotonic()
         loop = _running_loop()
         for key, session in list(self._sessions.items()):
@@ -663,18 +690,67 @@ class SessionPool(Generic[S]):
                     session.kill()
                     del self._sessions[key]
                 continue
-            if session.known_closed or now - session.last_used > self.idle_timeout:
+            if session in self._stopped or session.known_closed:
                 del self._sessions[key]
                 self._retire(session)
-        same_loop = [s for s in self._sessions.values() if s.loop is loop]
-        surplus = sorted(same_loop, key=lambda s: s.last_used)[: max(0, len(same_loop) - self.max_idle)]
-        for session in surplus:
-            if now - session.last_used < self.surplus_idle_timeout:
-                continue
-            if session.session_id is not None:
-                self._sessions.pop(session.session_id, None)
-            self._retire(session)
+        if loop is not None:
+            for deadline, session in self._deadlines(loop):
+                if deadline <= now and session.session_id is not None:
+                    self._sessions.pop(session.session_id, None)
+                    logger.debug("closing a CLI session idle for %.0f s", now - session.last_used)
+                    self._retire(session)
         self._prune_spares(now, loop)
+        self._schedule()
+
+    def _schedule(self, *, recheck: float | None = None) -> None:
+        """Have the clock call :meth:`_tick` at the pool's next deadline (or at ``recheck``, if earlier)."""
+        deadlines = [d for loop in self._loops() for d, _ in [*self._deadlines(loop), *self._spare_deadlines(loop)]]
+        if recheck is not None:
+            deadlines.append(recheck)
+        with self._lock:
+            current = self._clock
+            if not deadlines or (current is not None and current.pending and current.when <= min(deadlines)):
+                return
+            if current is not None:
+                current.cancel()
+            self._clock = call_at(min(deadlines), self._tick)
+
+    def _tick(self) -> None:
+        """On the clock's thread, at a deadline: a running loop is asked to trim the pool; the overdue processes of
+        a loop that does not run are stopped from here."""
+        now = time.monotonic()
+        recheck = None
+        for loop in self._loops():
+            if loop.is_closed():
+                continue
+            sessions = [s for deadline, s in self._deadlines(loop) if deadline <= now]
+            spares = [spare for deadline, spare in self._spare_deadlines(loop) if deadline <= now]
+            if not sessions and not spares:
+                continue
+            # Either way the loop tidies up when it runs: if it was about to stop, the recheck finds the
+            # sessions still there and stops them from here.
+            with contextlib.suppress(RuntimeError):  # closed meanwhile
+                loop.call_soon_threadsafe(self._trim)
+            if loop.is_running():
+                recheck = now + _CLOCK_RECHECK_SECONDS
+            else:
+                self._stop_off_loop(loop, sessions, spares)
+        self._schedule(recheck=recheck)
+
+    def _stop_off_loop(self, loop: asyncio.AbstractEventLoop, sessions: list[S], spares: list[_Spare[S]]) -> None:
+        with self._lock:
+            if loop.is_running():
+                return
+            for session in sessions:
+                if session.session_id is not None and self._sessions.get(session.session_id) is session:
+                    logger.debug("stopping a CLI process idle for %.0f s", time.monotonic() - session.last_used)
+                    self._stopped.add(session)
+                    session.terminate()
+            for spare in spares:
+                if spare in self._spares and (unused := spare.ready()) is not None:
+                    logger.debug("stopping a spare CLI process unused for %.0f s", self.idle_timeout)
+                    self._stopped.add(unused)
+                    unused.terminate()
 
     def _prune_spares(self, now: float, loop: asyncio.AbstractEventLoop | None) -> None:
         for spare in list(self._spares):
@@ -690,13 +766,14 @@ class SessionPool(Generic[S]):
             if session is None:  # failed to start: forgotten (the next fresh conversation starts another)
                 self._spares.remove(spare)
                 continue
-            if session.known_closed:  # died while idle: replaced, never used
+            if session in self._stopped or now - session.last_used > self.idle_timeout:
+                self._spares.remove(spare)
+                logger.debug("closing a spare CLI session unused for %.0f s", now - session.last_used)
+                self._retire(session)
+            elif session.known_closed:  # died while idle: replaced, never used
                 self._spares.remove(spare)
                 self._retire(session)
                 self.start_spare(spare.signature, spare.factory)
-            elif now - session.last_used > self.idle_timeout:
-                self._spares.remove(spare)
-                self._retire(session)
 
     # --- spares ---------------------------------------------------------------------------------------------
 
@@ -714,17 +791,8 @@ class SessionPool(Generic[S]):
         task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
         spare = _Spare(signature, factory, task, start)
         self._spares.append(spare)
-        task.add_done_callback(lambda _: loop.call_later(self.idle_timeout, self._expire_spare, spare))
+        task.add_done_callback(lambda _: self._schedule())  # its idle deadline
         return True
-
-    def _expire_spare(self, spare: _Spare[S]) -> None:
-        """The idle timer of a spare fired: stop it if it is still unclaimed (without waiting for a request)."""
-        if spare not in self._spares:
-            return
-        self._spares.remove(spare)
-        if (session := spare.ready()) is not None:
-            logger.debug("closing a spare CLI session unused for %.0f s", self.idle_timeout)
-            self._retire(session)
 
     async def wait_spare(self, signature: str) -> bool:
         """Wait until the spares for ``signature`` have started; whether one is ready."""
@@ -752,7 +820,8 @@ class SessionPool(Generic[S]):
         spare = next((s for s in self._spares if s.loop is loop and s.signature == signature), None)
         if spare is None:
             return None
-        self._spares.remove(spare)
+        with self._lock:  # not while the clock's thread stops it
+            self._spares.remove(spare)
         spare.start.go.set()
         try:
             session = await asyncio.shield(spare.task)
@@ -766,7 +835,7 @@ class SessionPool(Generic[S]):
             return None
         if session is None:
             return None
-        if session.closed:
+        if session.closed or session in self._stopped:
             self._retire(session)
             self.start_spare(spare.signature, spare.factory)
             return None
@@ -803,20 +872,22 @@ class SessionPool(Generic[S]):
 
     def _retire(self, session: S) -> None:
         """Close ``session`` in a background task of its loop (tracked until done)."""
-        self._cancel_timer(session)
         if session in self._closing:
             return
         task = session.loop.create_task(_close_or_kill(session), name="claude-code-session-close")
         self._closing[session] = task
-        task.add_done_callback(lambda _: self._closing.pop(session, None))
+        task.add_done_callback(lambda _: self._closed(session))
+
+    def _closed(self, session: S) -> None:
+        self._closing.pop(session, None)
+        with self._lock:
+            self._stopped.discard(session)
 
     async def close_all(self) -> None:
         """Close every session and spare of the running loop (and wait for those closing in the background); kill
         the processes of sessions of other loops."""
         loop = _running_loop()
         sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            self._cancel_timer(session)
         spares, self._spares = self._spares, [s for s in self._spares if s.loop is not loop]
         starting: list[asyncio.Task[S | None]] = []
         waiting: list[asyncio.Task[S | None]] = []
@@ -864,6 +935,9 @@ class SessionPool(Generic[S]):
         return len(self._sessions)
 
 
+_CLOCK_RECHECK_SECONDS = 1.0
+"""After asking a running loop to trim the pool, the clock checks again this much later (the loop may have stopped
+before it got to it)."""
 _SPARE_START_GRACE_SECONDS = 10.0
 """How long closing waits for a spare still starting before it cancels the start."""
 

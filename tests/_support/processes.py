@@ -103,3 +103,15 @@ def cli_children() -> list[int]:
     return sorted(
         process.pid for process in live_children() if process.argv and os.path.basename(process.argv[0]) == "claude"
     )
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of ``pid`` in MB (``VmRSS`` of its ``/proc`` status; 0 if it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any, cast
 
 from claudecode_model import _session as session_module
 from claudecode_model._session import CLISession, SessionPool
+from tests._support.polling import wait_for, wait_until
 
 
 class FakeSession:
@@ -23,6 +25,7 @@ class FakeSession:
         self.last_used = time.monotonic()
         self.close_started = False
         self.killed = False
+        self.terminated_from: str | None = None
         self._release = release
 
     @property
@@ -36,6 +39,9 @@ class FakeSession:
 
     def kill(self) -> None:
         self.killed = True
+
+    def terminate(self) -> None:
+        self.terminated_from = threading.current_thread().name
 
 
 def fake(session_id: str, release: asyncio.Event) -> Any:
@@ -161,3 +167,65 @@ async def test_turn_output_items_carry_their_arrival_time():
 
     assert item == "first"
     assert before <= arrived <= after
+
+
+async def test_the_surplus_is_closed_after_its_grace_without_another_request() -> None:
+    release = asyncio.Event()
+    release.set()
+    pool = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
+    older, newer = fake("older", release), fake("newer", release)
+    await pool.put(older)
+    await pool.put(newer)
+    assert len(pool) == 2  # the surplus is kept for its grace period
+
+    assert await wait_for(lambda: older.closed, within=5)  # by the pool's clock, no put, take or prune
+
+    assert not newer.close_started
+    assert older.terminated_from is None  # the loop ran: closed properly on it
+    await pool.close_all()
+
+
+async def test_an_idle_session_is_closed_by_time() -> None:
+    release = asyncio.Event()
+    release.set()
+    pool = SessionPool(max_idle=4, idle_timeout=0.3)
+    session = fake("a", release)
+    await pool.put(session)
+
+    assert await wait_for(lambda: session.closed, within=5)
+    assert len(pool) == 0
+
+
+def test_a_loop_that_does_not_run_gets_its_overdue_processes_stopped_from_the_clock() -> None:
+    """A run_sync program between calls: its loop does not run, the pool's clock stops the processes itself, and
+    the loop tidies up (closes the sessions properly) the next time it runs."""
+    loop = asyncio.new_event_loop()
+    try:
+        release = asyncio.Event()
+        pool = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
+
+        async def keep_two() -> tuple[Any, Any]:
+            release.set()
+            older, newer = fake("older", release), fake("newer", release)
+            await pool.put(older)
+            await pool.put(newer)
+            return older, newer
+
+        older, newer = loop.run_until_complete(keep_two())
+        assert len(pool) == 2
+
+        assert wait_until(lambda: older.terminated_from is not None, timeout=5)  # the loop is not running
+
+        assert older.terminated_from == "claudecode-model-clock"
+        assert newer.terminated_from is None
+
+        async def next_call() -> Any:
+            await asyncio.sleep(0.05)  # the tidy-up the clock scheduled runs first
+            return pool.take("older", signature="sig", digest="digest")
+
+        assert loop.run_until_complete(next_call()) is None  # a stopped session is never handed out
+        assert older.closed
+        assert len(pool) == 1
+        loop.run_until_complete(pool.close_all())
+    finally:
+        loop.close()
