@@ -1,9 +1,11 @@
-"""Closing models from synchronous code, and at interpreter exit, so that programs end silently.
+"""Closing models from any context, and at interpreter exit, so that programs end silently.
 
 A ``run_sync`` program leaves its idle CLI sessions on the thread's event loop, which nobody closes. Killing their
-processes at exit is not enough: the tasks owning them would be destroyed pending, and Python prints "Task was
-destroyed but it is pending" and "coroutine ignored GeneratorExit". So at exit each model still alive is closed
-properly, on the loop its sessions belong to, before anything else is torn down.
+processes is not enough: the tasks owning them would be destroyed pending, and Python prints "Task was destroyed but
+it is pending" and "coroutine ignored GeneratorExit". So a session is always closed on the loop it belongs to:
+:func:`close_on` runs a close there from a coroutine of another loop (``asyncio.run(model.aclose())`` after
+``run_sync``), :func:`close_blocking` from synchronous code, and at exit each model still alive is closed that way
+before anything else is torn down.
 """
 
 from __future__ import annotations
@@ -17,9 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from claudecode_model.exceptions import ClaudeCodeError
-
-__all__ = ["close_blocking", "track"]
+__all__ = ["close_blocking", "close_on", "track"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +47,24 @@ def track(model: _Closable, kill: Callable[[], None]) -> None:
             _hook_registered = True
 
 
-def close_blocking(close: Callable[[], Awaitable[None]]) -> None:
-    """Run ``close()`` to completion from synchronous code, on this thread's event loop (the one ``run_sync`` uses)."""
+_CLOSING: set[asyncio.Task[None]] = set()
+"""Closes :func:`close_blocking` started in a running loop (kept referenced until done)."""
+
+
+def close_blocking(close: Callable[[], Awaitable[None]], *, stop_now: Callable[[], None]) -> None:
+    """Run ``close()`` from synchronous code: to completion on this thread's event loop (the one ``run_sync``
+    uses), or, called from a coroutine (whose loop cannot be blocked), ``stop_now()`` (which stops the processes at
+    once) and ``close()`` in a task of the running loop that tidies up the rest."""
     try:
-        asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
     except RuntimeError:
         pass
     else:
-        raise ClaudeCodeError("close() cannot be called from async code; use `await model.aclose()`")
+        stop_now()
+        task = running.create_task(_awaited(close), name="claude-code-close")
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+        return
     loop = _thread_loop()
     if loop is None:
         asyncio.run(_awaited(close))
@@ -64,6 +74,39 @@ def close_blocking(close: Callable[[], Awaitable[None]]) -> None:
 
 async def _awaited(close: Callable[[], Awaitable[None]]) -> None:
     await close()
+
+
+async def close_on(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable[None]]) -> None:
+    """Run ``close()`` on ``loop`` from a coroutine of another loop and wait for it: in a helper thread if ``loop``
+    does not run (a ``run_sync`` program's loop between calls), else through the thread that runs it."""
+    if loop.is_closed():
+        return
+    if not loop.is_running():
+        try:
+            await asyncio.to_thread(_run_idle_loop, loop, close)
+            return
+        except _LoopBusy:
+            pass  # another thread started running it meanwhile
+    if loop.is_closed():
+        return
+    await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_awaited(close), loop))
+
+
+class _LoopBusy(Exception):
+    pass
+
+
+def _run_idle_loop(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable[None]]) -> None:
+    if loop.is_running() or loop.is_closed():
+        raise _LoopBusy
+    coroutine = _awaited(close)
+    try:
+        loop.run_until_complete(coroutine)
+    except RuntimeError:
+        if loop.is_running():
+            coroutine.close()
+            raise _LoopBusy from None
+        raise
 
 
 def _thread_loop() -> asyncio.AbstractEventLoop | None:
@@ -80,7 +123,7 @@ def _thread_loop() -> asyncio.AbstractEventLoop | None:
 def _close_all_at_exit() -> None:
     for model, kill in list(_MODELS.items()):
         try:
-            close_blocking(model.aclose)
+            close_blocking(model.aclose, stop_now=kill)
         except BaseException as error:  # exit must go on: fall back to killing the processes
             logger.debug("closing a model at exit failed (%r); killing its CLI processes", error)
             kill()

@@ -237,14 +237,18 @@ class ParkingLot(Generic[T]):
         if self._remove(turn) is not None:
             await self._close_quietly(turn)
 
+    def loops(self) -> set[asyncio.AbstractEventLoop]:
+        """The open event loops of the parked turns (each is closed by :meth:`close_all` run on it)."""
+        found = {entry.loop for entry in self._entries()} | {task.get_loop() for task in list(self._closing)}
+        return {loop for loop in found if not loop.is_closed()}
+
     async def close_all(self) -> None:
-        """Close every turn parked on the running loop (and wait for closes in progress); kill the others."""
+        """Close every turn parked on the running loop (and wait for closes in progress); kill those of closed
+        loops. Turns of other open loops are left to a ``close_all()`` on their own loop."""
         loop = asyncio.get_running_loop()
-        entries = self._entries()
-        self._parked.clear()
+        entries = [entry for entry in self._entries() if entry.loop is loop or entry.loop.is_closed()]
         for entry in entries:
-            if entry.timer is not None:
-                entry.timer.cancel()
+            self._remove(entry.turn)
         foreign = [entry for entry in entries if entry.loop is not loop]
         for entry in foreign:
             self._kill(entry.turn)

@@ -6,6 +6,7 @@ Creating them lazily keeps claude-agent-sdk and mcp out of the model's import.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +20,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
 from claudecode_model._execution import ToolExecution
-from claudecode_model._exit import track
+from claudecode_model._exit import close_on, track
 from claudecode_model._history_repair import repair_history
 from claudecode_model._parked_turns import continue_parked, settle
 from claudecode_model._settings_check import check_request_settings
@@ -205,8 +206,26 @@ class ModelResources:
         return self._runner_if_created
 
     async def aclose(self) -> None:
-        """Stop the parked turns, then the idle CLI sessions and spares (only what was created)."""
+        """Stop the parked turns, then the idle CLI sessions and spares (only what was created), each on the event
+        loop it belongs to: the running one, and those of earlier ``run_sync`` calls or other threads."""
+        here = asyncio.get_running_loop()
+        loops: set[asyncio.AbstractEventLoop] = set()
+        if self.parked_if_created is not None:
+            loops |= self.parked_if_created.loops()
+        if self._pool is not None:
+            loops |= self._pool.loops()
+        for loop in loops - {here}:
+            await close_on(loop, self._close_here)
+        await self._close_here()
+
+    async def _close_here(self) -> None:
         if self.parked_if_created is not None:
             await self.parked_if_created.close_all()
         if self._pool is not None:
             await self._pool.close_all()
+
+    def stop_now(self) -> None:
+        """Stop every CLI process of the idle sessions and spares at once (from synchronous code in a running loop;
+        the owner tasks are tidied up by :meth:`aclose` on their loops)."""
+        if self._pool is not None:
+            self._pool.terminate_all()

@@ -20,6 +20,7 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -41,6 +42,30 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _STOP_GRACE_SECONDS = 2.0
+
+
+@dataclass
+class _StopMark:
+    """Whether the library stopped a session's CLI process on purpose (set before the signal is sent)."""
+
+    stopped: bool = False
+
+
+_STOP_MARK: ContextVar[_StopMark | None] = ContextVar("claudecode_model_stop_mark", default=None)
+"""Set in each session's owner task, so every task the SDK client starts there (its message reader) sees it."""
+
+
+class _QuietDeliberateStops(logging.Filter):
+    """Drops the SDK's "Fatal error in message reader" about a CLI process the library stopped on purpose (an idle
+    session stopped by the pool's clock or by ``close()`` in a running loop: the reader sees it exit with SIGTERM's
+    status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        mark = _STOP_MARK.get()
+        return mark is None or not mark.stopped
+
+
+logging.getLogger("claude_agent_sdk._internal.query").addFilter(_QuietDeliberateStops())
 
 
 @dataclass(frozen=True)
@@ -182,6 +207,7 @@ class CLISession:
         """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
         self.arrived = 0.0
         """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
+        self._stop_mark = _StopMark()
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -249,6 +275,7 @@ class CLISession:
                 process.kill()
 
     async def _own(self, *, warm_up: bool) -> None:
+        _STOP_MARK.set(self._stop_mark)
         client = ClaudeSDKClient(self.options)
         self._starting_client = client
         started = time.monotonic()
@@ -430,6 +457,7 @@ class CLISession:
         """Send the CLI process SIGTERM, from any thread: its owner task notices once its event loop runs again
         (what the pool's clock does to an idle session of a loop that does not run)."""
         if not _exited(self._pid):
+            self._stop_mark.stopped = True
             _terminate(self._pid)
 
     def kill(self) -> None:
@@ -883,12 +911,27 @@ class SessionPool(Generic[S]):
         with self._lock:
             self._stopped.discard(session)
 
+    def loops(self) -> set[asyncio.AbstractEventLoop]:
+        """The open event loops the pool's sessions and spares belong to (each is closed by :meth:`close_all` run on
+        it)."""
+        found = self._loops() | {session.loop for session in list(self._closing)}
+        return {loop for loop in found if not loop.is_closed()}
+
     async def close_all(self) -> None:
         """Close every session and spare of the running loop (and wait for those closing in the background); kill
-        the processes of sessions of other loops."""
+        the processes of sessions whose loop is closed. Those of other open loops are left to a ``close_all()`` on
+        their own loop."""
         loop = _running_loop()
-        sessions, self._sessions = list(self._sessions.values()), {}
-        spares, self._spares = self._spares, [s for s in self._spares if s.loop is not loop]
+        sessions: list[S] = []
+        for key, session in list(self._sessions.items()):
+            if session.loop is loop or session.loop.is_closed():
+                del self._sessions[key]
+                if session.loop is loop:
+                    sessions.append(session)
+                else:
+                    session.kill()
+        spares = [s for s in self._spares if s.loop is loop or s.loop.is_closed()]
+        self._spares = [s for s in self._spares if s not in spares]
         starting: list[asyncio.Task[S | None]] = []
         waiting: list[asyncio.Task[S | None]] = []
         for spare in spares:
@@ -915,13 +958,19 @@ class SessionPool(Generic[S]):
             if hanging:
                 await asyncio.wait(hanging)
             sessions += [s for task in starting if not task.cancelled() and (s := _started(task)) is not None]
-        for session in [*sessions, *self._closing]:
-            if session.loop is not loop:
+        for session in list(self._closing):
+            if session.loop.is_closed():
                 session.kill()
         closing = [task for session, task in self._closing.items() if session.loop is loop]
         await asyncio.gather(*(session.close() for session in sessions if session.loop is loop))
         if closing:
             await asyncio.wait(closing)
+
+    def terminate_all(self) -> None:
+        """Stop the processes of every idle session and spare now, from synchronous code (their loops tidy up)."""
+        spares = [session for spare in list(self._spares) if (session := spare.ready()) is not None]
+        for session in [*list(self._sessions.values()), *spares, *list(self._closing)]:
+            session.terminate()
 
     def kill_all(self) -> None:
         """Synchronous cleanup (interpreter exit)."""

@@ -276,8 +276,10 @@ class ClaudeCodeModel(Model):
         await self._resources.aclose()
 
     def close(self) -> None:
-        """Synchronous :meth:`aclose` for programs that use ``run_sync`` (not callable from async code)."""
-        close_blocking(self.aclose)
+        """Synchronous :meth:`aclose`, for programs that use ``run_sync``. Called from async code it stops the CLI
+        processes at once and tidies up the rest in a task of the running loop (``await model.aclose()`` waits for
+        it all)."""
+        close_blocking(self.aclose, stop_now=self._resources.stop_now)
 
     async def __aexit__(self, *args: Any) -> bool | None:
         await self.aclose()

@@ -18,15 +18,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model, ModelResolutionContext
+from pydantic_ai.profiles import ModelProfileSpec
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
 from claudecode_model.exceptions import InvalidModelIdError
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import SessionStore
+
+    from claudecode_model._execution import ToolExecution
 
 __all__ = ["MODEL_ID_PREFIX", "ClaudeCodeModels", "claude_code_model_name", "is_claude_code_model_id"]
 
@@ -67,9 +75,13 @@ def claude_code_model_name(model_id: str) -> str | None:
 class ClaudeCodeModels(AbstractCapability[Any]):
     """Resolve ``"claude-code:<model>"`` model ids to :class:`~claudecode_model.ClaudeCodeModel` instances.
 
-    The fields are the model options every resolved model gets. Each id resolves to one model per capability, so
-    runs that name the same id share its CLI processes kept for follow-up turns. Other ids are left to the next
-    resolver and finally to pydantic-ai's own ``infer_model``.
+    The fields are the model options every resolved model gets: every argument of
+    :class:`~claudecode_model.ClaudeCodeModel` but the model name, with the same defaults. Each id resolves to one
+    model per capability, so runs that name the same id share its CLI processes kept for follow-up turns. Other ids
+    are left to the next resolver and finally to pydantic-ai's own ``infer_model``.
+
+    The resolved models' CLI processes are stopped by :meth:`aclose` / :meth:`close`, and by leaving
+    ``async with agent:`` of an agent that has this capability.
 
     In an agent spec (``Agent.from_file(path, custom_capability_types=[ClaudeCodeModels])``):
 
@@ -80,19 +92,31 @@ class ClaudeCodeModels(AbstractCapability[Any]):
     ```
     """
 
+    cli_path: str | os.PathLike[str] | None = None
+    """Path to the ``claude`` binary; by default the CLI bundled in claude-agent-sdk, then ``PATH``."""
     settings: ClaudeCodeModelSettings | None = None
     """Default settings of every resolved model (see :class:`~claudecode_model.ClaudeCodeModelSettings`)."""
-    cli_path: str | None = None
-    """Path to the ``claude`` binary; by default the CLI bundled in claude-agent-sdk, then ``PATH``."""
+    profile: ModelProfileSpec | None = None
+    """A model profile; by default pydantic-ai's Anthropic profile with native structured output."""
     env: dict[str, str] | None = None
     """Extra environment variables for every CLI process."""
-    keep_sessions: int = 4
-    """How many idle CLI processes each model keeps for fast follow-up turns (0 disables)."""
+    keep_sessions: int | None = None
+    """How many idle CLI processes each model keeps for fast follow-up turns (0 disables); by default 4, and more
+    for 60 s while no new process needs their slot."""
     session_idle_timeout: float = 300.0
     """Seconds after which an idle CLI process is stopped."""
     tool_transport: TransportType = "auto"
     """How the agent's tools reach the CLI: ``"sdk"``, ``"stdio"`` or ``"auto"``."""
+    spare_sessions: int = 1
+    """CLI processes each model starts ahead, per session signature, for the next new conversation (0 disables)."""
+    max_processes: int | None = None
+    """The most CLI processes each model runs at once; by default from the machine's memory and CPUs."""
+    tool_execution: ToolExecution = "agent"
+    """Who runs the agent's own tools: ``"agent"`` (pydantic-ai) or ``"cli"`` (Claude Code's loop)."""
+    session_store: SessionStore | None = None
+    """Where CLI session transcripts are mirrored for other workers (see ``docs/scaling.md``)."""
     _models: dict[str, ClaudeCodeModel] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _lifetime: _AgentLifetime | None = field(default=None, init=False, repr=False, compare=False)
 
     def model(self, model_id: str) -> ClaudeCodeModel:
         """The model ``model_id`` (``"claude-code:<model>"``) names, e.g. for ``FallbackModel``, which takes instances.
@@ -106,12 +130,17 @@ class ClaudeCodeModels(AbstractCapability[Any]):
         if model is None:
             model = ClaudeCodeModel(
                 name,
-                cli_path=os.fspath(self.cli_path) if self.cli_path is not None else None,
+                cli_path=self.cli_path,
                 settings=self.settings,
+                profile=self.profile,
                 env=self.env,
                 keep_sessions=self.keep_sessions,
                 session_idle_timeout=self.session_idle_timeout,
                 tool_transport=self.tool_transport,
+                spare_sessions=self.spare_sessions,
+                max_processes=self.max_processes,
+                tool_execution=self.tool_execution,
+                session_store=self.session_store,
             )
             self._models[key] = model
         return model
@@ -122,7 +151,59 @@ class ClaudeCodeModels(AbstractCapability[Any]):
             return None
         return self.model(model_id)
 
+    def get_toolset(self) -> AbstractToolset[Any]:
+        """A toolset without tools, through which ``async with agent:`` tells the capability when the agent is left."""
+        if self._lifetime is None:
+            self._lifetime = _AgentLifetime(self)
+        return self._lifetime
+
     async def aclose(self) -> None:
         """Stop the CLI processes every resolved model keeps for follow-up turns."""
-        for model in self._models.values():
+        for model in list(self._models.values()):
             await model.aclose()
+
+    def close(self) -> None:
+        """Synchronous :meth:`aclose`, for programs that use ``run_sync`` (see
+        :meth:`ClaudeCodeModel.close <claudecode_model.ClaudeCodeModel.close>`)."""
+        for model in list(self._models.values()):
+            model.close()
+
+
+class _AgentLifetime(AbstractToolset[Any]):
+    """Entered with the agent (``async with agent:``) and with each run: leaving the last agent-level entry closes
+    the capability's models. Entries of runs (made with a run context) do not count: the kept CLI processes outlive
+    a run."""
+
+    def __init__(self, capability: ClaudeCodeModels) -> None:
+        self._capability = capability
+        self._entered = 0
+
+    @property
+    def id(self) -> str:
+        return "claude-code-models"
+
+    async def __aenter__(self) -> _AgentLifetime:
+        if not _in_run():
+            self._entered += 1
+        return self
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        if not _in_run():
+            self._entered -= 1
+            if self._entered == 0:
+                await self._capability.aclose()
+        return None
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        return {}
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        raise KeyError(name)  # it has no tools
+
+
+def _in_run() -> bool:
+    from claudecode_model._compat import current_run_context  # imports claude-agent-sdk: not at import
+
+    return current_run_context() is not None

@@ -123,11 +123,105 @@ def test_close_stops_the_cli_at_once(claude_backend: OfflineBackend, tmp_path: P
     assert processes_with(marker) == []
 
 
-async def test_close_from_async_code_is_refused():
-    from claudecode_model import ClaudeCodeError, ClaudeCodeModel
+CHILDREN = textwrap.dedent(
+    """
+    import os, time
+    from pathlib import Path
 
-    with pytest.raises(ClaudeCodeError, match=r"await model\.aclose\(\)"):
-        ClaudeCodeModel().close()
+    def children():
+        me = str(os.getpid())
+        found = []
+        for p in Path("/proc").iterdir():
+            try:
+                state, parent = (p / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            except (OSError, ValueError):
+                continue
+            if parent == me and state != "Z":
+                found.append(p.name)
+        return found
+
+    def children_after_stop():
+        deadline = time.monotonic() + 10
+        while children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return len(children())
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "closing",
+    [
+        pytest.param("asyncio.run(model.aclose())", id="asyncio_run_aclose"),
+        pytest.param("model.close()", id="close"),
+        pytest.param("asyncio.run(close_in_a_coroutine())", id="close_inside_a_running_loop"),
+        pytest.param("threading.Thread(target=model.close).start()", id="close_from_another_thread"),
+    ],
+)
+def test_closing_after_run_sync_is_quiet_from_any_context(claude_backend: OfflineBackend, tmp_path: Path, closing: str):
+    program = CHILDREN + textwrap.dedent(
+        f"""
+        import asyncio, threading
+        from pydantic_ai import Agent
+        from claudecode_model import ClaudeCodeModel
+
+        model = ClaudeCodeModel()
+        first = Agent(model).run_sync("hello")
+        Agent(model).run_sync("again", message_history=first.all_messages())
+        Agent(model).run_sync("another conversation")
+
+        async def close_in_a_coroutine():
+            model.close()  # cannot block the loop: stops the CLIs now, tidies up in a task
+            print("stopped", children_after_stop())
+
+        print("before", len(children()))
+        {closing}
+        print("after", children_after_stop())
+        """
+    )
+    completed, marker = run_program(program, claude_backend.cli_env(), tmp_path)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    assert [line for line in completed.stdout.splitlines() if line.startswith("after")] == ["after 0"]
+    assert int(completed.stdout.split("before ")[1].split()[0]) >= 2  # kept conversations and a spare
+    assert processes_with(marker) == []
+
+
+def test_claude_code_models_close_and_async_with_agent_stop_the_clis(claude_backend: OfflineBackend, tmp_path: Path):
+    program = CHILDREN + textwrap.dedent(
+        """
+        import asyncio
+        from pydantic_ai import Agent
+        from claudecode_model import ClaudeCodeModels
+
+        models = ClaudeCodeModels()
+        agent = Agent("claude-code:sonnet", capabilities=[models])
+        agent.run_sync("hello")
+        print("kept", len(children()))
+        models.close()
+        print("after close", children_after_stop())
+
+        async def main():
+            async with agent:
+                first = await agent.run("hello")
+                await agent.run("again", message_history=first.all_messages())
+                print("inside", len(children()))
+            print("after async with", children_after_stop())
+
+        asyncio.run(main())
+        """
+    )
+    completed, marker = run_program(program, claude_backend.cli_env(), tmp_path)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    lines = completed.stdout.splitlines()
+    assert "after close 0" in lines
+    assert "after async with 0" in lines
+    assert int(lines[0].split()[-1]) >= 1
+    assert [line for line in lines if line.startswith("inside")] != ["inside 0"]
+    assert processes_with(marker) == []
 
 
 def readme_pytest_setup() -> tuple[str, str]:
