@@ -186,3 +186,37 @@ def test_the_command_rejects_an_empty_claude_code_string():
 
     assert completed.returncode != 0
     assert "names no model" in completed.stderr
+
+
+def test_the_capability_takes_every_model_argument_with_the_same_defaults():
+    import dataclasses
+    import inspect
+
+    model_parameters = {
+        name: parameter.default
+        for name, parameter in inspect.signature(ClaudeCodeModel.__init__).parameters.items()
+        if name not in ("self", "model_name")
+    }
+    capability_fields = {
+        field.name: field.default
+        for field in dataclasses.fields(ClaudeCodeModels)
+        if field.init and field.name in model_parameters
+    }
+
+    assert capability_fields == model_parameters
+
+
+def test_resolved_models_get_the_capability_arguments():
+    from claudecode_model import SQLiteSessionStore
+
+    store = SQLiteSessionStore(":memory:")
+    capability = ClaudeCodeModels(
+        spare_sessions=0, max_processes=3, tool_execution="cli", session_store=store, keep_sessions=2
+    )
+    model = capability.model("claude-code:haiku")
+
+    assert model._resources.limits.spare_sessions == 0
+    assert model._resources.limits.max_processes == 3
+    assert model._resources.limits.keep_sessions == 2
+    assert model._resources.execution == "cli"
+    assert model._resources.session_store is store
