@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get
 
 from pydantic import TypeAdapter, ValidationError
 
+from claudecode_model._builtin_tools import unknown_builtin_tools
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -87,7 +88,9 @@ _RANGES: dict[str, Callable[[Any], str | None]] = {
     "claude_code_cwd": _existing_directory,
     "claude_code_allowed_tools": _non_empty_names,
     "claude_code_disallowed_tools": _non_empty_names,
-    "claude_code_builtin_tools": lambda value: None if isinstance(value, str) else _non_empty_names(value),
+    "claude_code_builtin_tools": lambda value: (
+        None if isinstance(value, str) else _non_empty_names(value) or unknown_builtin_tools(value)
+    ),
     "claude_code_extra_args": _non_empty_names,
 }
 

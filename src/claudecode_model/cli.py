@@ -298,7 +298,14 @@ async def _run(args: argparse.Namespace) -> int:
 
     settings: dict[str, Any] = {}
     if args.tools:
-        settings["claude_code_builtin_tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
+        from claudecode_model._builtin_tools import unknown_builtin_tools
+
+        tools = [name.strip() for name in args.tools.split(",") if name.strip()]
+        problem = unknown_builtin_tools(tools)
+        if problem is not None:
+            print(f"error: --tools: {problem}", file=sys.stderr)
+            return 2
+        settings["claude_code_builtin_tools"] = tools
     if args.offline:
         from claudecode_model.testing import OfflineBackend
 
@@ -354,18 +361,31 @@ async def _run_with(args: argparse.Namespace, model: ClaudeCodeModel, prompt: st
 
 
 class _Progress:
-    """Streams the answer to stdout and writes one stderr line when a tool call starts and one when it ends."""
+    """Streams the answer to stdout and writes one stderr line when a tool call starts and one when it ends.
+
+    A call of a built-in tool streams in as a part whose end pydantic-ai reports only when the next part starts,
+    i.e. once the tool has run: its start line is written as soon as its arguments stop arriving
+    (``ARGUMENTS_SETTLE_SECONDS`` after the last of them, or at the next event), timed from the part's start.
+    """
+
+    ARGUMENTS_SETTLE_SECONDS = 0.1
 
     def __init__(self, *, stream_text: bool) -> None:
         self.stream_text = stream_text
         self.text_printed = False
         self.tool_calls = 0
         self._started: dict[str, float] = {}
+        self._arriving: dict[int, tuple[NativeToolCallPart, float]] = {}
+        """Built-in tool calls whose arguments are still arriving, by part index, with when they started."""
+        self._settle: asyncio.TimerHandle | None = None
 
     async def consume(self, ctx: Any, events: AsyncIterable[Any]) -> None:
         """pydantic-ai's ``event_stream_handler``: called with the events of each model request and tool round."""
-        async for event in events:
-            self.handle(event)
+        try:
+            async for event in events:
+                self.handle(event)
+        finally:
+            self._announce_arrived()
 
     def handle(self, event: Any) -> None:
         from pydantic_ai.messages import (
@@ -378,15 +398,38 @@ class _Progress:
             PartStartEvent,
             TextPart,
             TextPartDelta,
+            ToolCallPartDelta,
         )
 
+        match event:
+            case PartStartEvent(index=index, part=NativeToolCallPart() as call):
+                self._announce_arrived()
+                self._arriving[index] = (call, time.perf_counter())
+                self._wait_for_arguments()
+            case PartDeltaEvent(index=index, delta=ToolCallPartDelta() as delta) if index in self._arriving:
+                call, started = self._arriving[index]
+                updated = delta.apply(call)
+                if isinstance(updated, NativeToolCallPart):
+                    self._arriving[index] = (updated, started)
+                self._wait_for_arguments()
+            case PartEndEvent(index=index, part=NativeToolCallPart() as call):
+                if index in self._arriving:
+                    self._arriving[index] = (call, self._arriving[index][1])
+                self._announce_arrived()
+            case _:
+                self._announce_arrived()
         match event:
             case PartStartEvent(part=TextPart(content=text)) | PartDeltaEvent(delta=TextPartDelta(content_delta=text)):
                 if self.stream_text and text:
                     print(text, end="", flush=True)
                     self.text_printed = True
-            case PartEndEvent(part=NativeToolCallPart() as call) | FunctionToolCallEvent(part=call):
-                self._tool_started(call.tool_call_id, call.tool_name, call.args_as_dict())
+            case FunctionToolCallEvent(part=function_call):
+                self._tool_started(
+                    function_call.tool_call_id,
+                    function_call.tool_name,
+                    function_call.args_as_dict(),
+                    time.perf_counter(),
+                )
             case PartStartEvent(part=NativeToolReturnPart() as done):
                 self._tool_ended(done.tool_call_id, done.tool_name, failed=done.outcome != "success")
             case FunctionToolResultEvent(part=done):
@@ -395,8 +438,22 @@ class _Progress:
             case _:
                 pass
 
-    def _tool_started(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        self._started[call_id] = time.perf_counter()
+    def _wait_for_arguments(self) -> None:
+        if self._settle is not None:
+            self._settle.cancel()
+        self._settle = asyncio.get_running_loop().call_later(self.ARGUMENTS_SETTLE_SECONDS, self._announce_arrived)
+
+    def _announce_arrived(self) -> None:
+        """Write the start lines of the built-in tool calls whose arguments have arrived."""
+        if self._settle is not None:
+            self._settle.cancel()
+            self._settle = None
+        arrived, self._arriving = list(self._arriving.values()), {}
+        for call, started in arrived:
+            self._tool_started(call.tool_call_id, call.tool_name, call.args_as_dict(), started)
+
+    def _tool_started(self, call_id: str, name: str, arguments: dict[str, Any], started: float) -> None:
+        self._started[call_id] = started
         self.tool_calls += 1
         shown = json.dumps(arguments, ensure_ascii=False)
         shown = shown if len(shown) <= 120 else shown[:117] + "..."

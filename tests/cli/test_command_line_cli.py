@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import cli
+from claudecode_model import ClaudeCodeModel, cli
 from claudecode_model._cli import find_cli
+from claudecode_model.testing import OfflineBackend
 
 SRC_DIR = Path(__file__).resolve().parents[2] / "src"
 
@@ -138,3 +144,77 @@ def test_doctor_prints_a_checklist_and_names_the_login_command(tmp_path: Path):
     assert [line[:6] for line in lines] == ["[ok]  ", "[warn]", "[ok]  "], lines
     assert "run `claudecode-model login`" in lines[1]
     assert lines[2].startswith("[ok]   offline round trip through the real CLI in ")
+
+
+@pytest.mark.parametrize(("tools", "suggested"), [("Reed", "Read"), ("read", "Read"), ("Read,grep", "Grep")])
+def test_run_refuses_unknown_builtin_tool_names(tools: str, suggested: str):
+    completed = command("run", "--offline", "--tools", tools, "hello")
+
+    assert completed.returncode == 2
+    assert f"did you mean {suggested!r}?" in completed.stderr
+    assert "Bash, " in completed.stderr  # the valid names
+    assert completed.stdout == ""
+
+
+class _TimedLines:
+    """Stands in for stderr: each line written, with when it was written."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[float, str]] = []
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line:
+                self.lines.append((time.perf_counter(), line))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+SLEEP_SECONDS = 2.0
+
+
+def _sleeping_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls the built-in Bash with a sleep, then the agent's own slow tool, then answers."""
+    returned = [part for message in messages for part in message.parts if isinstance(part, ToolReturnPart)]
+    if not returned:
+        return ModelResponse(parts=[ToolCallPart("Bash", {"command": f"sleep {SLEEP_SECONDS}"})])
+    if len(returned) == 1:
+        return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__slow", {})])
+    return ModelResponse(parts=[TextPart("done")])
+
+
+@pytest.mark.cli
+async def test_run_progress_lines_come_when_a_tool_starts_and_ends_with_its_real_duration(
+    claude_backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
+):
+    claude_backend.set_brain(FunctionModel(_sleeping_brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), settings={"claude_code_builtin_tools": ["Bash"]})
+    agent = Agent(model)
+
+    @agent.tool_plain
+    async def slow() -> str:
+        await asyncio.sleep(SLEEP_SECONDS)
+        return "rested"
+
+    stderr = _TimedLines()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    progress = cli._Progress(stream_text=False)
+    try:
+        await agent.run("sleep, then rest", event_stream_handler=progress.consume)
+    finally:
+        await model.aclose()
+    monkeypatch.undo()
+
+    [(bash_start, bash_line), (bash_end, bash_done), (slow_start, slow_line), (slow_end, slow_done)] = stderr.lines
+    assert bash_line == f'[tool] Bash {{"command": "sleep {SLEEP_SECONDS}"}}'
+    assert slow_line == "[tool] slow {}"
+    for start, end, done, name in (
+        (bash_start, bash_end, bash_done, "Bash"),
+        (slow_start, slow_end, slow_done, "slow"),
+    ):
+        match = re.fullmatch(rf"\[tool\] {name} done in (\d+\.\d\d) s", done)
+        assert match is not None, done
+        assert end - start >= SLEEP_SECONDS  # the start line came when the tool started, not with its end
+        assert float(match.group(1)) >= SLEEP_SECONDS

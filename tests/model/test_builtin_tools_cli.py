@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
+    ModelRequest,
     NativeToolCallPart,
     NativeToolReturnPart,
 )
 from pydantic_ai.models.function import FunctionModel
 
-from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, ClaudeCodeSettingsError
+from claudecode_model._builtin_tools import BUILTIN_TOOLS
 from claudecode_model._restrictions import forbidden_argument
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import calls_then_results
@@ -135,3 +137,26 @@ def test_forbidden_argument_matching_rules():
     assert forbidden_argument(restrictions, "Read", {"run_in_background": True}) is None
     assert forbidden_argument(restrictions, "mcp__pydantic_tools__search", {"depth": "advanced"})
     assert forbidden_argument(restrictions, "mcp__pydantic_tools__search", {"depth": "basic"}) is None
+
+
+@pytest.mark.parametrize(("names", "suggested"), [(["Reed"], "Read"), (["read"], "Read"), (["Grep", "glob"], "Glob")])
+async def test_unknown_builtin_tool_names_are_refused_before_anything_starts(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, names: list[str], suggested: str
+):
+    agent = Agent(model, model_settings={"claude_code_builtin_tools": names})
+
+    with pytest.raises(ClaudeCodeSettingsError, match=rf"did you mean {suggested!r}\?.*case-sensitive: Bash, "):
+        await agent.run("hello")
+
+    assert claude_backend.requests == []
+
+
+async def test_every_known_builtin_tool_name_is_one_the_bundled_cli_enables(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    result = await model.request_with_metadata(
+        [ModelRequest.user_text_prompt("hello")],
+        {"claude_code_builtin_tools": sorted(BUILTIN_TOOLS)},  # type: ignore[typeddict-item]
+    )
+
+    assert set(result.init["tools"]) >= BUILTIN_TOOLS
