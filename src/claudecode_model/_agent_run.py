@@ -148,6 +148,17 @@ def deliver_answers(results: CallResults, pending: PendingCalls) -> list[str]:
 class RunScope:
     """One agent run using the model (an identity: the parking lot knows which turns each run parked)."""
 
+    def __init__(self, started: float | None = None) -> None:
+        self.unrequested_since = started
+        """When the model started preparing for the run (``time.monotonic()``; its first request's imports
+        happen then), until the run's first request takes it as its own start (see :meth:`first_request_start`)."""
+
+    def first_request_start(self) -> float | None:
+        """For the run's first request: when the model started working for it (``time.monotonic()``); ``None``
+        for later requests."""
+        started, self.unrequested_since = self.unrequested_since, None
+        return started
+
 
 _CURRENT_SCOPE: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
     "claudecode_model_run_scope", default=None
@@ -160,11 +171,13 @@ def current_run_scope() -> RunScope | None:
 
 
 @asynccontextmanager
-async def run_scope(lot: ParkingLot[Any], keep_for: Callable[[], float | None]) -> AsyncIterator[None]:
+async def run_scope(
+    lot: ParkingLot[Any], keep_for: Callable[[], float | None], *, started: float | None = None
+) -> AsyncIterator[None]:
     """Hold an agent run's parked turns: when the run ends, turns it parked are kept for ``keep_for()`` seconds
     if it ended cleanly (a later run continues them: ``DeferredToolRequests``, an output tool call) and closed at once
-    if it failed or was cancelled."""
-    scope = RunScope()
+    if it failed or was cancelled. ``started``: when the model began preparing for the run (``time.monotonic()``)."""
+    scope = RunScope(started)
     token = _CURRENT_SCOPE.set(scope)
     failed = True
     try:

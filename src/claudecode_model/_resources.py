@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -172,7 +173,14 @@ class ModelResources:
     ) -> CLITurn:
         """Continue the parked turn waiting for this request's tool results, else check the settings (before
         anything starts), then plan and start a new turn (inside ``prewarm()``, a spare instead)."""
+        requested_at = asyncio.get_running_loop().time()
+        from claudecode_model._agent_run import current_run_scope
         from claudecode_model._prewarm import prewarm_requested, start_spare_instead
+
+        scope = current_run_scope()
+        run_started = scope.first_request_start() if scope is not None else None
+        if run_started is not None:  # the timeout counts what the model did for the run before its first request
+            requested_at -= time.monotonic() - run_started
         from claudecode_model._turn import start_turn
 
         prewarming = prewarm_requested()
@@ -186,7 +194,9 @@ class ModelResources:
         # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
         if prewarming:
             await start_spare_instead(runner, repair_history(messages), settings, params)
-        return await start_turn(runner, repair_history(messages), settings, params, run_context)
+        return await start_turn(
+            runner, repair_history(messages), settings, params, run_context, requested_at=requested_at
+        )
 
     def _runner(self) -> TurnRunner:
         if self._runner_if_created is not None:

@@ -260,11 +260,21 @@ class CLISession:
         try:
             await asyncio.shield(self._ready)
         except BaseException:
+            self._stop_mark.stopped = True  # given up: what the start does next is of no interest
             self._kill_starting()  # a CLI that hangs at start never reads its end of input
+            # The owner notices the killed CLI only when the SDK's start gives up (a second or two): the caller's
+            # timeout or cancellation must not wait for that, the rest of the cleanup goes on in the background.
+            cleanup = self._loop.create_task(self._close_given_up_start(), name="claude-code-session-close")
+            self._background.add(cleanup)
+            cleanup.add_done_callback(self._background.discard)
+            raise
+
+    async def _close_given_up_start(self) -> None:
+        try:
             await self.close()
+        finally:
             if self._ready.done() and not self._ready.cancelled():
                 self._ready.exception()  # the start was given up: its late failure is known, not "never retrieved"
-            raise
 
     def _kill_starting(self) -> None:
         """Kill the CLI process of a start that did not complete (timed out or cancelled), if it was spawned."""
@@ -291,6 +301,8 @@ class CLISession:
         except BaseException as error:
             if not self._ready.done():
                 self._ready.set_exception(error)
+                if self._stop_mark.stopped:
+                    self._ready.exception()  # nobody waits for a start that was given up
             return
         self._process = cli_process(client)
         self._pid = self._process.pid if self._process is not None else None

@@ -138,16 +138,22 @@ async def start_turn(
     model_settings: ModelSettings | None,
     params: ModelRequestParameters,
     run_context: RunContext[Any] | None = None,
+    *,
+    requested_at: float | None = None,
 ) -> CLITurn:
     """Plan the request, acquire its session and return the turn, ready to stream.
 
-    ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned.
+    ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned; ``requested_at`` (loop time) is
+    when the model got the request, by default now.
     """
     started = time.perf_counter()
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
     timeout = _turn_timeout(settings)
-    # The timeout covers the whole request: planning, the CLI's start and initialisation, and the turn itself.
-    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+    # The timeout covers the whole request: the first request's imports, planning, the CLI's start and
+    # initialisation, and the turn itself.
+    if requested_at is None:
+        requested_at = asyncio.get_running_loop().time()
+    deadline = None if timeout is None else requested_at + timeout
     await runner.pool.prune()
     keep = settings.get("claude_code_session", "auto") == "auto"
     plan = plan_turn(messages, request_instructions(messages, params), allow_continue=keep)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from pathlib import Path
@@ -287,9 +288,10 @@ class ClaudeCodeModel(Model):
 
     def _run_scope(self) -> AbstractAsyncContextManager[None]:
         """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""
+        started = time.monotonic()  # the run's first request's timeout counts the imports below
         from claudecode_model._agent_run import run_scope
 
-        return run_scope(self._resources.parked, lambda: self._pool.idle_timeout)
+        return run_scope(self._resources.parked, lambda: self._pool.idle_timeout, started=started)
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
         """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""
