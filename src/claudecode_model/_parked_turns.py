@@ -26,16 +26,21 @@ async def continue_parked(
     prompt sent along with them, which Claude gets with the answers)."""
     if lot is None:
         return None
-    from claudecode_model._agent_run import deliver_answers, pending_calls
+    from claudecode_model._agent_run import current_run_scope, deliver_answers, pending_calls
     from claudecode_model._compat import new_parts_manager
 
     lot.prune_dead_loops()
     pending = pending_calls(messages, PROVIDER_NAME)
     if pending is None:
         return None
+    scope = current_run_scope()
+    this_runs = lot.owned_by(scope) if scope is not None else []
     turn = lot.claim(pending.ids)
     if turn is None:
         return None
+    if turn not in this_runs:
+        # Another run (after approvals, an output tool call) goes on with the CLI process this turn kept alive.
+        turn.session_source = "live"
     try:
         if pending.prompts:
             await turn.say(pending.prompts)

@@ -329,6 +329,8 @@ async def test_a_tool_requiring_approval_ends_the_run_with_deferred_tool_request
     # The same CLI turn went on: Claude saw its call answered, not a new prompt.
     assert [type(part) for part in claude_backend.requests[1].messages[-1].parts] == [ToolReturnPart]
     assert first.all_messages()[-1].provider_details["session_id"] == second.response.provider_details["session_id"]
+    assert first.all_messages()[-1].provider_details["session_source"] == "fresh"
+    assert second.response.provider_details["session_source"] == "live"  # the run went on in the kept CLI process
 
 
 async def test_a_denied_call_reaches_claude_as_the_denial(model: ClaudeCodeModel, claude_backend: OfflineBackend):
