@@ -566,3 +566,32 @@ def test_temp_dirs_are_removed_at_exit_even_without_stop() -> None:
     dirs = [Path(line) for line in done.stdout.split()]
     assert len(dirs) == 2
     assert not any(d.exists() for d in dirs)
+
+
+def test_stopping_with_a_brain_call_pending_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
+    answering = threading.Event()
+
+    async def slow_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        answering.set()
+        await asyncio.sleep(60)
+        return ModelResponse(parts=[TextPart("too late")])
+
+    backend = OfflineBackend(FunctionModel(slow_brain))
+    backend.start()
+    statuses: list[int | str] = []
+
+    def ask() -> None:
+        try:
+            statuses.append(httpx.post(f"{backend.url}/v1/messages", json=body(), timeout=30).status_code)
+        except httpx.HTTPError as error:
+            statuses.append(type(error).__name__)
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    assert answering.wait(10)
+    with caplog.at_level("WARNING"):
+        backend.stop()
+    asking.join(30)
+
+    assert statuses == [529]  # the client is told, like an overloaded API, not cut off
+    assert [record.getMessage() for record in caplog.records] == []  # no ASGI traceback, no forced cancellation

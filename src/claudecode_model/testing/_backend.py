@@ -42,7 +42,7 @@ from ._sse import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Coroutine
     from types import TracebackType
 
     from pydantic_ai.models.function import StreamFunctionDef
@@ -82,6 +82,10 @@ class _NoDelayH11Protocol(H11Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.nodelay_flags.append(bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)))
         super().connection_made(transport)
+
+
+class _Stopped(Exception):
+    """The backend stopped before the brain answered."""
 
 
 class _Server(uvicorn.Server):
@@ -466,7 +470,9 @@ class OfflineBackend:
         if failure is not None:
             return await self._serve_failure(failure, model, record.stream)
         try:
-            answer = await self._brain.answer(parsed.messages, parsed.tools)
+            answer = await self._until_stopped(self._brain.answer(parsed.messages, parsed.tools))
+        except _Stopped:
+            return _error_response(529, "offline backend: stopped while the brain was answering")
         except ScriptExhaustedError as exc:
             return self._brain_error(str(exc))
         except Exception as exc:
@@ -479,6 +485,26 @@ class OfflineBackend:
         with self._lock:
             self._errors.append(message)
         return _error_response(500, message)
+
+    async def _until_stopped(self, answering: Coroutine[Any, Any, BrainAnswer]) -> BrainAnswer:
+        """The brain's answer, or :class:`_Stopped` once the backend stops: the brain call is cancelled then, so
+        that the server's shutdown finds no request still running (which it would cancel itself, with a traceback
+        on stderr)."""
+        server = self._server
+        task = asyncio.ensure_future(answering)
+        if server is None:
+            return await task
+        stopping = asyncio.ensure_future(server.exit_requested.wait())
+        try:
+            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if task.cancelled():
+            raise _Stopped
+        return task.result()
 
     async def _wait(self, seconds: float | None) -> None:
         """Sleep ``seconds`` (forever if None), cut short when the backend stops."""
