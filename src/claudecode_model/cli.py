@@ -1,4 +1,4 @@
-"""The ``claudecode-model`` command: ``run``, ``login``, ``doctor`` and ``demo``.
+"""The ``claudecode-model`` command: ``run``, ``login``, ``doctor``, ``demo`` and ``backend``.
 
 ``demo --research`` and ``run --research`` use the Tavily research agent (the ``tavily`` extra). Heavy imports
 (pydantic-ai, the SDK) happen inside the commands, so ``--help`` answers at once.
@@ -40,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _show_library_logs()
     if args.command == "login":
         return _login(args)
+    if args.command == "backend":
+        from claudecode_model.testing._serve import serve
+
+        return serve(args)
     from claudecode_model.exceptions import ClaudeCodeError
 
     try:
@@ -113,6 +117,17 @@ def _parser() -> argparse.ArgumentParser:
         help="run the Tavily research agent, with Tavily faked on 127.0.0.1 too (needs the 'tavily' extra)",
     )
     demo.set_defaults(handler=_demo)
+
+    backend = commands.add_parser(
+        "backend",
+        help="run the offline backend for other programs and print the environment a CLI needs (see docs/testing.md)",
+        description="Run the offline backend until interrupted. It prints `export NAME=value` lines: every process "
+        "with that environment (and every Claude Code CLI it starts) talks to this backend instead of the API.",
+    )
+    from claudecode_model.testing._serve import add_arguments
+
+    add_arguments(backend)
+    backend.set_defaults(handler=None)
     return parser
 
 
