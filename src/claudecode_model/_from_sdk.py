@@ -113,6 +113,8 @@ class TurnTranslator:
         self.parked_calls: list[str] = []
         """Set when a reply ended with calls of tools pydantic-ai runs: the response is complete, the turn waits."""
         self._responses = 0
+        self._charged = Decimal(0)
+        """What the turn's earlier responses were charged (each its list price) before the CLI reported a cost."""
         """Responses of this turn before the current one (each ended at a reply with such calls)."""
         self._in_stream = False
         """A streamed reply is in progress (between ``message_start`` and ``message_stop``)."""
@@ -380,20 +382,28 @@ class TurnTranslator:
 
     # --- the end of the turn --------------------------------------------------------------------------------
 
-    def usage(self, previous_cost_usd: float | None) -> RequestUsage:
+    def usage(
+        self, previous_cost_usd: float | None, price: Callable[[RequestUsage], Decimal | None] | None = None
+    ) -> RequestUsage:
         """Usage of this response; the cost is the CLI's cumulative session cost minus what was already counted.
 
         A turn that is one response reports the result's totals; a turn of several responses (pydantic-ai ran tool
-        calls in between) reports each response's own API usage, and the cost of the whole turn on its last one.
+        calls in between) reports each response's own API usage. The CLI reports a cost only at the turn's end: a
+        response before it is priced from its own usage by ``price`` (when the price is known), and the last one
+        carries the rest of the turn's cost.
         """
         result = self.outcome.result
         totals = result.usage if result is not None and not self._responses else None
         usage = request_usage(totals) if totals else dataclasses.replace(self.outcome.stream_usage)
         if self.parked_calls:
+            share = price(usage) if price is not None else None
+            if share is not None:
+                usage.cost = share
+                self._charged += share
             return usage
         if result is not None and result.total_cost_usd is not None:
-            cost = result.total_cost_usd - (previous_cost_usd or 0.0)
-            usage.cost = Decimal(str(round(max(cost, 0.0), 10)))
+            cost = Decimal(str(result.total_cost_usd)) - Decimal(str(previous_cost_usd or 0.0)) - self._charged
+            usage.cost = max(round(cost, 10), Decimal(0))
         return usage
 
     def finish_reason(self) -> FinishReason | None:

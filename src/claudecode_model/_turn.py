@@ -56,6 +56,7 @@ from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
+from claudecode_model._pricing import list_price
 from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
@@ -642,7 +643,9 @@ class CLITurn:
         """Usage, cost, finish reason and details of the finished turn; the session remembers what it has seen."""
         translator = self.translator
         result = translator.outcome.result
-        usage = translator.usage(self.session.reported_cost_usd)
+        usage = translator.usage(
+            self.session.reported_cost_usd, lambda response_usage: list_price(response_usage, self.model_used)
+        )
         if result is not None and result.total_cost_usd is not None:
             self.session.reported_cost_usd = result.total_cost_usd
         details = translator.provider_details()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, ToolUseBlock
+from genai_prices import calc_price
 from pydantic import BaseModel
 from pydantic_ai import (
     Agent,
@@ -103,6 +104,35 @@ async def test_a_reply_calling_tools_is_one_model_request_and_pydantic_ai_runs_t
     assert result.usage.requests == 2
     assert result.usage.tool_calls == 2
     assert result.all_messages()[-1].provider_details["session_id"] == reply.provider_details["session_id"]
+
+
+async def test_each_response_of_a_tool_calling_turn_carries_its_own_cost_share(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if responses(messages) < 2:
+            return ModelResponse(parts=[ToolCallPart(SERVER + "add", {"a": responses(messages), "b": 1})])
+        return ModelResponse(parts=[TextPart("done " * 50)])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    result = await agent.run("add twice")
+
+    replies = [message for message in result.all_messages() if isinstance(message, ModelResponse)]
+    assert len(replies) == 3  # one CLI turn: two replies calling tools, then the answer
+    costs = [reply.usage.cost for reply in replies]
+    assert all(cost is not None and cost > 0 for cost in costs), costs
+    for reply in replies[:2]:  # priced from its own tokens, at Anthropic's list price
+        listed = calc_price(reply.usage, model_ref=reply.model_name or "", provider_id="anthropic").total_price
+        assert reply.usage.cost == round(listed, 10)
+    # Together they are what the CLI reported for the turn.
+    total = replies[-1].provider_details["total_cost_usd"]
+    assert float(sum(costs)) == pytest.approx(total, rel=1e-6)  # type: ignore[arg-type]
 
 
 async def test_stream_events_show_function_tool_calls_and_results(
