@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
+import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from mcp.types import CallToolResult, TextContent
+
+from claudecode_model._clock import ClockHandle, call_at
 
 __all__ = ["CallResults", "ParkingLot", "closed_result"]
 
@@ -117,20 +122,34 @@ class _Parked(Generic[T]):
     turn: T
     call_ids: frozenset[str]
     owner: object | None
-    timer: asyncio.TimerHandle | None = None
+    timer: ClockHandle | None = None
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+    stopped: bool = False
+    """Its process was stopped by the clock's thread (its loop was not running): never handed out again."""
 
 
 class ParkingLot(Generic[T]):
     """Turns waiting for tool results, found by the ids of their pending calls, each closed after a bounded time.
 
     ``close`` stops a turn (awaited by :meth:`close_all`, run in a tracked task on expiry); ``kill`` is the
-    synchronous last resort for turns whose event loop is gone (interpreter exit).
+    synchronous last resort for turns whose event loop is gone (interpreter exit). The lifetimes are kept by the
+    pools' clock (:mod:`claudecode_model._clock`), so they end on time in a ``run_sync`` program too: a turn whose
+    loop does not run when its time is up is stopped from the clock's thread with ``stop_now`` (thread-safe), and
+    closed properly once its loop runs again.
     """
 
-    def __init__(self, *, close: Callable[[T], Awaitable[None]], kill: Callable[[T], None]) -> None:
+    def __init__(
+        self,
+        *,
+        close: Callable[[T], Awaitable[None]],
+        kill: Callable[[T], None],
+        stop_now: Callable[[T], None] | None = None,
+    ) -> None:
         self._close = close
         self._kill = kill
+        self._stop_now = stop_now
+        self._lock = threading.Lock()
+        """Guards who gets a parked turn: a request claiming it, or the clock's thread stopping it."""
         self._parked: dict[str, _Parked[T]] = {}
         """Every pending call id -> its parked turn (several ids share one entry)."""
         self._closing: set[asyncio.Task[None]] = set()
@@ -164,7 +183,23 @@ class ParkingLot(Generic[T]):
             entry.timer.cancel()
             entry.timer = None
         if timeout is not None:
-            entry.timer = entry.loop.call_later(max(timeout, 0.0), self._expire, entry)
+            entry.timer = call_at(time.monotonic() + max(timeout, 0.0), lambda: self._time_up(entry))
+
+    def _time_up(self, entry: _Parked[T]) -> None:
+        """On the clock's thread: the turn's loop expires it; a loop that does not run gets its process stopped
+        from here first."""
+        loop = entry.loop
+        if loop.is_closed():
+            return  # prune_dead_loops() kills it
+        with self._lock:
+            if not loop.is_running() and self._stop_now is not None and not entry.stopped and self._holds(entry):
+                entry.stopped = True
+                self._stop_now(entry.turn)
+        with contextlib.suppress(RuntimeError):  # closed meanwhile
+            loop.call_soon_threadsafe(self._expire, entry)
+
+    def _holds(self, entry: _Parked[T]) -> bool:
+        return any(self._parked.get(call_id) is entry for call_id in entry.call_ids)
 
     def _expire(self, entry: _Parked[T]) -> None:
         if self._remove(entry.turn) is None:
@@ -202,7 +237,7 @@ class ParkingLot(Generic[T]):
         loop = asyncio.get_running_loop()
         for call_id in call_ids:
             entry = self._parked.get(call_id)
-            if entry is not None and entry.loop is loop:
+            if entry is not None and entry.loop is loop and not entry.stopped:
                 return entry.turn
         return None
 
@@ -215,9 +250,10 @@ class ParkingLot(Generic[T]):
 
     def claim(self, call_ids: Iterable[str]) -> T | None:
         """Take the turn waiting for any of ``call_ids`` (its timer stops), or ``None``."""
-        turn = self.find(call_ids)
-        if turn is not None:
-            self._remove(turn)
+        with self._lock:
+            turn = self.find(call_ids)
+            if turn is not None:
+                self._remove(turn)
         return turn
 
     def owned_by(self, owner: object) -> list[T]:

@@ -140,7 +140,9 @@ class ModelResources:
             from claudecode_model._parked import ParkingLot
             from claudecode_model._turn import CLITurn
 
-            self.parked_if_created = ParkingLot(close=CLITurn.close_parked, kill=CLITurn.kill)
+            self.parked_if_created = ParkingLot(
+                close=CLITurn.close_parked, kill=CLITurn.kill, stop_now=CLITurn.stop_now
+            )
         return self.parked_if_created
 
     @asynccontextmanager

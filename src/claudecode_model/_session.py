@@ -465,12 +465,12 @@ class CLISession:
         cleanup.add_done_callback(self._background.discard)
         await asyncio.shield(cleanup)
 
-    def terminate(self) -> None:
-        """Send the CLI process SIGTERM, from any thread: its owner task notices once its event loop runs again
-        (what the pool's clock does to an idle session of a loop that does not run)."""
+    def terminate(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        """Send the CLI process SIGTERM (or ``sig``), from any thread: its owner task notices once its event loop
+        runs again (what the pools' clock does to an idle session of a loop that does not run)."""
         if not _exited(self._pid):
             self._stop_mark.stopped = True
-            _terminate(self._pid)
+            _terminate(self._pid, sig)
 
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone (or still connecting)."""

@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import time
 import uuid
 from collections import ChainMap, deque
@@ -552,6 +553,11 @@ class CLITurn:
     def kill(self) -> None:
         """Synchronous last resort (interpreter exit, or the event loop is gone)."""
         self.session.kill()
+
+    def stop_now(self) -> None:
+        """Kill the CLI of a turn parked on a loop that does not run, from any thread (SIGKILL: a call that fails
+        would make the CLI send Claude one more request); :meth:`close_parked` on the loop tidies up later."""
+        self.session.terminate(signal.SIGKILL)
 
     @property
     def model_used(self) -> str:

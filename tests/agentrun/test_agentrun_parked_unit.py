@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from mcp.types import CallToolResult, TextContent
 
 from claudecode_model._parked import CallResults, ParkingLot, closed_result
+from tests._support.polling import wait_until
 
 
 def _result(text: str, *, is_error: bool = False) -> CallToolResult:
@@ -165,6 +167,36 @@ async def test_close_all_closes_every_turn_and_waits_for_expiring_ones():
     assert second.closed
     assert third.closed
     assert len(lot) == 0
+
+
+def test_a_turn_parked_on_a_loop_that_does_not_run_is_stopped_on_time():
+    """A run_sync program between calls: the clock's thread stops the turn's process (it is never handed out
+    again), and the loop closes it properly when it runs next."""
+    stopped_from: list[str] = []
+    lot: ParkingLot[Turn] = ParkingLot(
+        close=Turn.close, kill=Turn.kill, stop_now=lambda turn: stopped_from.append(threading.current_thread().name)
+    )
+    turn = Turn("a")
+    loop = asyncio.new_event_loop()
+    try:
+
+        async def park() -> None:
+            lot.park(turn, ["toolu_a"], timeout=0.1)
+
+        loop.run_until_complete(park())
+        assert wait_until(lambda: stopped_from, timeout=5)  # while no loop runs
+        assert stopped_from == ["claudecode-model-clock"]
+
+        async def next_call() -> Turn | None:
+            claimed = lot.claim(["toolu_a"])
+            await asyncio.sleep(0.05)
+            return claimed
+
+        assert loop.run_until_complete(next_call()) is None
+        assert turn.closed
+        assert len(lot) == 0
+    finally:
+        loop.close()
 
 
 @pytest.mark.parametrize(

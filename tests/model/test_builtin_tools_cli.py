@@ -152,11 +152,12 @@ async def test_unknown_builtin_tool_names_are_refused_before_anything_starts(
 
 
 async def test_every_known_builtin_tool_name_is_one_the_bundled_cli_enables(
-    model: ClaudeCodeModel, claude_backend: OfflineBackend
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
 ):
+    claude_backend.set_brain("hello")  # a text answer: no tool is run
     result = await model.request_with_metadata(
         [ModelRequest.user_text_prompt("hello")],
-        {"claude_code_builtin_tools": sorted(BUILTIN_TOOLS)},  # type: ignore[typeddict-item]
+        {"claude_code_builtin_tools": sorted(BUILTIN_TOOLS), "claude_code_cwd": tmp_path},  # type: ignore[typeddict-item]
     )
 
     assert set(result.init["tools"]) >= BUILTIN_TOOLS
