@@ -36,10 +36,17 @@ def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resources_module, "SURPLUS_IDLE_SECONDS", GRACE)
 
 
+IDLE_CLI_MB = 300
+"""An idle CLI's resident memory stays below this (measured 203-245 MB with Claude Code 2.1; the README says
+about 210-245 MB, and the default ``max_processes`` assumes 250 MB each)."""
+
+
 def report_memory(label: str) -> None:
+    """Print how many CLIs there are and their resident memory (``-s`` shows it); check each is in bounds."""
     sizes = [rss_mb(pid) for pid in cli_children()]
     if sizes:
         print(f"{label}: {len(sizes)} CLIs, RSS {min(sizes):.0f}-{max(sizes):.0f} MB each")
+    assert all(size < IDLE_CLI_MB for size in sizes), sizes
 
 
 async def test_an_async_program_is_trimmed_to_keep_sessions_while_it_waits(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -595,3 +596,41 @@ def test_stopping_with_a_brain_call_pending_is_quiet(caplog: pytest.LogCaptureFi
 
     assert statuses == [529]  # the client is told, like an overloaded API, not cut off
     assert [record.getMessage() for record in caplog.records] == []  # no ASGI traceback, no forced cancellation
+
+
+def test_the_standalone_backend_serves_a_brain_of_yours_until_interrupted(tmp_path: Path) -> None:
+    (tmp_path / "my_brains.py").write_text(
+        "from pydantic_ai.messages import ModelResponse, TextPart\n\n"
+        "def polite(messages, info):\n"
+        "    return ModelResponse(parts=[TextPart('Certainly.')])\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "claudecode_model.testing", "--brain", "my_brains:polite"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        env: dict[str, str] = {}
+        while "CLAUDE_CODE_TMPDIR" not in env:
+            line = process.stdout.readline()
+            assert line, process.stderr.read() if process.stderr else ""
+            name, _, value = line.removeprefix("export ").strip().partition("=")
+            env[name] = value.strip("'")
+        assert env["ANTHROPIC_API_KEY"] == DUMMY_API_KEY
+        assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+        assert Path(env["CLAUDE_CONFIG_DIR"]).is_dir()
+
+        reply = httpx.post(f"{env['ANTHROPIC_BASE_URL']}/v1/messages", json=body(stream=False), timeout=30)
+        assert reply.json()["content"] == [{"type": "text", "text": "Certainly."}]
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+
+    assert process.returncode == 0
+    assert stderr.startswith("# offline backend listening on http://127.0.0.1:")
+    assert "Traceback" not in stderr
+    assert not Path(env["CLAUDE_CONFIG_DIR"]).exists()  # removed when it stopped
