@@ -179,12 +179,12 @@ class ModelResources:
         requested_at = asyncio.get_running_loop().time()
         from claudecode_model._agent_run import current_run_scope
         from claudecode_model._prewarm import prewarm_requested, start_spare_instead
+        from claudecode_model._turn import start_turn
 
         scope = current_run_scope()
         run_started = scope.first_request_start() if scope is not None else None
         if run_started is not None:  # the timeout counts what the model did for the run before its first request
             requested_at -= time.monotonic() - run_started
-        from claudecode_model._turn import start_turn
 
         prewarming = prewarm_requested()
         if not prewarming:

@@ -457,6 +457,7 @@ class CLISession:
         ``at_once`` sends SIGKILL instead: a turn waiting for tool results must not see its calls fail, which the CLI
         would answer with one more API request before it exits.
         """
+        self._stop_mark.stopped = True
         _terminate(self._pid, signal.SIGKILL if at_once else signal.SIGTERM)
         for server in self.tool_servers:
             server.discard()

@@ -515,6 +515,8 @@ class CLITurn:
     raw_messages: list[Message] = field(default_factory=list, init=False)
     completed: bool = field(default=False, init=False)
     failed: bool = field(default=False, init=False)
+    timed_out: bool = field(default=False, init=False)
+    """The request's time ran out (its CLI is killed at once)."""
     _exact: bool = field(default=True, init=False)
     """Whether the session's conversation is exactly the history and this turn's response."""
     _source: AsyncGenerator[Message | ToolsWaiting, None] | None = field(default=None, init=False)
@@ -597,7 +599,7 @@ class CLITurn:
                         self.first_token_seconds = max(self.session.arrived - self.started, 0.0)
                     yield message
         except TimeoutError as error:
-            self.failed = True
+            self.failed = self.timed_out = True
             raise timeout_error(self.timeout or 0) from error
         except GeneratorExit:
             raise  # the consumer left: the turn itself goes on
@@ -710,7 +712,8 @@ class CLITurn:
                 await source.aclose()
         self.release_source()
         if not self.completed or self.failed:
-            await self.session.abort()
+            # Out of time: the CLI is killed at once, so that the error is not kept waiting for its exit.
+            await self.session.abort(at_once=self.timed_out)
         elif not self._exact:
             await self.session.close()
         else:
