@@ -36,7 +36,7 @@ def user_env(**extra: str) -> dict[str, str]:
 
 
 def test_the_guide_has_a_block_for_each_subject():
-    assert len(SCRIPTS) == 7
+    assert len(SCRIPTS) == 8
 
 
 @pytest.mark.parametrize("code", SCRIPTS, ids=lambda code: str(SCRIPTS.index(code)))
