@@ -87,9 +87,8 @@ def build_options(
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
     extra_allowed = [*needs.native_tools.builtin_tools, *needs.native_tools.allowed_tools, *subagents.allowed_tools]
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
-    system_prompt = needs.system_prompt
-    if append := settings.get("claude_code_system_prompt_append"):
-        system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
+    system_prompt = effective_system_prompt(settings, needs.system_prompt)
+    literal = not settings.get("claude_code_interpret_prompts", False)
 
     cwd = settings.get("claude_code_cwd")
     restrictions = settings.get("claude_code_tool_parameter_restrictions")
@@ -97,7 +96,8 @@ def build_options(
         tools=cast("Any", tools),
         allowed_tools=allowed,
         disallowed_tools=list(settings.get("claude_code_disallowed_tools", [])),
-        system_prompt=system_prompt,
+        # Never recorded in the session's transcript: a resumed or forked session gets this request's prompt.
+        system_prompt={"type": "custom", "prompt": system_prompt or "", "snapshot": False},
         mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
         strict_mcp_config=True,
         permission_mode=cast(Any, settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)),
@@ -110,6 +110,7 @@ def build_options(
         extra_args=dict(settings.get("claude_code_extra_args", {})),
         setting_sources=list(settings.get("claude_code_setting_sources", [])),
         include_partial_messages=True,
+        verbatim_prompts=literal,
         thinking=thinking,
         effort=_effort(settings, needs.thinking),
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
@@ -124,6 +125,7 @@ def build_options(
         "allowed": allowed,
         "disallowed": options.disallowed_tools,
         "system_prompt": system_prompt,
+        "literal": literal,
         "mcp": needs.mcp_tools_signature,
         "permission_mode": options.permission_mode,
         "max_turns": options.max_turns,
@@ -142,6 +144,13 @@ def build_options(
         "agents": subagents.signature,
     }
     return options, canonical_digest(signature_source)
+
+
+def effective_system_prompt(settings: ClaudeCodeModelSettings, system_prompt: str | None) -> str | None:
+    """The system prompt the CLI gets: the request's system prompts and instructions, and the appended text."""
+    if append := settings.get("claude_code_system_prompt_append"):
+        return f"{system_prompt}\n\n{append}" if system_prompt else append
+    return system_prompt
 
 
 class BuiltOptions:

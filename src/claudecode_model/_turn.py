@@ -54,8 +54,9 @@ from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
-from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
+from claudecode_model._options import BuiltOptions, RequestNeeds, build_options, effective_system_prompt
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
+from claudecode_model._prompt_file import with_prompt_file
 from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
@@ -222,6 +223,7 @@ async def start_turn(
         started=started,
         # claude_code_session="new" asks for no process to outlive the turn: no spare either.
         spare_request=request if keep and acquired.source in ("fresh", "spare") else None,
+        system_prompt=effective_system_prompt(settings, plan.system_prompt),
     )
 
 
@@ -420,14 +422,19 @@ async def spawn_session(
             env={**request.options.env, **cli_env, **(traceparent_env() if traced else {})},
             stderr=stderr.append,
         )
+        options, remove_prompt_file = with_prompt_file(options)
         # The session keeps the signature computed without per-process values (such as the IPC secret).
-        session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
+        try:
+            session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
+        except BaseException:
+            remove_prompt_file()
+            raise
     except BaseException:
         release()
         on_closed()
         raise
     session.stderr = stderr
-    session.on_closed.extend((release, on_closed))
+    session.on_closed.extend((release, on_closed, remove_prompt_file))
     await session.start(warm_up=warm_up)
     return session
 
@@ -499,6 +506,8 @@ class CLITurn:
     """When the request started (``time.perf_counter()``)."""
     spare_request: SessionRequest | None = None
     """What to start a spare from once the turn is over (turns of new conversations only)."""
+    system_prompt: str | None = None
+    """The system prompt the CLI process was started with (a later request of the turn must ask for the same)."""
     content_events: bool = True
     """Whether the request being answered streams: without, the session drops the stream events of text and
     thinking as they arrive (the assistant messages carry the same content)."""

@@ -56,7 +56,9 @@ def test_safe_defaults_no_builtin_tools_no_settings_no_bypass():
     assert options.permission_mode == "dontAsk"
     assert options.allowed_tools == []
     assert options.include_partial_messages is True
-    assert options.system_prompt == "sys"
+    # Never recorded in the transcript (a resumed session gets the next request's prompt); prompts sent literally.
+    assert options.system_prompt == {"type": "custom", "prompt": "sys", "snapshot": False}
+    assert options.verbatim_prompts is True
 
 
 def test_settings_reach_the_options():
@@ -74,7 +76,7 @@ def test_settings_reach_the_options():
     assert options.allowed_tools == ["Read", "Grep"]
     assert options.max_turns == 3
     assert options.max_budget_usd == 0.5
-    assert options.system_prompt == "sys\n\nextra"
+    assert options.system_prompt == {"type": "custom", "prompt": "sys\n\nextra", "snapshot": False}
     assert options.thinking == {"type": "disabled"}
     assert options.env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "1000"
     assert options.env["CLAUDE_CODE_DISABLE_THINKING"] == "1"
