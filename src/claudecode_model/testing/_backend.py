@@ -553,7 +553,11 @@ class OfflineBackend:
         logger.debug("offline backend serving injected failure %s", failure)
         match failure.kind:
             case "http":
-                return _error_response(failure.status, failure.message, failure.error_type, failure.headers)
+                return JSONResponse(
+                    failure.error_body(),
+                    status_code=failure.status,
+                    headers={"request-id": _request_id(), **dict(failure.headers)},
+                )
             case "stall":
                 await self._wait(failure.seconds)
                 return _error_response(failure.status, failure.message, failure.error_type)
