@@ -14,11 +14,13 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._cli import cli_version
 from claudecode_model._digest import canonical_digest
 from claudecode_model._launcher import guarded_cli_path
 from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._restrictions import restriction_hooks
 from claudecode_model._subagents import subagent_options
+from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
@@ -89,6 +91,8 @@ def build_options(
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     system_prompt = effective_system_prompt(settings, needs.system_prompt)
     literal = not settings.get("claude_code_interpret_prompts", False)
+    if literal:
+        _require_literal_prompts(cli_path)
 
     cwd = settings.get("claude_code_cwd")
     restrictions = settings.get("claude_code_tool_parameter_restrictions")
@@ -144,6 +148,23 @@ def build_options(
         "agents": subagents.signature,
     }
     return options, canonical_digest(signature_source)
+
+
+LITERAL_PROMPTS_VERSION = (2, 1, 248)
+"""The first Claude Code that delivers a prompt as written when asked (``client_composed``)."""
+
+
+def _require_literal_prompts(cli_path: Path) -> None:
+    """Refuse a CLI known to expand ``@file`` mentions and run slash commands in every prompt it is sent."""
+    version = cli_version(cli_path)
+    if version is not None and version < LITERAL_PROMPTS_VERSION:
+        needed = ".".join(map(str, LITERAL_PROMPTS_VERSION))
+        raise ClaudeCodeSettingsError(
+            f"The Claude Code CLI at {cli_path} (version {'.'.join(map(str, version))}) would read files named "
+            f"with @ in prompts and run slash commands: literal prompts need Claude Code {needed} or later. "
+            "Update it (or use the CLI bundled with claude-agent-sdk), or set "
+            "claude_code_interpret_prompts=True to accept Claude Code's handling of the text it is sent."
+        )
 
 
 def effective_system_prompt(settings: ClaudeCodeModelSettings, system_prompt: str | None) -> str | None:
