@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pydantic_ai import Agent, RunContext
@@ -193,3 +194,36 @@ async def test_huge_instructions_reach_claude_whole_on_every_path(claude_backend
         second_text,
     ]
     assert [r.text for r in claude_backend.requests[1].tool_results()] == ["found"]
+
+
+async def test_changed_instructions_reach_claude_in_a_session_resumed_from_the_store(
+    claude_backend: OfflineBackend, tmp_path: Path
+):
+    # Two workers that share only a session store: the second resumes the first's session from it.
+    from claudecode_model import SQLiteSessionStore
+
+    claude_backend.set_brain("ok")
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    envs = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        envs.append(claude_backend.cli_env(config_dir=tmp_path / name))
+    try:
+        first_model = ClaudeCodeModel(env=envs[0], session_store=store, keep_sessions=0, spare_sessions=0)
+        try:
+            first = await Agent(first_model, instructions="The user is on the free plan.").run("one")
+        finally:
+            await first_model.aclose()
+        model = ClaudeCodeModel(env=envs[1], session_store=store, keep_sessions=0, spare_sessions=0)
+        try:
+            second = await Agent(model, instructions="The user is on the pro plan.").run(
+                "two", message_history=first.all_messages()
+            )
+        finally:
+            await model.aclose()
+    finally:
+        await store.aclose()
+
+    assert source(second) == "resume"
+    assert instructions_seen(claude_backend) == "The user is on the pro plan."
+    assert claude_backend.requests[-1].user_texts() == ["one", "two"]
