@@ -121,10 +121,10 @@ class TurnTranslator:
         self._responses = 0
         """Responses of this turn before the current one (each ended at a reply with such calls)."""
         self._in_stream = False
+        """A streamed reply is in progress (between ``message_start`` and ``message_stop``)."""
         self._reply_unfinished = False
         """A reply's stream started and never got its ``message_delta`` (an error cut it, even if the CLI then
         closed it with a ``message_stop``)."""
-        """A streamed reply is in progress (between ``message_start`` and ``message_stop``)."""
 
     def tools_waiting(self, ids: frozenset[str]) -> bool:
         """The MCP handlers of ``ids`` wait for pydantic-ai: a reply that was not streamed (no ``message_stop`` will

@@ -9,7 +9,8 @@ call is run, on both transports (the in-process server and the IPC session): a h
 
 Results follow what pydantic-ai sends any other model: a ``str`` unchanged, ``None`` as ``""``, anything else
 as compact JSON in insertion order; a value that is already MCP-shaped (text blocks only) is passed through;
-files cannot be sent this way and raise ``ValueError``.
+files cannot be sent this way and raise ``ValueError``. Text longer than Claude Code shows of one result is cut with
+a marker (:func:`~claudecode_model._call_results.cap_text`).
 """
 
 from __future__ import annotations
