@@ -14,7 +14,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
-from claudecode_model._cli import cli_version
+from claudecode_model._cli import cli_version_async
 from claudecode_model._digest import canonical_digest
 from claudecode_model._launcher import guarded_cli_path
 from claudecode_model._native_tools import NativeToolPlan
@@ -91,8 +91,6 @@ def build_options(
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     system_prompt = effective_system_prompt(settings, needs.system_prompt)
     literal = not settings.get("claude_code_interpret_prompts", False)
-    if literal:
-        _require_literal_prompts(cli_path)
 
     cwd = settings.get("claude_code_cwd")
     restrictions = settings.get("claude_code_tool_parameter_restrictions")
@@ -154,9 +152,12 @@ LITERAL_PROMPTS_VERSION = (2, 1, 248)
 """The first Claude Code that delivers a prompt as written when asked (``client_composed``)."""
 
 
-def _require_literal_prompts(cli_path: Path) -> None:
-    """Refuse a CLI known to expand ``@file`` mentions and run slash commands in every prompt it is sent."""
-    version = cli_version(cli_path)
+async def require_literal_prompts(cli_path: Path, settings: ClaudeCodeModelSettings) -> None:
+    """Unless ``settings`` let Claude Code interpret prompts, refuse a CLI known to expand ``@file`` mentions and run
+    slash commands in every prompt it is sent (a CLI whose version cannot be learned is let through)."""
+    if settings.get("claude_code_interpret_prompts", False):
+        return
+    version = await cli_version_async(cli_path)
     if version is not None and version < LITERAL_PROMPTS_VERSION:
         needed = ".".join(map(str, LITERAL_PROMPTS_VERSION))
         raise ClaudeCodeSettingsError(

@@ -54,7 +54,13 @@ from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
-from claudecode_model._options import BuiltOptions, RequestNeeds, build_options, effective_system_prompt
+from claudecode_model._options import (
+    BuiltOptions,
+    RequestNeeds,
+    build_options,
+    effective_system_prompt,
+    require_literal_prompts,
+)
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._prompt_file import with_prompt_file
 from claudecode_model._replay import transcript_of, write_replay_transcript
@@ -179,6 +185,7 @@ async def start_turn(
     slot_wait = _SlotWait()
     try:
         async with starting:
+            await require_literal_prompts(runner.cli_path, settings)
             acquired = await _acquire_session(request, plan, files, stderr, keep=keep, slot_wait=slot_wait)
     except TimeoutError as error:
         if not starting.expired():
@@ -457,6 +464,7 @@ async def prewarm_turn(
         runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
     )
     request, _ = session_request(runner, settings, params, plan.system_prompt, servers)
+    await require_literal_prompts(runner.cli_path, settings)
     start_spare(request)
     return await runner.pool.wait_spare(request.signature)
 

@@ -155,24 +155,24 @@ def test_built_options_keep_the_last_few_and_skip_what_cannot_be_kept():
     assert built.get(Incomparable()) is None  # comparing fails: a miss, not an error
 
 
-def test_a_cli_that_cannot_deliver_prompts_literally_is_refused_unless_interpreting_is_chosen(tmp_path: Path):
+async def test_a_cli_that_cannot_deliver_prompts_literally_is_refused_unless_interpreting_is_chosen(tmp_path: Path):
     from claudecode_model import ClaudeCodeSettingsError
+    from claudecode_model._options import require_literal_prompts
 
     old = tmp_path / "claude"
     old.write_text("#!/bin/sh\necho '2.1.200 (Claude Code)'\n")
     old.chmod(0o755)
 
-    def options(**settings: object):
-        return build_options(
-            model_name=None,
-            cli_path=old,
-            settings=settings,  # type: ignore[arg-type]
-            needs=RequestNeeds(system_prompt=None),
-            base_env={},
-            stderr=lambda line: None,
-        )
-
     with pytest.raises(ClaudeCodeSettingsError, match=r"2\.1\.200.*2\.1\.248.*claude_code_interpret_prompts"):
-        options()
-    built, _ = options(claude_code_interpret_prompts=True)
+        await require_literal_prompts(old, {})
+    await require_literal_prompts(old, {"claude_code_interpret_prompts": True})
+    await require_literal_prompts(bundled_cli_path() or old, {})  # the bundled CLI delivers text literally
+    built, _ = build_options(
+        model_name=None,
+        cli_path=old,
+        settings={"claude_code_interpret_prompts": True},
+        needs=RequestNeeds(system_prompt=None),
+        base_env={},
+        stderr=lambda line: None,
+    )
     assert built.verbatim_prompts is False
