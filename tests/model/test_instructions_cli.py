@@ -185,13 +185,21 @@ async def test_huge_instructions_reach_claude_whole_on_every_path(claude_backend
         third = await agent(second_text).run("again", message_history=second.all_messages())
     finally:
         await model.aclose()
+    third_text = huge("THIRD")
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport)
+    try:  # another model instance: the conversation is resumed or replayed in a new process
+        fourth = await agent(third_text).run("last", message_history=third.all_messages())
+    finally:
+        await model.aclose()
 
     assert [source(first), source(second), source(third)] == ["fresh", "fork", "live"]
-    assert [instructions_seen(claude_backend, i) for i in range(4)] == [
+    assert source(fourth) in ("resume", "replay")
+    assert [instructions_seen(claude_backend, i) for i in range(5)] == [
         first_text,
         first_text,
         second_text,
         second_text,
+        third_text,
     ]
     assert [r.text for r in claude_backend.requests[1].tool_results()] == ["found"]
 
