@@ -134,17 +134,19 @@ async def test_a_replayed_history_and_the_next_prompt_reach_claude_as_written(
     literal_model: ClaudeCodeModel, claude_backend: OfflineBackend, home: Path
 ):
     claude_backend.set_brain("answered")
-    hostile = MIXED.format(home=home)
-    history: list[ModelMessage] = [
-        ModelRequest(parts=[UserPromptPart(hostile)]),
-        ModelResponse(parts=[TextPart("an answer of another model")], model_name="other"),
-    ]
+    hostile = [text.format(home=home) for text in [*HOSTILE, MIXED]]
+    history: list[ModelMessage] = []
+    for text in hostile:  # each at the start of a user turn, where the CLI would act on it
+        history += [
+            ModelRequest(parts=[UserPromptPart(text)]),
+            ModelResponse(parts=[TextPart("an answer of another model")], model_name="other"),
+        ]
 
     result = await Agent(literal_model).run("/compact", message_history=history)
 
     assert result.response.provider_details["session_source"] == "replay"
     [request] = claude_backend.requests
-    assert user_text_blocks(request) == [hostile, "/compact"]
+    assert user_text_blocks(request) == [*hostile, "/compact"]
     assert_nothing_leaked(claude_backend)
 
 
