@@ -77,6 +77,9 @@ def build_options(
     env.update(settings.get("claude_code_env", {}))
     if (max_tokens := settings.get("max_tokens")) is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
+    if (max_retries := settings.get("max_retries")) is not None:
+        # How often the CLI retries a failed API request itself (0: it reports the first failure).
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(max_retries)
     if needs.mcp_servers or needs.native_tools.mcp_servers or needs.mcp_tools_signature is not None:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")

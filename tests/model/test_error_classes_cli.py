@@ -152,3 +152,23 @@ async def test_exhausted_credits_keep_the_error_details_and_fallback_model_moves
         await model.aclose()
 
     assert result.output == "answered by the fallback"
+
+
+async def test_max_retries_sets_how_often_the_cli_retries_before_it_reports_the_status(
+    claude_backend: OfflineBackend,
+):
+    # The offline environment makes the CLI give up at once; pydantic-ai's max_retries=1 lets it retry once.
+    claude_backend.set_brain("answered after a retry")
+    claude_backend.fail_next(Failure.http(529, "Overloaded"))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    try:
+        result = await Agent(model).run("hello", model_settings={"max_retries": 1})
+        assert result.output == "answered after a retry"
+        assert len(claude_backend.requests) == 2
+
+        claude_backend.fail_next(Failure.http(529, "Overloaded"))
+        with pytest.raises(ModelOverloadedError):
+            await Agent(model).run("hello", model_settings={"max_retries": 0})
+        assert len(claude_backend.requests) == 3
+    finally:
+        await model.aclose()

@@ -69,6 +69,7 @@ def test_settings_reach_the_options():
         claude_code_system_prompt_append="extra",
         claude_code_thinking="disabled",
         max_tokens=1000,
+        max_retries=0,
         claude_code_env={"FOO": "bar"},
     )
 
@@ -79,6 +80,7 @@ def test_settings_reach_the_options():
     assert options.system_prompt == {"type": "custom", "prompt": "sys\n\nextra", "snapshot": False}
     assert options.thinking == {"type": "disabled"}
     assert options.env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "1000"
+    assert options.env["CLAUDE_CODE_MAX_RETRIES"] == "0"
     assert options.env["CLAUDE_CODE_DISABLE_THINKING"] == "1"
     assert options.env["FOO"] == "bar"
 
