@@ -108,7 +108,9 @@ class TemporalDevServer:
         while time.monotonic() < deadline:
             assert self._process is not None and self._log is not None
             if self._process.poll() is not None:
-                raise RuntimeError(f"the Temporal dev server exited with {self._process.returncode}:\n{self.log_text()}")
+                raise RuntimeError(
+                    f"the Temporal dev server exited with {self._process.returncode}:\n{self.log_text()}"
+                )
             done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
             if done.returncode == 0 and "SERVING" in done.stdout:
                 return

@@ -67,7 +67,9 @@ class AgentRun:
         )
         output = result.output
         if isinstance(output, DeferredToolRequests):
-            return RunOutcome(None, [call.tool_call_id for call in output.approvals], result.all_messages_json().decode())
+            return RunOutcome(
+                None, [call.tool_call_id for call in output.approvals], result.all_messages_json().decode()
+            )
         return RunOutcome(str(output), [], result.all_messages_json().decode())
 
 
