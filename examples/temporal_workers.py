@@ -33,7 +33,6 @@ import os
 import shutil
 import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -170,10 +169,10 @@ async def demo() -> None:
     with tempfile.TemporaryDirectory() as scratch, OfflineBackend(FunctionModel(chain_brain)) as backend:
         address = f"127.0.0.1:{_free_port()}"
         binary = shutil.which("temporal", path=str(Path(sys.executable).parent)) or "temporal"
-        server = subprocess.Popen(
-            [binary, "server", "start-dev", "--ip", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--headless"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        server = await asyncio.create_subprocess_exec(
+            *[binary, "server", "start-dev", "--ip", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--headless"],
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
         )
         os.environ.update(backend.cli_env(config_dir=Path(scratch)))
         stop = asyncio.Event()
@@ -188,7 +187,7 @@ async def demo() -> None:
             await worker
         finally:
             server.terminate()
-            server.wait()
+            await server.wait()
 
 
 async def _connect_when_up(address: str) -> Client:

@@ -106,7 +106,7 @@ class TemporalDevServer:
         deadline = time.monotonic() + _START_TIMEOUT
         probe = [str(self.binary), "operator", "cluster", "health", "--address", self.address]
         while time.monotonic() < deadline:
-            assert self._process is not None and self._log is not None
+            assert self._process is not None
             if self._process.poll() is not None:
                 raise RuntimeError(
                     f"the Temporal dev server exited with {self._process.returncode}:\n{self.log_text()}"

@@ -144,7 +144,7 @@ def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPa
         try:
             worker_a = spawn(["worker", "--name", "worker-a"], "a")
             run = spawn(["run", "--workflow-id", "chain-1", "--out", str(root / "run.json"), "Start the chain."], "run")
-            assert brain.held.wait(_TIMEOUT), f"worker A never reached the third request:\n{(root / 'a.log').read_text()}"
+            assert brain.held.wait(_TIMEOUT), f"A never reached the third request:\n{(root / 'a.log').read_text()}"
             ledger_when_killed = _ledger(ledger)
             os.killpg(worker_a.pid, signal.SIGKILL)
             worker_a.wait()
