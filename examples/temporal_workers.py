@@ -240,3 +240,8 @@ if __name__ == "__main__":
     from temporal_workers import main as module_main
 
     module_main()
+    # Everything is closed and written by now. The Temporal SDK's native threads can abort the interpreter's own
+    # teardown ("PyGILState_Release ... finalizing", temporalio/sdk-python issue 300), so it is skipped.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

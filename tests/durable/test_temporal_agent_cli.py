@@ -7,6 +7,7 @@ CLI turn is gone continues from the session store, or replays the history.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import RunContext
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModels, SQLiteSessionStore
 from tests._support.temporal_runs import RunRequest, activity_names, run_workflow, running_worker
@@ -31,7 +33,6 @@ from tests._support.temporal_runs import RunRequest, activity_names, run_workflo
 if TYPE_CHECKING:
     from collections.abc import AsyncIterable, AsyncIterator
 
-    from pydantic_ai.tools import RunContext
     from temporalio.client import Client
 
     from claudecode_model.testing import OfflineBackend
@@ -183,6 +184,28 @@ async def test_claude_code_strings_with_approvals_and_streamed_events(
     assert [request.last_user_text() for request in claude_backend.requests] == ["Weather?", "Weather?"]
 
 
+class _WatchedStore(SQLiteSessionStore):
+    """A SQLite store that notes the ids of the tool calls whose transcript entries reached it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.tool_calls: set[str] = set()
+
+    async def append(self, key: Any, entries: list[Any]) -> None:
+        await super().append(key, entries)
+        for entry in entries:
+            content = (entry.get("message") or {}).get("content") if isinstance(entry, dict) else None
+            if isinstance(content, list):
+                self.tool_calls |= {block["id"] for block in content if block.get("type") == "tool_use"}
+
+    async def holds_call(self, tool_call_id: str) -> None:
+        for _ in range(200):
+            if tool_call_id in self.tool_calls:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the store never got the reply that made tool call {tool_call_id}")
+
+
 @pytest.mark.parametrize("with_store", [False, True], ids=["replay", "store"])
 async def test_a_request_where_the_parked_turn_is_gone_continues_without_running_the_tool_again(
     claude_backend: OfflineBackend, temporal_client: Client, tmp_path: Path, with_store: bool
@@ -193,7 +216,7 @@ async def test_a_request_where_the_parked_turn_is_gone_continues_without_running
     from pydantic_ai.durable_exec.temporal import TemporalDurability
 
     claude_backend.set_brain(FunctionModel(weather_brain))
-    store = SQLiteSessionStore(tmp_path / "sessions.db") if with_store else None
+    store = _WatchedStore(tmp_path / "sessions.db") if with_store else None
     first = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, session_store=store)
     other_env = claude_backend.cli_env(config_dir=tmp_path / "other-worker")
     second = ClaudeCodeModel(env=other_env, spare_sessions=0, session_store=store)
@@ -201,14 +224,16 @@ async def test_a_request_where_the_parked_turn_is_gone_continues_without_running
     agent = Agent(first, name="lost_turn_agent", capabilities=[TemporalDurability()])
     follow_up_agent = Agent(second, name="follow_up_agent", capabilities=[TemporalDurability()])
 
-    @agent.tool_plain
-    async def weather(city: str) -> str:
+    async def weather(ctx: RunContext[None], city: str) -> str:
         """The weather in a city."""
         calls.append(city)
+        if store is not None:  # the store has the reply that made this call (the CLI sends it as it writes it)
+            await store.holds_call(ctx.tool_call_id or "")
         await first.aclose()  # the parked turn and its CLI are gone
         return f"sunny in {city}"
 
-    follow_up_agent.tool_plain(weather)
+    agent.tool(weather)
+    follow_up_agent.tool(weather)
     try:
         async with running_worker(temporal_client, agent) as queue:
             outcome, _ = await run_workflow(temporal_client, queue, RunRequest("lost_turn_agent", "Weather?"))
@@ -225,7 +250,8 @@ async def test_a_request_where_the_parked_turn_is_gone_continues_without_running
     assert outcome.output == "The weather: sunny in Paris"
     assert calls == ["Paris"]
     history = outcome.history()
-    assert _details(history[-1])["session_source"] == "replay"
+    # With the store: the session's own transcript, branched at the reply that made the call; without: the history.
+    assert _details(history[-1])["session_source"] == ("fork" if with_store else "replay")
     answered = claude_backend.requests[-2]
     assert [result.text for result in answered.tool_results()] == ["sunny in Paris"]  # pydantic-ai's result, once
     follow_up = _details(followed.history()[-1])

@@ -186,6 +186,14 @@ def test_worker_b_finishes_the_run_with_the_right_answer(scenario: Scenario):
     assert ("three", "worker-b", 112) in scenario.ledger
 
 
+def test_worker_b_took_the_run_up_from_the_store(scenario: Scenario):
+    """B's request after the second tool call branched A's session as the store holds it, instead of replaying."""
+    responses = [message for message in scenario.finished["messages"] if message["kind"] == "response"]
+    sources = [response["provider_details"]["session_source"] for response in responses]
+    assert sources == ["fresh", "fresh", "fork", "fork"]
+    assert _session_of(responses[:3]) != _session_of(responses[:2])  # a branch: a session of its own
+
+
 def test_each_tool_ran_exactly_once(scenario: Scenario):
     # One and two on A (their activities were recorded before it died), three on B.
     assert scenario.ledger == [("one", "worker-a", 1), ("two", "worker-a", 11), ("three", "worker-b", 112)]
