@@ -152,7 +152,7 @@ async def run(prompt: str, workflow_id: str, history: str | None = None, address
 
 async def demo() -> None:
     """Everything on this machine, offline: a Temporal dev server, the offline backend, one worker, two turns."""
-    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     from claudecode_model.testing import OfflineBackend
@@ -160,6 +160,10 @@ async def demo() -> None:
     def chain_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         """Stands in for Claude: calls one, two and three in turn, then answers with the last result."""
         returns = [part for message in messages for part in message.parts if isinstance(part, ToolReturnPart)]
+        prompts = [part for message in messages for part in message.parts if isinstance(part, UserPromptPart)]
+        if len(prompts) > 1 and prompts[-1].content != "Continue from where you left off.":
+            answer = f"You said {prompts[-1].content!r}; the chain gave {returns[-1].content}."
+            return ModelResponse(parts=[TextPart(answer)])
         if len(returns) == 3:
             return ModelResponse(parts=[TextPart(f"The chain gives {returns[-1].content}.")])
         step = ("one", "two", "three")[len(returns)]
