@@ -206,3 +206,20 @@ def test_a_follow_up_on_a_new_worker_continues_the_session_from_the_store(scenar
     prompts = [text for text in scenario.follow_up_request.user_texts() if text != CLI_CONTINUATION_PROMPT]
     assert prompts == ["Start the chain.", "Thanks!"]
     assert scenario.follow_up_transcripts == []  # resumed from the store, nothing replayed on this worker
+
+
+def test_the_demo_runs_offline_on_its_own(temporal_server: TemporalDevServer, tmp_path: Path):
+    """``demo`` starts its own dev server and offline backend: a chain and a follow-up, nothing else needed."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env["HOME"] = str(tmp_path)  # no login, no settings of this machine
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), "demo"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.splitlines()[-2:] == ["The chain gives 1123.", "You said 'Thanks!'; the chain gave 1123."]
