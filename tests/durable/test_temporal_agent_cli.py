@@ -184,6 +184,44 @@ async def test_claude_code_strings_with_approvals_and_streamed_events(
     assert [request.last_user_text() for request in claude_backend.requests] == ["Weather?", "Weather?"]
 
 
+async def test_claude_code_strings_with_a_session_store_continue_on_another_worker(
+    claude_backend: OfflineBackend, temporal_client: Client, tmp_path: Path
+):
+    """``ClaudeCodeModels(session_store=...)``: a follow-up on a worker whose models never saw the session resumes it
+    from the store."""
+    from pydantic_ai.durable_exec.temporal import TemporalDurability
+
+    claude_backend.set_brain(FunctionModel(weather_brain))
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    first = ClaudeCodeModels(env=claude_backend.cli_env(), session_store=store)
+    second = ClaudeCodeModels(env=claude_backend.cli_env(config_dir=tmp_path / "other-worker"), session_store=store)
+
+    async def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    agents = [
+        Agent("claude-code:sonnet", name=name, tools=[weather], capabilities=[models, TemporalDurability()])
+        for name, models in (("store_agent", first), ("store_follow_up_agent", second))
+    ]
+    try:
+        async with running_worker(temporal_client, agents[0]) as queue:
+            asked, _ = await run_workflow(temporal_client, queue, RunRequest("store_agent", "Weather?"))
+        await first.aclose()  # the first worker is gone
+        async with running_worker(temporal_client, agents[1]) as queue:
+            request = RunRequest("store_follow_up_agent", "And tomorrow?", history=asked.messages)
+            followed, _ = await run_workflow(temporal_client, queue, request)
+    finally:
+        await first.aclose()
+        await second.aclose()
+        await store.aclose()
+
+    assert asked.output == "The weather: sunny in Paris"
+    last = _details(followed.history()[-1])
+    assert last["session_source"] == "resume"
+    assert last["session_id"] == _details(asked.history()[-1])["session_id"]
+
+
 class _WatchedStore(SQLiteSessionStore):
     """A SQLite store that notes the ids of the tool calls whose transcript entries reached it."""
 
