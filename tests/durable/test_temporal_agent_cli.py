@@ -132,6 +132,31 @@ async def test_settings_of_the_model_and_the_run_reach_the_cli_in_the_activity(
     assert "Model default" not in received.system
 
 
+async def test_settings_that_cannot_cross_into_an_activity_fail_the_run_with_a_clear_error(
+    claude_backend: OfflineBackend, temporal_client: Client
+):
+    """A predicate in the settings cannot be serialised into the activity: the workflow fails (it is not retried
+    forever), with pydantic-ai's error naming the cause, before any CLI is started."""
+    from pydantic_ai.durable_exec.temporal import TemporalDurability
+    from temporalio.client import WorkflowFailureError
+
+    model = ClaudeCodeModel(
+        env=claude_backend.cli_env(),
+        spare_sessions=0,
+        settings={"claude_code_tool_parameter_restrictions": {"weather": {"city": lambda city: city == "Paris"}}},
+    )
+    agent = Agent(model, name="predicate_agent", capabilities=[TemporalDurability()])
+    try:
+        async with running_worker(temporal_client, agent) as queue:
+            with pytest.raises(WorkflowFailureError) as failed:
+                await run_workflow(temporal_client, queue, RunRequest("predicate_agent", "Weather?"))
+    finally:
+        await model.aclose()
+
+    assert "failed to be serialized" in str(failed.value.cause)
+    assert claude_backend.requests == []
+
+
 async def test_claude_code_strings_with_approvals_and_streamed_events(
     claude_backend: OfflineBackend, temporal_client: Client
 ):
