@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup clean node-ui
+.PHONY: demo test setup clean node-ui node-bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,9 @@ demo: $(STAMP)
 
 node-ui:
 	scripts/install-node-ui
+
+node-bench:  # the peer of the new-process benchmark (python -m bench --only new-process)
+	scripts/install-node-bench
 
 test: $(STAMP) node-ui
 	$(PY) -m ruff check src tests
