@@ -109,6 +109,7 @@ class NewProcessSuite(Suite):
         "new-ready-framework",
     )
     default_repeat = 7
+    needs_cli = False  # its processes start their own CLIs; every contender gets one untimed run first
 
     def __init__(self) -> None:
         self._with_peer = False
