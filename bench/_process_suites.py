@@ -69,7 +69,8 @@ def _seconds(later: int, earlier: int) -> float:
 
 async def first_answer(command: Sequence[str], env: dict[str, str], *, cwd: Path = ROOT) -> Metrics:
     """One new process's first answer: start -> answer (``total``), the first call alone (``call``) and start ->
-    ready for the call (``ready``: interpreter and imports); the answer checked."""
+    ready for the call (``ready``: interpreter and imports), and the process's CPU seconds until the answer
+    (``cpu``) and in the call (``cpu_call``; not the CLI's); the answer checked."""
     report = await run_child(command, env, cwd=cwd)
     expected = expected_answer(calls=1)
     check(report.get("text") == expected, f"{command[-1]} answered {report.get('text')!r}, expected {expected!r}")
@@ -77,18 +78,21 @@ async def first_answer(command: Sequence[str], env: dict[str, str], *, cwd: Path
         "total": _seconds(report["answer"], report["spawned"]),
         "call": _seconds(report["answer"], report["call"]),
         "ready": _seconds(report["ready"], report["spawned"]),
+        "cpu": report["cpu"],
+        "cpu_call": report["cpu_call"],
     }
 
 
 async def floor(env: dict[str, str]) -> Metrics:
     """The same process without this library (``floor.py``): start -> pydantic-ai imported (``ready``), the first
     run of the agent on a ``FunctionModel`` (``first_run``: pydantic-ai's own first-use work) and the import of
-    claude_agent_sdk after them (``sdk_import``)."""
+    claude_agent_sdk after them (``sdk_import``), and the CPU seconds of it all (``cpu``)."""
     report = await run_child([sys.executable, str(SCRIPTS / "floor.py")], env)
     return {
         "ready": _seconds(report["ready"], report["spawned"]),
         "first_run": report["first_run"] / 1e9,
         "sdk_import": report["sdk_import"] / 1e9,
+        "cpu": report["cpu"],
     }
 
 
@@ -107,6 +111,9 @@ class NewProcessSuite(Suite):
         "new-ready",
         "new-ready-peer",
         "new-ready-framework",
+        "new-cpu",
+        "new-cpu-floor",
+        "new-cpu-peer",
     )
     default_repeat = 7
     needs_cli = False  # its processes start their own CLIs; every contender gets one untimed run first
@@ -147,12 +154,14 @@ class NewProcessSuite(Suite):
     def derived(self, samples: dict[str, list[float]]) -> dict[str, list[float]]:
         """Per repetition, the least this library's first call can take: the raw SDK's first call, plus the SDK's
         import (after pydantic-ai's) and pydantic-ai's own first run, both of which this library's first call
-        contains; and the least a whole new process can take: that plus importing pydantic-ai."""
+        contains; and the least a whole new process can take: that plus importing pydantic-ai. The same for the
+        process's CPU until the answer: the floor process's, plus the raw SDK's in its first call."""
         parts = zip(samples["raw.call"], samples["floor.sdk_import"], samples["floor.first_run"], strict=True)
         call = [sum(values) for values in parts]
         return {
             "least.call": call,
             "least.total": [a + b for a, b in zip(samples["floor.ready"], call, strict=True)],
+            "least.cpu": [a + b for a, b in zip(samples["floor.cpu"], samples["raw.cpu_call"], strict=True)],
         }
 
     def rows(self, medians: dict[str, float]) -> list[Row]:
@@ -197,6 +206,20 @@ class NewProcessSuite(Suite):
                 target=Target("reported"),
                 note="what `from claudecode_model import ClaudeCodeModel` adds to the framework's import",
             ),
+            Row(
+                key="new-cpu",
+                name="new process: CPU until the first answer (the process, not the CLI) vs raw SDK",
+                **measured(medians, "ours.cpu", "raw.cpu"),
+                target=Target("reported"),
+                note="time.process_time() at the answer: the interpreter, every import, the call; steady under load",
+            ),
+            Row(
+                key="new-cpu-floor",
+                name="new process: CPU until the first answer vs the floor (no library: same imports and runs)",
+                **measured(medians, "ours.cpu", "least.cpu"),
+                target=Target("reported"),
+                note="raw column: floor.py's CPU (pydantic-ai, its FunctionModel run, the SDK) + the raw call's",
+            ),
         ]
         if self._with_peer:
             rows += [
@@ -212,6 +235,12 @@ class NewProcessSuite(Suite):
                     name=f"new process: start -> first answer vs {PEER} (Node)",
                     **measured(medians, "ours.total", "peer.total"),
                     target=Target(f"<= 1.2 x {PEER}", 1.2),
+                ),
+                Row(
+                    key="new-cpu-peer",
+                    name=f"new process: CPU until the first answer vs {PEER} (Node)",
+                    **measured(medians, "ours.cpu", "peer.cpu"),
+                    target=Target("reported"),
                 ),
                 Row(
                     key="new-ready-peer",

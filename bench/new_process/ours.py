@@ -3,7 +3,8 @@
 Run by the new-process suite (``bench/_process_suites.py``) in a fresh interpreter per repetition. Reads the CLI
 environment from ``BENCH_CLI_ENV`` (JSON) and the prompt from ``BENCH_PROMPT``; prints one JSON line with the
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the parent's clock too) of: imports done, first call started, answer in
-hand, and the answer.
+hand; this process's CPU seconds until the answer and during the first call (steady where wall time is not); and the
+answer.
 """
 
 import json
@@ -25,7 +26,12 @@ async def probe(n: int) -> str:
     return f"p{n}"
 
 
-call = time.monotonic_ns()
+call, cpu_call = time.monotonic_ns(), time.process_time()
 output = agent.run_sync(os.environ["BENCH_PROMPT"]).output
-answer = time.monotonic_ns()
-print(json.dumps({"ready": ready, "call": call, "answer": answer, "text": output}), flush=True)
+answer, cpu = time.monotonic_ns(), time.process_time()
+print(
+    json.dumps(
+        {"ready": ready, "call": call, "answer": answer, "cpu": cpu, "cpu_call": cpu - cpu_call, "text": output}
+    ),
+    flush=True,
+)

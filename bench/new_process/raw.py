@@ -31,17 +31,19 @@ options = ClaudeAgentOptions(
 )
 
 
-async def first_answer() -> tuple[str, int]:
-    """The answer, and when it was in hand (the messages after it, up to the CLI's exit, are not timed)."""
-    found: tuple[str, int] | None = None
+async def first_answer() -> tuple[str, int, float]:
+    """The answer, when it was in hand and the CPU used until then (the messages after it, up to the CLI's exit,
+    are not counted)."""
+    found: tuple[str, int, float] | None = None
     async for message in query(prompt=os.environ["BENCH_PROMPT"], options=options):
         if isinstance(message, ResultMessage) and found is None:
-            found = str(message.result), time.monotonic_ns()
+            found = str(message.result), time.monotonic_ns(), time.process_time()
     if found is None:
         raise RuntimeError("query() ended without a ResultMessage")
     return found
 
 
-call = time.monotonic_ns()
-text, answer = asyncio.run(first_answer())
-print(json.dumps({"ready": ready, "call": call, "answer": answer, "text": text}), flush=True)
+call, cpu_call = time.monotonic_ns(), time.process_time()
+text, answer, cpu = asyncio.run(first_answer())
+report = {"ready": ready, "call": call, "answer": answer, "cpu": cpu, "cpu_call": cpu - cpu_call, "text": text}
+print(json.dumps(report), flush=True)

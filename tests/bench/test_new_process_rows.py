@@ -13,15 +13,22 @@ SAMPLES = {
     "ours.total": [2.0, 2.2, 2.4],
     "ours.call": [1.2, 1.3, 1.4],
     "ours.ready": [0.8, 0.9, 1.0],
+    "ours.cpu": [1.0, 1.1, 1.2],
+    "ours.cpu_call": [0.5, 0.6, 0.7],
     "raw.total": [1.5, 1.6, 1.7],
     "raw.call": [0.6, 0.7, 0.8],
     "raw.ready": [0.9, 0.9, 0.9],
+    "raw.cpu": [0.8, 0.8, 0.8],
+    "raw.cpu_call": [0.1, 0.2, 0.3],
     "floor.ready": [0.7, 0.8, 0.9],
     "floor.first_run": [0.05, 0.05, 0.05],
     "floor.sdk_import": [0.5, 0.6, 0.7],
+    "floor.cpu": [0.9, 0.9, 1.0],
     "peer.total": [1.2, 1.3, 1.4],
     "peer.call": [0.7, 0.8, 0.9],
     "peer.ready": [0.5, 0.5, 0.5],
+    "peer.cpu": [0.6, 0.6, 0.6],
+    "peer.cpu_call": [0.2, 0.2, 0.2],
 }
 
 
@@ -36,6 +43,7 @@ def test_the_floors_add_what_the_process_without_the_library_took_in_each_repeti
 
     assert derived["least.call"] == pytest.approx([0.6 + 0.5 + 0.05, 0.7 + 0.6 + 0.05, 0.8 + 0.7 + 0.05])
     assert derived["least.total"] == pytest.approx([0.7 + 1.15, 0.8 + 1.35, 0.9 + 1.55])
+    assert derived["least.cpu"] == pytest.approx([0.9 + 0.1, 0.9 + 0.2, 1.0 + 0.3])
     assert paired_ratio_range(SAMPLES["ours.call"], derived["least.call"]) == pytest.approx((1.4 / 1.55, 1.2 / 1.15))
 
 
@@ -52,6 +60,8 @@ def test_each_row_compares_the_medians_it_names():
     assert rows["new-ready-framework"] == (0.9, 0.8)
     assert rows["new-first-call-peer"] == (1.3, 0.8)
     assert rows["new-answer-peer"] == (2.2, 1.3)
+    assert rows["new-cpu-floor"] == (1.1, pytest.approx(1.1))
+    assert rows["new-cpu-peer"] == (1.1, 0.6)
     assert set(rows) == set(suite.row_names)
 
 
