@@ -347,14 +347,14 @@ async def _run_with(args: argparse.Namespace, model: ClaudeCodeModel, prompt: st
     started = time.perf_counter()
     try:
         result = await agent.run(prompt, event_stream_handler=progress.consume)
+        elapsed, answered = time.perf_counter() - started, seconds_since_process_start()  # not stopping the CLI
     finally:
         await model.aclose()
     if args.no_stream:
         print(result.output)
     elif progress.text_printed:
         print()
-    answered = seconds_since_process_start()
-    print(_run_summary(result, progress.tool_calls, time.perf_counter() - started, answered), file=sys.stderr)
+    print(_run_summary(result, progress.tool_calls, elapsed, answered), file=sys.stderr)
     return 0
 
 
