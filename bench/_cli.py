@@ -22,6 +22,7 @@ from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
 from bench._process_suites import NewProcessSuite
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
 from bench._store_suites import StoreSuite
+from bench._temporal_suites import TemporalSuite
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
@@ -34,6 +35,7 @@ SUITES: tuple[Suite, ...] = (
     BridgeSpawnSuite(),
     IPCRoundTripSuite(),
     StoreSuite(),
+    TemporalSuite(),
     NewProcessSuite(),
 )
 
