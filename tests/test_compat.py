@@ -93,6 +93,33 @@ async def test_cli_process_is_the_running_cli(claude_backend: OfflineBackend) ->
     assert process.returncode is not None
 
 
+def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
+    from claude_agent_sdk._internal import message_parser
+
+    _compat.keep_api_error_fields()
+    _compat.keep_api_error_fields()  # installed once
+    raw = {
+        "type": "assistant",
+        "message": {"content": [{"type": "text", "text": "API Error"}], "model": "<synthetic>"},
+        "parent_tool_use_id": None,
+        "error": "rate_limit",
+        "is_api_error_message": True,
+        "api_error_status": 429,
+        "api_error_type": "rate_limit_error",
+        "api_error_code": "credits_required",
+        "request_id": "req_1",
+    }
+    message = message_parser.parse_message(raw)
+    assert _compat.api_error_fields(message) == {
+        "api_error_status": 429,
+        "api_error_type": "rate_limit_error",
+        "api_error_code": "credits_required",
+        "request_id": "req_1",
+    }
+    plain = message_parser.parse_message({**raw, "is_api_error_message": False})
+    assert _compat.api_error_fields(plain) == {}
+
+
 def test_no_other_module_imports_a_private_third_party_name() -> None:
     offenders: list[str] = []
     for path in SRC.rglob("*.py"):

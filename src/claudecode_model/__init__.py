@@ -25,7 +25,9 @@ if TYPE_CHECKING:
         ClaudeCodeConnectionError,
         ClaudeCodeContextWindowExceededError,
         ClaudeCodeError,
+        ClaudeCodeModelNotFoundError,
         ClaudeCodeOverloadedError,
+        ClaudeCodeQuotaExceededError,
         ClaudeCodeRateLimitError,
         ClaudeCodeRequestRejectedError,
         ClaudeCodeServerError,
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinition
     from claudecode_model.stores.postgres import PostgresSessionStore
     from claudecode_model.stores.sqlite import SQLiteSessionStore
+    from claudecode_model.temporal import ClaudeCodePlugin
     from claudecode_model.tool_converter import (
         AgentToolset,
         McpResponse,
@@ -118,6 +121,7 @@ _EXPORTS: dict[str, str] = {
     "SQLiteSessionStore": "claudecode_model.stores.sqlite",
     "SubagentDefinition": "claudecode_model.settings",
     "ClaudeCodeModels": "claudecode_model.resolve",
+    "ClaudeCodePlugin": "claudecode_model.temporal",
     "TransportType": "claudecode_model.ipc._types",
 }
 
@@ -137,9 +141,12 @@ __all__ = [
     "ClaudeCodeContextWindowExceededError",
     "ClaudeCodeError",
     "ClaudeCodeModel",
+    "ClaudeCodeModelNotFoundError",
     "ClaudeCodeModelSettings",
     "ClaudeCodeModels",
     "ClaudeCodeOverloadedError",
+    "ClaudeCodePlugin",
+    "ClaudeCodeQuotaExceededError",
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
     "ClaudeCodeResponse",

@@ -59,7 +59,16 @@ def api_error(outcome: TurnOutcome, *, model_name: str) -> ClaudeCodeError | Non
     status = result.api_error_status if result is not None else None
     message = outcome.api_error_text or (result.result if result is not None else None) or ""
     if status is not None:
-        return api_error_for_status(status, model_name, message, cli_message=message, result=_result_dict(result))
+        return api_error_for_status(
+            status,
+            model_name,
+            message,
+            cli_message=message,
+            result=_result_dict(result),
+            in_stream=outcome.api_error_in_stream,
+            error_type=outcome.api_error_type,
+            error_code=outcome.api_error_code,
+        )
     if outcome.api_error_kind is not None or (result is not None and result.terminal_reason == "api_error"):
         return ClaudeCodeConnectionError(model_name, message or "Claude Code could not reach the API")
     return None

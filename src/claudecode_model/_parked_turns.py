@@ -5,29 +5,43 @@ Importing this module imports neither claude-agent-sdk nor mcp: they are importe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, cast
 
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
 
 from claudecode_model._details import PROVIDER_NAME
 
 if TYPE_CHECKING:
     from claudecode_model._parked import ParkingLot
     from claudecode_model._turn import CLITurn
+    from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = ["continue_parked", "settle"]
 
+logger = logging.getLogger(__name__)
+
 
 async def continue_parked(
-    lot: ParkingLot[CLITurn] | None, messages: list[ModelMessage], params: ModelRequestParameters
+    lot: ParkingLot[CLITurn] | None,
+    messages: list[ModelMessage],
+    settings: ModelSettings | None,
+    params: ModelRequestParameters,
 ) -> CLITurn | None:
     """The parked turn waiting for the answers this request carries, with the answers delivered (and a new user
-    prompt sent along with them, which Claude gets with the answers)."""
+    prompt sent along with them, which Claude gets with the answers).
+
+    A turn whose CLI was started with another system prompt than this request's (instructions that changed during
+    the run) cannot go on: it is closed, and the request takes up its calls from the history in a new session.
+    """
     if lot is None:
         return None
     from claudecode_model._agent_run import current_run_scope, deliver_answers, pending_calls
-    from claudecode_model._compat import new_parts_manager
+    from claudecode_model._compat import new_parts_manager, request_instructions
+    from claudecode_model._options import effective_system_prompt
+    from claudecode_model._plan import system_prompt_of
 
     lot.prune_dead_loops()
     pending = pending_calls(messages, PROVIDER_NAME)
@@ -37,6 +51,14 @@ async def continue_parked(
     this_runs = lot.owned_by(scope) if scope is not None else []
     turn = lot.claim(pending.ids)
     if turn is None:
+        return None
+    claude_settings = cast("ClaudeCodeModelSettings", settings or {})
+    system_prompt = effective_system_prompt(
+        claude_settings, system_prompt_of(messages, request_instructions(messages, params))
+    )
+    if system_prompt != turn.system_prompt:
+        logger.debug("the system prompt changed while a turn waited for tool results: its calls go on in a new session")
+        await turn.close_parked()
         return None
     if turn not in this_runs:
         # Another run (after approvals, an output tool call) goes on with the CLI process this turn kept alive.

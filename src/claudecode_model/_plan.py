@@ -52,6 +52,10 @@ class TurnPlan:
     deferred_call: ContentBlock | None = None
     """A ``tool_use`` block of the replayed transcript's last reply that the CLI runs again on resume (pydantic-ai's
     answer to a pending call of the agent's tools): the turn then starts without a user message."""
+    branch_point: SessionPoint | None = None
+    """Where the reply with ``deferred_call`` lies in its session's transcript: with a session store, when the store
+    (or this machine's disk) holds that reply, the transcript is branched there instead of replaying
+    ``replay_entries``."""
     digested_history: DigestedHistory | None = None
     """``history`` as digested to find ``point`` (the digest of the conversation after the turn extends it)."""
 
@@ -73,7 +77,7 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
 
     With ``allow_continue=False`` the plan has no session point: the history is replayed into a new session.
     """
-    system_prompt = _system_prompt(messages, instructions)
+    system_prompt = system_prompt_of(messages, instructions)
     last_response = _last_response_index(messages)
     new_requests = [m for m in messages[last_response + 1 :] if isinstance(m, ModelRequest)]
     if last_response < 0:
@@ -135,7 +139,8 @@ def _last_response_index(messages: Sequence[ModelMessage]) -> int:
     return -1
 
 
-def _system_prompt(messages: Sequence[ModelMessage], instructions: str | None) -> str | None:
+def system_prompt_of(messages: Sequence[ModelMessage], instructions: str | None) -> str | None:
+    """The system prompt of a request: every system prompt part of ``messages``, then the instructions."""
     texts = [
         part.content
         for message in messages

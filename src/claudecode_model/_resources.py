@@ -188,7 +188,7 @@ class ModelResources:
 
         prewarming = prewarm_requested()
         if not prewarming:
-            parked = await continue_parked(self.parked_if_created, messages, params)
+            parked = await continue_parked(self.parked_if_created, messages, settings, params)
             if parked is not None:
                 return parked
         check_request_settings(model, settings)

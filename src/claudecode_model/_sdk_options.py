@@ -40,7 +40,10 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "tools": Exposed(("claude_code_builtin_tools",)),
     "allowed_tools": Exposed(("claude_code_allowed_tools",)),
     "disallowed_tools": Exposed(("claude_code_disallowed_tools",)),
-    "system_prompt": Internal("the agent's system prompts and instructions, plus claude_code_system_prompt_append"),
+    "system_prompt": Internal(
+        "the agent's system prompts and instructions, plus claude_code_system_prompt_append, never snapshotted (a "
+        "resumed session gets the request's own); a long one through a file (--system-prompt-file)"
+    ),
     "mcp_servers": Internal("the agent's tools (pydantic_tools) and MCPServerTool remote servers"),
     "strict_mcp_config": Internal("always on: no .mcp.json of the user or the project is loaded"),
     "permission_mode": Exposed(("claude_code_permission_mode",)),
@@ -84,7 +87,7 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "include_partial_messages": Internal("always on: true streaming of text, thinking and tool arguments"),
     "include_hook_events": NotExposed("hook lifecycle messages carry nothing a pydantic-ai event or part shows"),
     "forward_subagent_text": NotExposed("subagents' tool calls are reported; their text is not forwarded"),
-    "verbatim_prompts": NotExposed("the SDK's default prompt handling"),
+    "verbatim_prompts": Exposed(("claude_code_interpret_prompts",)),
     "agents": Exposed(("claude_code_agents",)),
     "setting_sources": Exposed(("claude_code_setting_sources",)),
     "skills": NotExposed("skills load with the user's settings (claude_code_setting_sources)"),

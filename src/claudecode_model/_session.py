@@ -30,7 +30,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
 from claudecode_model._clock import ClockHandle, call_at
-from claudecode_model._compat import cli_process
+from claudecode_model._compat import cli_process, keep_api_error_fields
 from claudecode_model._slots import starting_slots
 from claudecode_model._trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from claudecode_model._tool_servers import ServedTools
 
 logger = logging.getLogger(__name__)
+
+keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports
 
 _STOP_GRACE_SECONDS = 2.0
 

@@ -48,14 +48,13 @@ IGNORED_STANDARD_SETTINGS = (
     "frequency_penalty",
     "logit_bias",
     "parallel_tool_calls",
-    "max_retries",
     "extra_headers",
     "extra_body",
     "service_tier",
 )
 """Standard settings the Claude Code CLI has no way to honour (logged once per model at WARNING)."""
 
-_READ_STANDARD_SETTINGS = ("max_tokens", "timeout", "thinking")
+_READ_STANDARD_SETTINGS = ("max_tokens", "max_retries", "timeout", "thinking")
 """Standard settings the model turns into CLI options, checked like its own."""
 
 _STANDARD_OVERRIDES: dict[str, Any] = {"timeout": int | float}
@@ -84,6 +83,7 @@ _RANGES: dict[str, Callable[[Any], str | None]] = {
     "claude_code_max_turns": _positive,
     "claude_code_max_budget_usd": _positive,
     "max_tokens": _positive,
+    "max_retries": lambda value: None if value >= 0 else "must be 0 or more",
     "claude_code_thinking": _thinking_budget,
     "claude_code_cwd": _existing_directory,
     "claude_code_allowed_tools": _non_empty_names,

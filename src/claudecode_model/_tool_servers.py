@@ -16,18 +16,21 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
+from claudecode_model._call_results import RESULT_SIZE_META
 from claudecode_model._cli import cli_version
 from claudecode_model._inprocess_server import build_inprocess_server
 from claudecode_model._mcp import ToolSpec, run_tool_call, tool_spec
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
 from claudecode_model.ipc._constants import SECRET_ENV_VAR
-from claudecode_model.ipc._session import IPCSession
 from claudecode_model.ipc._types import MetaToolHandler, ToolSchema, TransportType
+
+if TYPE_CHECKING:
+    from claudecode_model.ipc._session import IPCSession  # the stdio transport only: loaded when it is used
 
 __all__ = [
     "ResolvedTransport",
@@ -98,10 +101,17 @@ async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: Re
     """
     if transport == "sdk":
         return ServedTools(config=build_inprocess_server(server_name, specs))
+    from claudecode_model.ipc._session import IPCSession
+
     schemas: list[ToolSchema] = []
     handlers: dict[str, MetaToolHandler] = {}
     for spec in specs:
-        schema: ToolSchema = {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+        schema: ToolSchema = {
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": spec.input_schema,
+            "meta": dict(RESULT_SIZE_META),
+        }
         if spec.read_only:
             schema["annotations"] = {"readOnlyHint": True}
         schemas.append(schema)

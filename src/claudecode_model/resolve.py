@@ -114,7 +114,8 @@ class ClaudeCodeModels(AbstractCapability[Any]):
     tool_execution: ToolExecution = "agent"
     """Who runs the agent's own tools: ``"agent"`` (pydantic-ai) or ``"cli"`` (Claude Code's loop)."""
     session_store: SessionStore | None = None
-    """Where CLI session transcripts are mirrored for other workers (see ``docs/scaling.md``)."""
+    """Where every resolved model mirrors its CLI session transcripts (see ``session_store`` of
+    :class:`~claudecode_model.ClaudeCodeModel`): a turn on another worker resumes the session from it."""
     _models: dict[str, ClaudeCodeModel] = field(default_factory=dict, init=False, repr=False, compare=False)
     _lifetime: _AgentLifetime | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -128,7 +129,7 @@ class ClaudeCodeModels(AbstractCapability[Any]):
         key = name or _DEFAULT_MODEL
         model = self._models.get(key)
         if model is None:
-            model = ClaudeCodeModel(
+            model = _CapabilityModel(
                 name,
                 cli_path=self.cli_path,
                 settings=self.settings,
@@ -207,3 +208,15 @@ def _in_run() -> bool:
     from claudecode_model._compat import current_run_context  # imports claude-agent-sdk: not at import
 
     return current_run_context() is not None
+
+
+class _CapabilityModel(ClaudeCodeModel):
+    """A model whose CLI processes belong to its :class:`ClaudeCodeModels` (stopped by its ``aclose()``).
+
+    pydantic-ai enters a model it resolved from an id around each durable unit (a Temporal activity, a DBOS step)
+    and leaves it afterwards. Leaving keeps the processes here, so that the next unit of the run continues the
+    turn parked for tool results, or the live session, instead of starting a new CLI every time.
+    """
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        return await super(ClaudeCodeModel, self).__aexit__(*args)

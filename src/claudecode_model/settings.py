@@ -98,6 +98,11 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     claude_code_setting_sources: list[Literal["user", "project", "local"]]
     """Which Claude Code settings files (and CLAUDE.md, hooks, .mcp.json) to load; none by default."""
 
+    claude_code_interpret_prompts: bool
+    """Let Claude Code interpret the text it is sent (default ``False``: every prompt, history and queued message
+    reaches Claude exactly as written). ``True`` turns on what the CLI does to typed input: ``@path`` mentions
+    expanded into file contents, ``/command`` slash commands run. Only for text you trust."""
+
     claude_code_session: SessionMode
     """Whether to continue a CLI session the history came from (``"auto"``) or always start anew."""
 
