@@ -1,0 +1,212 @@
+"""The session store as a model's CLI sessions use it: every call bounded in time, failed writes written again.
+
+claude-agent-sdk mirrors each turn's transcript entries into the store before the turn's result, and drops a batch
+whose ``append`` failed (logging it and reporting a ``MirrorErrorMessage``), which leaves a gap in the stored
+transcript. :class:`GuardedStore` wraps the user's store so that
+
+* no call waits longer than the model's ``session_store_timeout`` (a locked SQLite file, a database that does not
+  answer): the turn's answer comes, the write counts as failed; after a timed-out call, the store is not asked
+  again for :data:`RETRY_AFTER_SECONDS` (each turn would wait as long again), and those writes fail at once;
+* the entries of a failed ``append`` are kept and sent again ahead of the session's next ``append`` (its next turn
+  here), which makes the stored transcript whole again; until then the gap is there for other workers to notice
+  (:func:`~claudecode_model._transcripts.entries_position` calls such a transcript broken);
+* the SDK's resume reads the transcript this library checked (:meth:`GuardedStore.staged`) instead of loading it
+  again: what the CLI resumes is what was found whole, and a resume needs no second read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
+
+from claude_agent_sdk.types import (
+    SessionKey,
+    SessionListSubkeysKey,
+    SessionStore,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
+
+from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+RETRY_AFTER_SECONDS = 30.0
+"""After a store call timed out, how long calls fail at once instead of waiting as long again."""
+
+MAX_UNSENT_ENTRIES = 20_000
+"""The most entries of one session kept to be sent again; beyond it the session's stored copy stays broken."""
+
+MAX_UNSENT_SESSIONS = 256
+"""The most sessions with entries kept to be sent again (the oldest is given up first)."""
+
+_KeyTuple = tuple[str, str, str]
+
+
+class StoreUnavailableError(ConnectionError):
+    """The session store is not asked: a call timed out a moment ago."""
+
+
+class GuardedStore(SessionStore):
+    """A :class:`SessionStore` with bounded calls, failed appends sent again, and transcripts staged for resumes."""
+
+    def __init__(self, store: SessionStore, *, timeout: float = DEFAULT_STORE_TIMEOUT) -> None:
+        self.store = store
+        self.timeout = timeout
+        self._unsent: OrderedDict[_KeyTuple, OrderedDict[str, SessionStoreEntry]] = OrderedDict()
+        self._staged: dict[_KeyTuple, list[list[SessionStoreEntry]]] = {}
+        self._resting_until = 0.0
+
+    def __repr__(self) -> str:
+        return repr(self.store)
+
+    # --- the SessionStore protocol ---------------------------------------------------------------------------
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        """Append ``entries``, after any entries of the session a failed append left unsent."""
+        k = _key(key)
+        backlog = self._unsent.get(k)
+        batch = entries
+        if backlog:
+            batch = list(_merged(backlog, entries).values())
+        try:
+            await self._bounded(self.store.append(key, batch), "append")
+        except Exception:
+            self._keep_unsent(k, entries)
+            raise
+        if backlog:
+            self._unsent.pop(k, None)
+            logger.info(
+                "session store: %d entries of session %s that failed to reach it earlier are written now",
+                len(backlog),
+                key["session_id"],
+            )
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """The transcript staged for this key (see :meth:`staged`), else the store's."""
+        staged = self._staged.get(_key(key))
+        if staged:
+            return staged[-1]
+        if key.get("subpath"):
+            # A subagent's transcript: a resume goes on without it rather than fail.
+            try:
+                return await self._bounded(self.store.load(key), "load")
+            except Exception as error:
+                logger.warning("session store: the subagent transcript %s could not be loaded: %s", key, error)
+                return None
+        return await self._bounded(self.store.load(key), "load")
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        """The store's subagent transcripts of a session (none when it cannot list them, or fails to)."""
+        implementation = getattr(type(self.store), "list_subkeys", None)
+        if implementation is None or implementation is SessionStore.list_subkeys:
+            return []
+        try:
+            return await self._bounded(self.store.list_subkeys(key), "list_subkeys")
+        except Exception as error:
+            logger.warning("session store: the subagent transcripts of %s could not be listed: %s", key, error)
+            return []
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        return await self._bounded(self.store.list_sessions(project_key), "list_sessions")
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        return await self._bounded(self.store.list_session_summaries(project_key), "list_session_summaries")
+
+    async def delete(self, key: SessionKey) -> None:
+        self._unsent.pop(_key(key), None)
+        await self._bounded(self.store.delete(key), "delete")
+
+    # --- for the turn runner ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def staged(self, key: SessionKey, entries: list[SessionStoreEntry]) -> Iterator[None]:
+        """While in the block, :meth:`load` of ``key`` returns ``entries`` (the copy a resume was decided on)."""
+        k = _key(key)
+        stack = self._staged.setdefault(k, [])
+        stack.append(entries)
+        try:
+            yield
+        finally:
+            stack.remove(entries)
+            if not stack:
+                del self._staged[k]
+
+    def unsent(self, key: SessionKey) -> int:
+        """How many entries of the session failed to reach the store and wait to be sent again."""
+        return len(self._unsent.get(_key(key), ()))
+
+    async def load_checked(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """The stored transcript, or ``None`` when the store has none, cannot be reached or did not answer in
+        time (logged: the turn then goes on from this machine's copy or replays the history)."""
+        try:
+            return await self.load(key)
+        except Exception as error:
+            logger.warning(
+                "session store: session %s could not be loaded (%s); the turn goes on without the stored copy",
+                key["session_id"],
+                _describe(error),
+            )
+            return None
+
+    # --- internals -------------------------------------------------------------------------------------------
+
+    async def _bounded(self, call: Awaitable[T], what: str) -> T:
+        if time.monotonic() < self._resting_until:
+            if asyncio.iscoroutine(call):
+                call.close()
+            raise StoreUnavailableError(
+                f"{self.store!r}: not asked (a call timed out less than {RETRY_AFTER_SECONDS:g} s ago)"
+            )
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await call
+        except TimeoutError as error:
+            self._resting_until = time.monotonic() + RETRY_AFTER_SECONDS
+            raise TimeoutError(f"{self.store!r}: {what}() took longer than {self.timeout:g} s") from error
+
+    def _keep_unsent(self, k: _KeyTuple, entries: list[SessionStoreEntry]) -> None:
+        backlog = self._unsent.pop(k, None) or OrderedDict()
+        backlog = _merged(backlog, entries)
+        if len(backlog) > MAX_UNSENT_ENTRIES:
+            logger.warning(
+                "session store: more than %d entries of session %s failed to reach it; they are given up (other "
+                "workers replay the conversation instead of resuming it)",
+                MAX_UNSENT_ENTRIES,
+                k[1],
+            )
+            return
+        self._unsent[k] = backlog
+        while len(self._unsent) > MAX_UNSENT_SESSIONS:
+            given_up, _ = self._unsent.popitem(last=False)
+            logger.warning("session store: the unsent entries of session %s are given up", given_up[1])
+
+
+def _key(key: SessionKey | SessionListSubkeysKey) -> _KeyTuple:
+    raw = cast("dict[str, Any]", key)
+    return (str(raw.get("project_key")), str(raw.get("session_id")), str(raw.get("subpath") or ""))
+
+
+def _merged(
+    backlog: OrderedDict[str, SessionStoreEntry], entries: list[SessionStoreEntry]
+) -> OrderedDict[str, SessionStoreEntry]:
+    """``backlog`` followed by the entries of ``entries`` it lacks (by ``uuid``, or by content without one)."""
+    merged = OrderedDict(backlog)
+    for entry in entries:
+        uuid = cast("dict[str, Any]", entry).get("uuid")
+        identity = uuid if isinstance(uuid, str) and uuid else json.dumps(entry, sort_keys=True, default=str)
+        merged.setdefault(identity, entry)
+    return merged
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
