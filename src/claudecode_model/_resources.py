@@ -209,8 +209,12 @@ class ModelResources:
         return self._runner_if_created
 
     async def aclose(self) -> None:
-        """Stop the parked turns, then the idle CLI sessions and spares (only what was created)."""
+        """Stop the parked turns, then the idle CLI sessions and spares, then a session store call that timed out
+        (only what was created)."""
         if self.parked_if_created is not None:
             await self.parked_if_created.close_all()
         if self._pool is not None:
             await self._pool.close_all()
+        runner = self._runner_if_created
+        if runner is not None and runner.session_store is not None:
+            await runner.session_store.aclose()

@@ -5,8 +5,8 @@ whose ``append`` failed (logging it and reporting a ``MirrorErrorMessage``), whi
 transcript. :class:`GuardedStore` wraps the user's store so that
 
 * no call waits longer than the model's ``session_store_timeout`` (a locked SQLite file, a database that does not
-  answer): the turn's answer comes, the write counts as failed; after a timed-out call, the store is not asked
-  again for :data:`RETRY_AFTER_SECONDS` (each turn would wait as long again), and those writes fail at once;
+  answer): the turn's answer comes, the write counts as failed; while a call that timed out goes on in the
+  background (at most :data:`STUCK_CALL_SECONDS`), the store is not asked again and calls fail at once;
 * the entries of a failed ``append`` are kept and sent again ahead of the session's next ``append`` (its next turn
   here), which makes the stored transcript whole again; until then the gap is there for other workers to notice
   (:func:`~claudecode_model._transcripts.entries_position` calls such a transcript broken);
@@ -19,9 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
@@ -40,8 +39,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-RETRY_AFTER_SECONDS = 30.0
-"""After a store call timed out, how long calls fail at once instead of waiting as long again."""
+STUCK_CALL_SECONDS = 60.0
+"""How long a store call that timed out may go on in the background before it is cancelled; until it ends, the
+store is not asked again (each turn would wait as long again): those calls fail at once."""
 
 MAX_UNSENT_ENTRIES = 20_000
 """The most entries of one session kept to be sent again; beyond it the session's stored copy stays broken."""
@@ -64,7 +64,7 @@ class GuardedStore(SessionStore):
         self.timeout = timeout
         self._unsent: OrderedDict[_KeyTuple, OrderedDict[str, SessionStoreEntry]] = OrderedDict()
         self._staged: dict[_KeyTuple, list[list[SessionStoreEntry]]] = {}
-        self._resting_until = 0.0
+        self._stuck: asyncio.Future[Any] | None = None
 
     def __repr__(self) -> str:
         return repr(self.store)
@@ -160,19 +160,32 @@ class GuardedStore(SessionStore):
 
     # --- internals -------------------------------------------------------------------------------------------
 
-    async def _bounded(self, call: Awaitable[T], what: str) -> T:
-        if time.monotonic() < self._resting_until:
-            if asyncio.iscoroutine(call):
-                call.close()
-            raise StoreUnavailableError(
-                f"{self.store!r}: not asked (a call timed out less than {RETRY_AFTER_SECONDS:g} s ago)"
-            )
+    async def _bounded(self, call: Coroutine[Any, Any, T], what: str) -> T:
+        stuck = self._stuck
+        if stuck is not None and not stuck.done():
+            call.close()
+            raise StoreUnavailableError(f"{self.store!r}: not asked while a call that timed out has not ended")
+        task = asyncio.ensure_future(call)
         try:
-            async with asyncio.timeout(self.timeout):
-                return await call
-        except TimeoutError as error:
-            self._resting_until = time.monotonic() + RETRY_AFTER_SECONDS
-            raise TimeoutError(f"{self.store!r}: {what}() took longer than {self.timeout:g} s") from error
+            done, _ = await asyncio.wait({task}, timeout=self.timeout)
+        except BaseException:
+            task.cancel()
+            raise
+        if done:
+            return task.result()
+        # Left to end by itself (a thread cannot be stopped; a database call may still land), within a bound.
+        self._stuck = task
+        task.add_done_callback(_forget_outcome)
+        give_up = asyncio.get_running_loop().call_later(STUCK_CALL_SECONDS, task.cancel)
+        task.add_done_callback(lambda _: give_up.cancel())
+        raise TimeoutError(f"{self.store!r}: {what}() took longer than {self.timeout:g} s")
+
+    async def aclose(self) -> None:
+        """Stop a call that timed out and has not ended yet."""
+        stuck, self._stuck = self._stuck, None
+        if stuck is not None and not stuck.done():
+            stuck.cancel()
+            await asyncio.wait({stuck})
 
     def _keep_unsent(self, k: _KeyTuple, entries: list[SessionStoreEntry]) -> None:
         backlog = self._unsent.pop(k, None) or OrderedDict()
@@ -206,6 +219,12 @@ def _merged(
         identity = uuid if isinstance(uuid, str) and uuid else json.dumps(entry, sort_keys=True, default=str)
         merged.setdefault(identity, entry)
     return merged
+
+
+def _forget_outcome(task: asyncio.Future[Any]) -> None:
+    """Retrieve the outcome of a call nobody waits for any more (it is not an error left unseen)."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.debug("session store: a call that had timed out failed later: %s", task.exception())
 
 
 def _describe(error: BaseException) -> str:

@@ -176,3 +176,22 @@ async def test_two_sqlite_stores_on_one_file_share_it_like_two_processes(tmp_pat
         await second.aclose()
     assert loaded is not None
     assert sorted(entry["uuid"] for entry in loaded) == sorted(f"{n}-{t}" for n in "ab" for t in range(10))
+
+
+async def test_a_sqlite_file_deleted_while_in_use_is_noticed_and_opened_anew(tmp_path: Path):
+    path = tmp_path / "sessions.db"
+    store, other_worker = SQLiteSessionStore(path), SQLiteSessionStore(path)
+    try:
+        await store.append(KEY, [{"type": "user", "uuid": "before"}])
+        for leftover in tmp_path.glob("sessions.db*"):
+            leftover.unlink()
+        with pytest.raises(FileNotFoundError, match="deleted or replaced while in use"):
+            await store.append(KEY, [{"type": "user", "uuid": "after"}])
+        await store.append(KEY, [{"type": "user", "uuid": "after"}])  # into a new file other workers see too
+        assert path.exists()
+        loaded = await other_worker.load(KEY)
+    finally:
+        await store.aclose()
+        await other_worker.aclose()
+    assert loaded is not None
+    assert [entry["uuid"] for entry in loaded] == ["after"]

@@ -172,7 +172,9 @@ async def test_entries_of_a_failed_append_go_ahead_of_the_next_one(files: Transc
     assert await flaky.load(key) == TRANSCRIPT  # in order, each entry once
 
 
-async def test_a_store_that_does_not_answer_times_out_and_is_left_alone_for_a_while(files: TranscriptFiles):
+async def test_a_store_that_does_not_answer_times_out_and_is_left_alone_until_the_call_ends(
+    files: TranscriptFiles,
+):
     flaky = FlakyStore()
     store = GuardedStore(flaky, timeout=0.05)
     key = key_of(files)
@@ -183,8 +185,12 @@ async def test_a_store_that_does_not_answer_times_out_and_is_left_alone_for_a_wh
     with pytest.raises(StoreUnavailableError):
         await store.append(key, TRANSCRIPT)
     assert await store.load_checked(key) is None  # a read that cannot be made is no copy
-    assert flaky.calls == calls  # not asked again while it rests
+    assert flaky.calls == calls  # not asked again while the call that timed out goes on
     assert store.unsent(key) == len(TRANSCRIPT)
+    await store.aclose()  # ends that call
+    flaky.hanging = False
+    await store.append(key, [])
+    assert await flaky.load(key) == TRANSCRIPT
 
 
 async def test_a_staged_copy_is_what_a_resume_loads(files: TranscriptFiles):
