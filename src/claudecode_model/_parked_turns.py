@@ -5,6 +5,7 @@ Importing this module imports neither claude-agent-sdk nor mcp: they are importe
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import ModelMessage
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from claudecode_model._turn import CLITurn
 
 __all__ = ["continue_parked", "settle"]
+
+logger = logging.getLogger(__name__)
 
 
 async def continue_parked(
@@ -36,6 +39,10 @@ async def continue_parked(
     turn = lot.claim(pending.ids)
     if turn is None:
         return None
+    if turn.session.closed:
+        # Its CLI ended while the calls ran (unnoticed so far): the caller replays the history with the results.
+        await turn.close_parked()
+        return None
     try:
         if pending.prompts:
             await turn.say(pending.prompts)
@@ -43,6 +50,7 @@ async def continue_parked(
         await turn.close_parked()
         raise
     turn.session.waiting_for_tools = False
+    turn.session.on_failure = None
     deliver_answers(turn.router.results, pending)
     turn.continue_with(messages, new_parts_manager(params))
     return turn
@@ -62,3 +70,17 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     scope = current_run_scope()
     turn.session.waiting_for_tools = True
     lot.park(turn, waiting, timeout=None if scope is not None else idle_timeout, owner=scope)
+
+    def cli_died(error: BaseException) -> None:
+        if not lot.close_soon(turn):
+            return
+        from claudecode_model._errors import exit_description
+
+        logger.warning(
+            "The Claude Code CLI of a turn waiting for %d tool result(s) ended (%s); the results will be given to "
+            "Claude in a new session that replays the conversation",
+            len(waiting),
+            exit_description(getattr(error, "exit_code", None)),
+        )
+
+    turn.session.on_failure = cli_died

@@ -178,6 +178,8 @@ class CLISession:
         """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
         self.arrived = 0.0
         """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
+        self.on_failure: Callable[[BaseException], None] | None = None
+        """Told at once when a turn fails in the owner task (the CLI died), even while nobody reads the turn."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -306,6 +308,8 @@ class CLISession:
             turn.output.put(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
+            if self.on_failure is not None:
+                self.on_failure(error)
         finally:
             self._serving = False
             self._current = None

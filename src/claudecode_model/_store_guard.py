@@ -6,7 +6,8 @@ transcript. :class:`GuardedStore` wraps the user's store so that
 
 * no call waits longer than the model's ``session_store_timeout`` (a locked SQLite file, a database that does not
   answer): the turn's answer comes, the write counts as failed; while a call that timed out goes on in the
-  background (at most :data:`STUCK_CALL_SECONDS`), the store is not asked again and calls fail at once;
+  background (at most :data:`STUCK_CALL_SECONDS`), the store is not asked again and calls fail after
+  :data:`STUCK_GRACE_SECONDS`;
 * the entries of a failed ``append`` are kept and sent again ahead of the session's next ``append`` (its next turn
   here), which makes the stored transcript whole again; until then the gap is there for other workers to notice
   (:func:`~claudecode_model._transcripts.entries_position` calls such a transcript broken);
@@ -48,6 +49,9 @@ MAX_UNSENT_ENTRIES = 20_000
 
 MAX_UNSENT_SESSIONS = 256
 """The most sessions with entries kept to be sent again (the oldest is given up first)."""
+
+STUCK_GRACE_SECONDS = 0.5
+"""How long a call waits for a call that timed out to end (a store that is back answers it at once)."""
 
 _KeyTuple = tuple[str, str, str]
 
@@ -163,8 +167,10 @@ class GuardedStore(SessionStore):
     async def _bounded(self, call: Coroutine[Any, Any, T], what: str) -> T:
         stuck = self._stuck
         if stuck is not None and not stuck.done():
-            call.close()
-            raise StoreUnavailableError(f"{self.store!r}: not asked while a call that timed out has not ended")
+            await asyncio.wait({stuck}, timeout=min(STUCK_GRACE_SECONDS, self.timeout))
+            if not stuck.done():
+                call.close()
+                raise StoreUnavailableError(f"{self.store!r}: not asked while a call that timed out has not ended")
         task = asyncio.ensure_future(call)
         try:
             done, _ = await asyncio.wait({task}, timeout=self.timeout)

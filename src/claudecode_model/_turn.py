@@ -305,14 +305,18 @@ async def _acquire_session(
     def take_live(point: SessionPoint) -> CLISession | None:
         return runner.pool.take(point.session_id, signature=request.signature, digest=point.digest)
 
-    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
+    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
+    live = take_live(plan.point) if plan.point is not None else None
+    if live is not None:
+        logger.debug("continuing session %s in its live CLI process", live.session_id)
+        return _Acquired(live, continue_input, _nothing, "live")
     transcripts = await find_transcript(files, runner.session_store, plan.point)
+    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
     source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
     store = runner.session_store
     staged: list[Any] | None = None
     if store is not None and isinstance(transcripts, SessionCopy) and isinstance(source, ResumeSession | ForkSession):
         staged = transcripts.entries
-    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
     release_source = _nothing
     session_id: str | None = None
     owned = not keep

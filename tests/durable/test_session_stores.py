@@ -12,6 +12,7 @@ from claude_agent_sdk.testing.session_store_conformance import run_session_store
 from claude_agent_sdk.types import SessionKey
 
 from claudecode_model.stores import PostgresSessionStore, SQLiteSessionStore
+from tests._support.stores import delete_sqlite_file
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -183,8 +184,7 @@ async def test_a_sqlite_file_deleted_while_in_use_is_noticed_and_opened_anew(tmp
     store, other_worker = SQLiteSessionStore(path), SQLiteSessionStore(path)
     try:
         await store.append(KEY, [{"type": "user", "uuid": "before"}])
-        for leftover in tmp_path.glob("sessions.db*"):
-            leftover.unlink()
+        delete_sqlite_file(path)
         with pytest.raises(FileNotFoundError, match="deleted or replaced while in use"):
             await store.append(KEY, [{"type": "user", "uuid": "after"}])
         await store.append(KEY, [{"type": "user", "uuid": "after"}])  # into a new file other workers see too
