@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
-from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.exceptions import CLIProcessError
 from claudecode_model.testing import Failure
@@ -27,6 +28,31 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cli
 
 DIED = "ended (the process was killed by SIGKILL (exit status -9))"
+CLI_CONTINUATION_PROMPT = "Continue from where you left off."
+"""What the CLI sends when it resumes a session whose transcript ends with a tool result."""
+
+
+def tool_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """``call <tool>``: calls it, then answers ``done: <result>``; anything else is echoed."""
+    prompts = [
+        p.content
+        for m in messages
+        for p in m.parts
+        if isinstance(p, UserPromptPart) and p.content != CLI_CONTINUATION_PROMPT
+    ]
+    returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+    if returns:
+        return ModelResponse(parts=[TextPart(f"done: {returns[-1].content}")])
+    prompt = str(prompts[-1])
+    if prompt.startswith("call "):
+        [name] = [tool.name for tool in info.function_tools if tool.name.endswith(prompt.removeprefix("call "))]
+        return ModelResponse(parts=[ToolCallPart(name, {})])
+    return ModelResponse(parts=[TextPart(f"echo: {prompt}")])
+
+
+def user_prompts(harness: Harness) -> list[str]:
+    """The user prompts Claude received in the last request (the CLI's own continuation prompt left out)."""
+    return [text for text in harness.backend.requests[-1].user_texts() if text != CLI_CONTINUATION_PROMPT]
 
 
 def source_of(messages: list[object]) -> object:
@@ -38,6 +64,7 @@ def source_of(messages: list[object]) -> object:
 async def test_cli_killed_while_a_tool_runs_the_run_goes_on_with_the_tool_result(
     agent_harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
+    agent_harness.backend.set_brain(FunctionModel(tool_brain))
     agent = Agent(agent_harness.model)
     started, release = asyncio.Event(), asyncio.Event()
 
@@ -59,15 +86,15 @@ async def test_cli_killed_while_a_tool_runs_the_run_goes_on_with_the_tool_result
 
     assert result.output == "done: found it"  # the tool's result was kept
     assert source_of(result.all_messages()) == "replay"
-    seen = agent_harness.backend.requests[-1]
-    assert seen.user_texts() == ["call slow_lookup"]
-    assert [result.text for result in seen.tool_results()] == ["found it"]
+    assert user_prompts(agent_harness) == ["call slow_lookup"]
+    assert [result.text for result in agent_harness.backend.requests[-1].tool_results()] == ["found it"]
     await agent_harness.assert_recovers(idle_sessions=1)
 
 
 async def test_cli_killed_while_an_approval_is_asked_the_approved_call_runs_in_a_new_session(
     agent_harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
+    agent_harness.backend.set_brain(FunctionModel(tool_brain))
     agent: Agent[None, str | DeferredToolRequests] = Agent(agent_harness.model, output_type=[str, DeferredToolRequests])
     calls: list[str] = []
 
@@ -91,6 +118,7 @@ async def test_cli_killed_while_an_approval_is_asked_the_approved_call_runs_in_a
     assert second.output == "done: deleted"
     assert calls == ["delete_files"]
     assert source_of(second.all_messages()) == "replay"
+    assert user_prompts(agent_harness) == ["call delete_files"]
     assert [result.text for result in agent_harness.backend.requests[-1].tool_results()] == ["deleted"]
     await agent_harness.assert_recovers(idle_sessions=1)
 
