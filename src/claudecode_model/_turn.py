@@ -35,6 +35,7 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._agent_run import PendingCalls, deliver_answers, pending_calls, resume_plan
 from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
+from claudecode_model._cli_temp import private_cli_temp
 from claudecode_model._compat import (
     ModelResponsePartsManager,
     current_run_context,
@@ -429,10 +430,12 @@ async def spawn_session(
         on_closed()
         raise NoSlotError("every process slot of the model is taken")
     release = slots.release if slots is not None else _nothing
+    remove_temp = _nothing
     try:
         router = RunToolRouter()
         served = await serve_tool_servers(runner.tools, request.servers, router)
         cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        temp_env, remove_temp = private_cli_temp(request.options.env)
         options = replace(
             request.options,
             **dict(resume or {}),
@@ -441,7 +444,7 @@ async def spawn_session(
                 **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
             },
-            env={**request.options.env, **cli_env, **(traceparent_env() if traced else {})},
+            env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
             stderr=stderr.append,
         )
         # The session keeps the signature computed without per-process values (such as the IPC secret).
@@ -449,9 +452,10 @@ async def spawn_session(
     except BaseException:
         release()
         on_closed()
+        remove_temp()
         raise
     session.stderr = stderr
-    session.on_closed.extend((release, on_closed))
+    session.on_closed.extend((release, on_closed, remove_temp))
     await session.start(warm_up=warm_up)
     return session
 
