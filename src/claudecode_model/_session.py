@@ -27,7 +27,7 @@ from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
-from claudecode_model._compat import cli_process
+from claudecode_model._compat import cli_process, close_process_pipes
 from claudecode_model._slots import starting_slots
 from claudecode_model._trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
@@ -284,6 +284,9 @@ class CLISession:
             except BaseException:
                 _kill_if_alive(self._pid)
                 raise
+            finally:
+                if self._process is not None:
+                    close_process_pipes(self._process)
 
     async def _serve(self, client: ClaudeSDKClient, turn: _TurnRequest) -> None:
         async def one_message(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
