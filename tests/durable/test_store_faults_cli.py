@@ -281,3 +281,27 @@ async def test_a_sqlite_file_deleted_mid_conversation_is_noticed_and_another_wor
     assert claude_saw(claude_backend) == ["one", "two", "three"]
     assert details(three)["session_source"] == "replay"  # the new file lacks turn one
     nothing_left()
+
+
+async def test_a_store_that_cannot_be_reached_makes_another_worker_replay_instead_of_failing(
+    claude_backend: OfflineBackend, tmp_path: Path
+):
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store)
+    one = await run_and_close(worker_a, "one")
+    await store.aclose()
+    unreachable = PostgresSessionStore(f"postgresql://nobody@/nothing?host={tmp_path}&port=5432", connect_timeout=1)
+    try:
+        two = await run_and_close(
+            ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=unreachable),
+            "two",
+            message_history=one.all_messages(),
+        )
+    finally:
+        await unreachable.aclose()
+    assert two.output == "echo: two (prompts seen: 2)"
+    assert claude_saw(claude_backend) == ["one", "two"]
+    assert details(two)["session_source"] == "replay"
+    assert details(two)["session_store"] == "incomplete"
+    nothing_left()
