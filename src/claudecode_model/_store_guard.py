@@ -6,8 +6,8 @@ transcript. :class:`GuardedStore` wraps the user's store so that
 
 * no call waits longer than the model's ``session_store_timeout`` (a locked SQLite file, a database that does not
   answer): the turn's answer comes, the write counts as failed; while a call that timed out goes on in the
-  background (at most :data:`STUCK_CALL_SECONDS`), the store is not asked again and calls fail after
-  :data:`STUCK_GRACE_SECONDS`;
+  background (at most :data:`STUCK_CALL_SECONDS`), the store is not asked again: the first call waits
+  :data:`STUCK_GRACE_SECONDS` for it, the others fail at once;
 * the entries of a failed ``append`` are kept and sent again ahead of the session's next ``append`` (its next turn
   here), which makes the stored transcript whole again; until then the gap is there for other workers to notice
   (:func:`~claudecode_model._transcripts.entries_position` calls such a transcript broken);
@@ -51,13 +51,15 @@ MAX_UNSENT_SESSIONS = 256
 """The most sessions with entries kept to be sent again (the oldest is given up first)."""
 
 STUCK_GRACE_SECONDS = 0.5
-"""How long a call waits for a call that timed out to end (a store that is back answers it at once)."""
+"""How long the first call after a timeout waits for the call that timed out to end (a store that is back answers
+it at once)."""
 
 _KeyTuple = tuple[str, str, str]
 
 
-class StoreUnavailableError(ConnectionError):
-    """The session store is not asked: a call timed out a moment ago."""
+class StoreUnavailableError(TimeoutError):
+    """The session store is not asked: a call that timed out has not ended yet. A ``TimeoutError``, which the SDK's
+    mirror does not retry (a retry would fail the same way)."""
 
 
 class GuardedStore(SessionStore):
@@ -69,6 +71,7 @@ class GuardedStore(SessionStore):
         self._unsent: OrderedDict[_KeyTuple, OrderedDict[str, SessionStoreEntry]] = OrderedDict()
         self._staged: dict[_KeyTuple, list[list[SessionStoreEntry]]] = {}
         self._stuck: asyncio.Future[Any] | None = None
+        self._graced = False
 
     def __repr__(self) -> str:
         return repr(self.store)
@@ -167,7 +170,9 @@ class GuardedStore(SessionStore):
     async def _bounded(self, call: Coroutine[Any, Any, T], what: str) -> T:
         stuck = self._stuck
         if stuck is not None and not stuck.done():
-            await asyncio.wait({stuck}, timeout=min(STUCK_GRACE_SECONDS, self.timeout))
+            if not self._graced:  # the first call after a timeout gives the store a moment to come back
+                self._graced = True
+                await asyncio.wait({stuck}, timeout=min(STUCK_GRACE_SECONDS, self.timeout))
             if not stuck.done():
                 call.close()
                 raise StoreUnavailableError(f"{self.store!r}: not asked while a call that timed out has not ended")
@@ -180,7 +185,7 @@ class GuardedStore(SessionStore):
         if done:
             return task.result()
         # Left to end by itself (a thread cannot be stopped; a database call may still land), within a bound.
-        self._stuck = task
+        self._stuck, self._graced = task, False
         task.add_done_callback(_forget_outcome)
         give_up = asyncio.get_running_loop().call_later(STUCK_CALL_SECONDS, task.cancel)
         task.add_done_callback(lambda _: give_up.cancel())
