@@ -103,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", help="check the CLI, credentials and an offline round trip")
     doctor.add_argument("--verbose", action="store_true", help="show the library's logs on stderr")
+    doctor.add_argument("--cli-path", default=None, help="the Claude Code CLI to check (default: the one found)")
     doctor.set_defaults(handler=_doctor)
 
     demo = commands.add_parser("demo", help="run an agent through the real CLI against the offline backend")
@@ -169,7 +170,7 @@ class _RoundTrip:
     elapsed: float
 
 
-async def _offline_round_trip(prompt: str) -> _RoundTrip:
+async def _offline_round_trip(prompt: str, cli_path: str | None = None) -> _RoundTrip:
     from pydantic_ai import Agent
     from pydantic_ai.models.function import FunctionModel
 
@@ -177,7 +178,7 @@ async def _offline_round_trip(prompt: str) -> _RoundTrip:
     from claudecode_model.testing import OfflineBackend
 
     with OfflineBackend(FunctionModel(_demo_brain)) as backend:
-        model = ClaudeCodeModel(env=backend.cli_env())
+        model = ClaudeCodeModel(cli_path=cli_path, env=backend.cli_env())
         agent = Agent(model, instructions="Answer in one sentence.")
         started = time.perf_counter()
         try:
@@ -426,21 +427,23 @@ def _run_summary(result: AgentRunResult[str], tool_calls: int, elapsed: float) -
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-    from claudecode_model._cli import cli_version_text, find_cli
+    from claudecode_model._cli import cli_version_text, find_cli, parse_version, support_note
     from claudecode_model.exceptions import ClaudeCodeError
 
     problems = 0
     try:
-        cli = find_cli()
+        cli = find_cli(args.cli_path)
     except ClaudeCodeError as error:
         print(f"[fail] Claude Code CLI: {error}")
         return 1
     version = cli_version_text(cli)
     print(f"[ok]   Claude Code CLI: {cli} ({version})")
+    note = support_note(parse_version(version))
+    print(f"[warn] Claude Code version: {note}" if note else "[ok]   Claude Code version: in the tested range")
     for line in _credentials():
         print(line)
     try:
-        trip = await _offline_round_trip("doctor check")
+        trip = await _offline_round_trip("doctor check", args.cli_path)
     except ClaudeCodeError as error:
         problems += 1
         print(f"[fail] offline round trip: {error}")

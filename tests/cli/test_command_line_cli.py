@@ -135,6 +135,30 @@ def test_doctor_prints_a_checklist_and_names_the_login_command(tmp_path: Path):
 
     assert completed.returncode == 0, completed.stdout + completed.stderr
     lines = completed.stdout.splitlines()
-    assert [line[:6] for line in lines] == ["[ok]  ", "[warn]", "[ok]  "], lines
-    assert "run `claudecode-model login`" in lines[1]
-    assert lines[2].startswith("[ok]   offline round trip through the real CLI in ")
+    assert [line[:6] for line in lines] == ["[ok]  ", "[ok]  ", "[warn]", "[ok]  "], lines
+    assert lines[1] == "[ok]   Claude Code version: in the tested range"
+    assert "run `claudecode-model login`" in lines[2]
+    assert lines[3].startswith("[ok]   offline round trip through the real CLI in ")
+
+
+def test_doctor_says_when_the_cli_is_outside_the_tested_versions(tmp_path: Path):
+    old_cli = tmp_path / "claude"
+    old_cli.write_text("#!/bin/sh\necho '1.0.3 (Claude Code)'\n")
+    old_cli.chmod(0o755)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ANTHROPIC_")}
+    env.update({"CLAUDE_CONFIG_DIR": str(tmp_path), "PYTHONPATH": str(SRC_DIR)})
+    completed = subprocess.run(
+        [sys.executable, "-m", "claudecode_model.cli", "doctor", "--cli-path", str(old_cli)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+    lines = completed.stdout.splitlines()
+    assert lines[0] == f"[ok]   Claude Code CLI: {old_cli} (1.0.3 (Claude Code))", lines
+    assert lines[1].startswith("[warn] Claude Code version: Claude Code 1.0.3 is older than tested"), lines
+    # That script is no CLI: the round trip fails, and doctor says so.
+    assert lines[-1].startswith("[fail] offline round trip"), lines
+    assert completed.returncode == 1
