@@ -9,7 +9,7 @@ transcript. :class:`GuardedStore` wraps the user's store so that
   background (at most :data:`STUCK_CALL_SECONDS`), the store is not asked again: the first call waits
   :data:`STUCK_GRACE_SECONDS` for it, the others fail at once;
 * the entries of a failed ``append`` are kept and sent again ahead of the session's next ``append`` (its next turn
-  here), which makes the stored transcript whole again; until then the gap is there for other workers to notice
+  here), or when the model closes, which makes the stored transcript whole again; until then the gap is there for other workers to notice
   (:func:`~claudecode_model._transcripts.entries_position` calls such a transcript broken);
 * the SDK's resume reads the transcript this library checked (:meth:`GuardedStore.staged`) instead of loading it
   again: what the CLI resumes is what was found whole, and a resume needs no second read.
@@ -192,11 +192,32 @@ class GuardedStore(SessionStore):
         raise TimeoutError(f"{self.store!r}: {what}() took longer than {self.timeout:g} s")
 
     async def aclose(self) -> None:
-        """Stop a call that timed out and has not ended yet."""
+        """Write the entries failed appends left unsent (unless the store is stuck in a call that timed out), then
+        stop such a call."""
+        if self._stuck is None or self._stuck.done():
+            await self._flush_unsent()
         stuck, self._stuck = self._stuck, None
         if stuck is not None and not stuck.done():
             stuck.cancel()
             await asyncio.wait({stuck})
+
+    async def _flush_unsent(self) -> None:
+        for project_key, session_id, subpath in list(self._unsent):
+            key: SessionKey = {"project_key": project_key, "session_id": session_id}
+            if subpath:
+                key["subpath"] = subpath
+            try:
+                await self.append(key, [])
+            except Exception as error:
+                logger.warning(
+                    "session store: the entries of %d session(s) that failed to reach it are given up (%s: %s); "
+                    "other workers replay those conversations instead of resuming them",
+                    len(self._unsent),
+                    type(error).__name__,
+                    error,
+                )
+                self._unsent.clear()
+                return
 
     def _keep_unsent(self, k: _KeyTuple, entries: list[SessionStoreEntry]) -> None:
         backlog = self._unsent.pop(k, None) or OrderedDict()

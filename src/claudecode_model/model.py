@@ -120,7 +120,7 @@ class ClaudeCodeModel(Model):
             session_store_timeout: Seconds any one call of ``session_store`` may take. A turn whose store write
                 fails or times out still returns its answer: the response's ``provider_details`` says
                 ``"session_store": "incomplete"``, and the entries are written again with the session's next turn
-                here; a store read that fails or times out makes the turn go on from this machine's copy, or replay
+                here (or by :meth:`aclose`); a store read that fails or times out makes the turn go on from this machine's copy, or replay
                 the history. After a timeout the store is not asked for 30 s.
         """
         limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)

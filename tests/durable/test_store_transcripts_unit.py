@@ -200,3 +200,31 @@ async def test_a_staged_copy_is_what_a_resume_loads(files: TranscriptFiles):
         assert await store.load(key) == TRANSCRIPT
     assert await store.load(key) == WITHOUT_TURN_ONE_REPLY
     assert await store.list_subkeys({"project_key": key["project_key"], "session_id": SESSION}) == []
+
+
+async def test_entries_left_unsent_are_written_when_the_model_closes(files: TranscriptFiles):
+    flaky = FlakyStore()
+    store = GuardedStore(flaky)
+    key = key_of(files)
+    flaky.failing = True
+    with pytest.raises(OSError, match="disk full"):
+        await store.append(key, TRANSCRIPT)
+    flaky.failing = False
+    await store.aclose()
+    assert store.unsent(key) == 0
+    assert await flaky.load(key) == TRANSCRIPT
+
+
+async def test_entries_a_failing_store_never_took_are_given_up_with_a_warning(
+    files: TranscriptFiles, caplog: pytest.LogCaptureFixture
+):
+    flaky = FlakyStore()
+    store = GuardedStore(flaky)
+    key = key_of(files)
+    flaky.failing = True
+    with pytest.raises(OSError, match="disk full"):
+        await store.append(key, TRANSCRIPT)
+    with caplog.at_level(logging.WARNING):
+        await store.aclose()
+    assert "the entries of 1 session(s) that failed to reach it are given up" in caplog.text
+    assert store.unsent(key) == 0
