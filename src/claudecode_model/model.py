@@ -120,8 +120,9 @@ class ClaudeCodeModel(Model):
             session_store_timeout: Seconds any one call of ``session_store`` may take. A turn whose store write
                 fails or times out still returns its answer: the response's ``provider_details`` says
                 ``"session_store": "incomplete"``, and the entries are written again with the session's next turn
-                here (or by :meth:`aclose`); a store read that fails or times out makes the turn go on from this machine's copy, or replay
-                the history. After a timeout the store is not asked for 30 s.
+                here (or by :meth:`aclose`). A store read that fails or times out makes the turn go on from this
+                machine's copy, or replay the history. While a call that timed out goes on (at most 60 s), the
+                store is not asked again.
         """
         limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)
         check_model_arguments(limits, tool_transport=tool_transport, settings=settings)
