@@ -42,17 +42,17 @@ T = TypeVar("T")
 
 STUCK_CALL_SECONDS = 60.0
 """How long a store call that timed out may go on in the background before it is cancelled; until it ends, the
-store is not asked again (each turn would wait as long again): those calls fail at once."""
+store is not asked again (each turn would wait as long again)."""
+
+STUCK_GRACE_SECONDS = 0.5
+"""How long the first call after a timeout waits for the call that timed out to end (a store that is back answers
+it at once); later calls fail at once."""
 
 MAX_UNSENT_ENTRIES = 20_000
 """The most entries of one session kept to be sent again; beyond it the session's stored copy stays broken."""
 
 MAX_UNSENT_SESSIONS = 256
 """The most sessions with entries kept to be sent again (the oldest is given up first)."""
-
-STUCK_GRACE_SECONDS = 0.5
-"""How long the first call after a timeout waits for the call that timed out to end (a store that is back answers
-it at once)."""
 
 _KeyTuple = tuple[str, str, str]
 
@@ -167,9 +167,17 @@ class GuardedStore(SessionStore):
 
     # --- internals -------------------------------------------------------------------------------------------
 
-    async def _bounded(self, call: Coroutine[Any, Any, T], what: str) -> T:
+    def _stuck_here(self) -> asyncio.Future[Any] | None:
+        """The call that timed out and has not ended, if it runs on this event loop (one of a loop that is gone,
+        such as an earlier ``run_sync()``'s, never ends: it is forgotten)."""
         stuck = self._stuck
-        if stuck is not None and not stuck.done():
+        if stuck is not None and (stuck.done() or stuck.get_loop() is not asyncio.get_running_loop()):
+            self._stuck = stuck = None
+        return stuck
+
+    async def _bounded(self, call: Coroutine[Any, Any, T], what: str) -> T:
+        stuck = self._stuck_here()
+        if stuck is not None:
             if not self._graced:  # the first call after a timeout gives the store a moment to come back
                 self._graced = True
                 await asyncio.wait({stuck}, timeout=min(STUCK_GRACE_SECONDS, self.timeout))
@@ -194,10 +202,10 @@ class GuardedStore(SessionStore):
     async def aclose(self) -> None:
         """Write the entries failed appends left unsent (unless the store is stuck in a call that timed out), then
         stop such a call."""
-        if self._stuck is None or self._stuck.done():
+        if self._stuck_here() is None:
             await self._flush_unsent()
-        stuck, self._stuck = self._stuck, None
-        if stuck is not None and not stuck.done():
+        stuck, self._stuck = self._stuck_here(), None
+        if stuck is not None:
             stuck.cancel()
             await asyncio.wait({stuck})
 
