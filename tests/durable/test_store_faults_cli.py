@@ -216,7 +216,7 @@ async def test_a_database_that_hangs_during_a_turn_and_during_a_resume(
     nothing_left()
 
 
-async def test_a_locked_sqlite_file_delays_a_turn_by_the_timeout_at_most(
+async def test_a_locked_sqlite_file_does_not_hold_the_answer_and_the_next_turn_writes_what_it_missed(
     claude_backend: OfflineBackend, tmp_path: Path
 ):
     claude_backend.set_brain(FunctionModel(echo_brain))
