@@ -71,9 +71,8 @@ async def test_the_folders_of_dead_owners_are_removed_when_a_session_starts(
     ipc_leftover = base / f"claudecode_ipc_{owner}_abcdefgh"
     os.mkdir(ipc_leftover)
     monkeypatch.setattr(_cli_temp, "_last_sweep", float("-inf"))
-    env = claude_backend.cli_env()
-    del env["CLAUDE_CODE_TMPDIR"]
-    model = ClaudeCodeModel(env=env, spare_sessions=0)
+    # Also when the user chose the CLI's temp dir (as the test environment does) and the session uses no stdio.
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
     try:
         await Agent(model).run("hello")
     finally:
