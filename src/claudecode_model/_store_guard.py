@@ -18,6 +18,7 @@ transcript. :class:`GuardedStore` wraps the user's store so that
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import OrderedDict
@@ -153,10 +154,18 @@ class GuardedStore(SessionStore):
         return len(self._unsent.get(_key(key), ()))
 
     async def load_checked(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        """The stored transcript, or ``None`` when the store has none, cannot be reached or did not answer in
-        time (logged: the turn then goes on from this machine's copy or replays the history)."""
+        """The stored transcript with the entries of it this guard still has to send, or ``None`` when the store
+        has none, cannot be reached or did not answer in time (logged: the turn then goes on from this machine's
+        copy or replays the history).
+
+        Unsent entries are sent first: the store may take them now.
+        """
+        k = _key(key)
+        if self._unsent.get(k):
+            with contextlib.suppress(Exception):  # still unsent: they are added to what is read below
+                await self.append(key, [])
         try:
-            return await self.load(key)
+            stored = await self.load(key)
         except Exception as error:
             logger.warning(
                 "session store: session %s could not be loaded (%s); the turn goes on without the stored copy",
@@ -164,6 +173,10 @@ class GuardedStore(SessionStore):
                 _describe(error),
             )
             return None
+        backlog = self._unsent.get(k)
+        if stored and backlog:
+            return list(_merged(_merged(OrderedDict(), stored), list(backlog.values())).values())
+        return stored
 
     # --- internals -------------------------------------------------------------------------------------------
 

@@ -305,3 +305,35 @@ async def test_a_store_that_cannot_be_reached_makes_another_worker_replay_instea
     assert details(two)["session_source"] == "replay"
     assert details(two)["session_store"] == "incomplete"
     nothing_left()
+
+
+async def test_a_resume_on_the_worker_whose_write_failed_sends_the_missing_entries_first(
+    claude_backend: OfflineBackend, store: Any, tmp_path: Path
+):
+    """No live CLI keeps the session (keep_sessions=0): the next turn resumes from the store, which lacks turn two
+    until this worker sends what it kept."""
+    claude_backend.set_brain(FunctionModel(echo_brain))
+    failing = FailingStore(store)
+    worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=failing, keep_sessions=0)
+    agent = Agent(worker_a)
+    try:
+        one = await agent.run("one")
+        failing.failing = True
+        two = await agent.run("two", message_history=one.all_messages())
+        failing.failing = False
+        assert details(two)["session_store"] == "incomplete"
+        three = await agent.run("three", message_history=two.all_messages())
+    finally:
+        await worker_a.aclose()
+    assert claude_saw(claude_backend) == ["one", "two", "three"]
+    assert details(three)["session_source"] == "resume"  # not a replay: the store was made whole first
+    assert "session_store" not in details(three)
+
+    four = await run_and_close(
+        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store),
+        "four",
+        message_history=three.all_messages(),
+    )
+    assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
+    assert details(four)["session_source"] == "resume"
+    nothing_left()

@@ -228,3 +228,19 @@ async def test_entries_a_failing_store_never_took_are_given_up_with_a_warning(
         await store.aclose()
     assert "the entries of 1 session(s) that failed to reach it are given up" in caplog.text
     assert store.unsent(key) == 0
+
+
+async def test_a_read_sends_the_session_s_unsent_entries_first_or_adds_them_to_what_it_read(files: TranscriptFiles):
+    flaky = FlakyStore()
+    store = GuardedStore(flaky)
+    key = key_of(files)
+    await store.append(key, TRANSCRIPT[:3])
+    flaky.failing = True
+    with pytest.raises(OSError, match="disk full"):
+        await store.append(key, TRANSCRIPT[3:])
+    assert await store.load_checked(key) == TRANSCRIPT  # what the store has, and what it still lacks
+    assert await flaky.load(key) == TRANSCRIPT[:3]
+    flaky.failing = False
+    assert await store.load_checked(key) == TRANSCRIPT
+    assert await flaky.load(key) == TRANSCRIPT  # sent before the read
+    assert store.unsent(key) == 0
