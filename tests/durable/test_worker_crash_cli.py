@@ -29,6 +29,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import process_table
+from tests._support.reliability import CLI_CONTINUATION_PROMPT
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -41,8 +42,6 @@ pytestmark = pytest.mark.cli
 
 WORKER = Path(__file__).resolve().parents[2] / "examples" / "durable_workers.py"
 CHAIN = ("one", "two", "three")
-CLI_CONTINUATION_PROMPT = "Continue from where you left off."
-"""What the CLI sends when it resumes a session whose transcript ends with a tool result."""
 _WORKER_TIMEOUT = 240
 
 

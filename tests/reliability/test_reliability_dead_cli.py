@@ -21,6 +21,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model.exceptions import CLIProcessError
 from claudecode_model.testing import Failure
 from tests._support.polling import wait_for
+from tests._support.reliability import CLI_CONTINUATION_PROMPT
 
 if TYPE_CHECKING:
     from tests.reliability.conftest import Harness
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cli
 
 DIED = "ended (the process was killed by SIGKILL (exit status -9))"
-CLI_CONTINUATION_PROMPT = "Continue from where you left off."
-"""What the CLI sends when it resumes a session whose transcript ends with a tool result."""
 
 
 def tool_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
