@@ -21,6 +21,7 @@ from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
 from bench._store_suites import StoreSuite
+from bench._temporal_suites import TemporalSuite
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
@@ -33,6 +34,7 @@ SUITES: tuple[Suite, ...] = (
     BridgeSpawnSuite(),
     IPCRoundTripSuite(),
     StoreSuite(),
+    TemporalSuite(),
 )
 
 

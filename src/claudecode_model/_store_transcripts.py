@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -103,6 +104,31 @@ async def _repair(store: GuardedStore, key: SessionKey, stored: list[Any], local
             type(error).__name__,
             error,
         )
+
+
+async def recorded_entries_up_to(
+    files: TranscriptFiles, store: GuardedStore, point: SessionPoint
+) -> list[dict[str, Any]] | None:
+    """The records of ``point``'s session transcript up to and including the entry ``point.message_uuid``: from
+    this machine's disk when it has them whole, else from the store; ``None`` when neither holds that entry with
+    every entry before it (a turn cut off before the CLI wrote it, a store write that failed, a store that cannot
+    be read)."""
+    on_disk = await asyncio.to_thread(read_entries, files, point.session_id)
+    found = _whole_up_to(on_disk, point.message_uuid)
+    if found is None:
+        stored = await store.load_checked(store_key(files, point.session_id))
+        found = _whole_up_to(stored or [], point.message_uuid)
+    if found is None:
+        logger.debug("no whole record of entry %s of session %s", point.message_uuid, point.session_id)
+    return found
+
+
+def _whole_up_to(entries: Sequence[Any], message_uuid: str) -> list[dict[str, Any]] | None:
+    for index, entry in enumerate(entries):
+        if isinstance(entry, dict) and entry.get("uuid") == message_uuid:
+            records = [dict(record) for record in entries[: index + 1] if isinstance(record, dict)]
+            return records if entries_position(records, message_uuid) in _WHOLE else None
+    return None
 
 
 async def mirror_transcript(store: GuardedStore, files: TranscriptFiles, session_id: str) -> list[Any]:

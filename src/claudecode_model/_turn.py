@@ -58,7 +58,7 @@ from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
-from claudecode_model._replay import transcript_of, write_replay_transcript
+from claudecode_model._replay import transcript_of, write_branch_with_deferred_call, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
     ToolSetup,
@@ -78,7 +78,13 @@ from claudecode_model._source import (
     choose_source,
 )
 from claudecode_model._store_guard import GuardedStore
-from claudecode_model._store_transcripts import SessionCopy, find_transcript, mirror_transcript, store_key
+from claudecode_model._store_transcripts import (
+    SessionCopy,
+    find_transcript,
+    mirror_transcript,
+    recorded_entries_up_to,
+    store_key,
+)
 from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._trace_context import traceparent_env
@@ -338,11 +344,15 @@ async def _acquire_session(
             session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
             resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
         case ReplayHistory(entries=entries):
-            kind = "replay"
-            logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
-            session_id = write_replay_transcript(
-                entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
-            )
+            branched = await _branch_at_pending_call(runner.session_store, plan, files)
+            if branched is not None:
+                kind, session_id = "fork", branched
+            else:
+                kind = "replay"
+                logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
+                session_id = write_replay_transcript(
+                    entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
+                )
             new_input, owned, resume = plan.new_input, True, {"resume": session_id}
         case FreshSession():
             spare = await runner.pool.claim_spare(request.signature)
@@ -358,7 +368,7 @@ async def _acquire_session(
         if store is not None and isinstance(source, ReplayHistory) and session_id is not None:
             staged = await mirror_transcript(store, files, session_id)
             if store.unsent(store_key(files, session_id)):
-                store_fault = "the replayed history could not be copied into the session store"
+                store_fault = "the new session's transcript could not be copied into the session store"
         await _take_slot(runner, slot_wait)
     except BaseException:
         release_session()
@@ -378,6 +388,21 @@ async def _acquire_session(
         release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
     return _Acquired(session, new_input, release_source, kind, store_fault)
+
+
+async def _branch_at_pending_call(store: GuardedStore | None, plan: TurnPlan, files: TranscriptFiles) -> str | None:
+    """A new session branched from the recorded transcript at the reply whose call the turn takes up (the call
+    deferred), when the session store is configured and the transcript holds that reply; else ``None`` (replay)."""
+    point, deferred = plan.branch_point, plan.deferred_call
+    if store is None or point is None or deferred is None:
+        return None
+    recorded = await recorded_entries_up_to(files, store, point)
+    if recorded is None:
+        return None
+    logger.debug(
+        "branching session %s at %s to take up tool call %s", point.session_id, point.message_uuid, deferred.get("id")
+    )
+    return write_branch_with_deferred_call(recorded, deferred, env=files.env, cwd=files.cwd)
 
 
 @dataclass
@@ -440,6 +465,9 @@ async def spawn_session(
             request.options,
             **dict(resume or {}),
             session_store=runner.session_store,
+            # Each entry reaches the store as the CLI writes it, so that a turn cut off while it waits for tool
+            # results (its worker gone) can be taken up from the store by another worker.
+            session_store_flush="eager",
             mcp_servers={
                 **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
@@ -782,6 +810,8 @@ def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: Pendi
         new_input=resumed.new_input,
         replay_entries=resumed.entries,
         deferred_call=resumed.deferred_call,
+        # One deferred call and nothing else to say: the session's own transcript can be branched at that reply.
+        branch_point=plan.point if resumed.deferred_call is not None and len(pending.calls) == 1 else None,
         point=None,
         continue_input=None,
     )

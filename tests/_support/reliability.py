@@ -28,9 +28,6 @@ from tests._support.processes import cmdline, live_descendants
 CALL_PREFIX = "call "
 """A prompt ``call <tool>`` makes the brain call the tool ``<tool>`` before it answers."""
 
-CLI_CONTINUATION_PROMPT = "Continue from where you left off."
-"""What the CLI sends when it resumes a session whose transcript ends with a tool result."""
-
 RETRY_HINT = "try again"
 """pydantic-ai ends the text of a ``ModelRetry`` tool result with "Fix the errors and try again."."""
 

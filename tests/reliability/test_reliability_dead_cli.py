@@ -20,8 +20,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.exceptions import CLIProcessError
 from claudecode_model.testing import Failure
+from tests._support.brains import CLI_CONTINUATION_PROMPT
 from tests._support.polling import wait_for
-from tests._support.reliability import CLI_CONTINUATION_PROMPT
 
 if TYPE_CHECKING:
     from tests.reliability.conftest import Harness
