@@ -8,7 +8,7 @@ STAMP = $(VENV)/.installed
 LOCK := requirements/dev.lock
 LATEST := .venv-latest
 
-.PHONY: demo test test-latest lock setup clean node-ui
+.PHONY: demo test test-latest lock setup clean node-ui node-bench
 
 # The locked environment: every package pinned and hash-checked, the project itself installed without build isolation
 # (its build backend is in the lock too), so nothing unpinned is fetched.
@@ -36,6 +36,9 @@ demo: $(STAMP)
 
 node-ui:
 	scripts/install-node-ui
+
+node-bench:  # the peer of the new-process benchmark (python -m bench --only new-process)
+	scripts/install-node-bench
 
 test: $(STAMP) node-ui
 	$(PY) -m ruff check src tests

@@ -19,6 +19,7 @@ from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_
 from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
+from bench._process_suites import NewProcessSuite
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
 from bench._store_suites import StoreSuite
 from bench._temporal_suites import TemporalSuite
@@ -35,6 +36,7 @@ SUITES: tuple[Suite, ...] = (
     IPCRoundTripSuite(),
     StoreSuite(),
     TemporalSuite(),
+    NewProcessSuite(),
 )
 
 

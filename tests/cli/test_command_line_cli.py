@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,12 +62,45 @@ def test_run_streams_the_answer_and_reports_tool_calls_and_usage_on_stderr():
     lines = completed.stderr.splitlines()
     assert lines[0] == '[tool] Read {"file_path": "a"}'
     assert re.fullmatch(r"\[tool\] Read failed in \d+\.\d\d s", lines[1])  # there is no file "a"
-    assert re.fullmatch(
+    done = re.fullmatch(
         r"\[done\] \d+ input and \d+ output tokens, 1 tool call\(s\); "
-        r"cost \$\d+\.\d{6}; \d+\.\d\d s; session [0-9a-f-]{36}",
+        r"cost \$\d+\.\d{6}; (\d+\.\d\d) s \(answered (\d+\.\d\d) s after the process started\); "
+        r"session [0-9a-f-]{36}",
         lines[-1],
-    ), lines[-1]
+    )
+    assert done is not None, lines[-1]
+    run_seconds, since_start = float(done[1]), float(done[2])
+    assert since_start >= run_seconds  # the first answer's time counts the process's start and imports too
     assert "File does not exist" in completed.stdout  # TestModel's answer echoes the tool result
+
+
+def test_the_time_since_the_process_started_counts_the_interpreter_start():
+    code = (
+        "import time\n"
+        "from claudecode_model.cli import seconds_since_process_start\n"
+        "print(seconds_since_process_start(), time.monotonic())\n"
+    )
+    spawned = time.monotonic()
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
+        timeout=60,
+        check=True,
+    )
+    since_start, now = map(float, completed.stdout.split())
+
+    assert 0 < since_start <= now - spawned + 0.02  # the kernel counts in 10 ms ticks
+
+
+def test_without_proc_the_time_is_counted_from_the_command_start(monkeypatch):
+    def no_proc(self: Path) -> str:
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(Path, "read_text", no_proc)
+
+    assert cli.seconds_since_process_start() == pytest.approx(time.monotonic() - cli._IMPORTED, abs=0.5)
 
 
 @pytest.mark.cli
