@@ -120,6 +120,22 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
     assert _compat.api_error_fields(plain) == {}
 
 
+async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend: OfflineBackend) -> None:
+    options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
+    client = ClaudeSDKClient(options)
+    await client.connect()
+    process = _compat.cli_process(client)
+    assert process is not None
+    transport = process._process._transport  # type: ignore[attr-defined]  # what close_process_pipes reaches
+    stdout = transport.get_pipe_transport(1)
+    try:
+        _compat.close_process_pipes(process)  # a running CLI is killed with its pipes closed
+        assert stdout.is_closing()
+    finally:
+        await asyncio.wait_for(client.disconnect(), timeout=10)
+    assert process.returncode is not None
+
+
 def test_no_other_module_imports_a_private_third_party_name() -> None:
     offenders: list[str] = []
     for path in SRC.rglob("*.py"):

@@ -126,3 +126,17 @@ def keep_api_error_fields() -> None:
 def api_error_fields(message: AssistantMessage) -> dict[str, Any]:
     """The CLI's ``api_error_*`` and ``request_id`` fields of an API error message (empty for other messages)."""
     return dict(message.__dict__.get(_API_ERROR_ATTRIBUTE, {}))
+
+
+def close_process_pipes(process: Process) -> None:
+    """Close the pipes of a stopped CLI process that its transport left open.
+
+    The SDK's ``close()`` never closes the process's stdout; asyncio closes it when it reads its end, which never
+    comes when reading stopped early (a message over the read limit): the CLI blocks writing to the full pipe, is
+    killed and reaped outside asyncio, and the pipe stays open until the process object is collected (after its
+    event loop closed, with a warning).
+    """
+    asyncio_process = getattr(process, "_process", None)
+    transport = getattr(asyncio_process, "_transport", None)
+    if transport is not None:
+        transport.close()  # kills the process if it still runs (the session is over either way)

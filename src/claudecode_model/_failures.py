@@ -142,6 +142,11 @@ def map_sdk_error(error: BaseException, stderr: str) -> ClaudeCodeError | None:
     """The library's error for the SDK's transport and parse errors (``None`` for anything else)."""
     detail = f"\n{stderr}" if stderr else ""
     match error:
+        case SDKCLIJSONDecodeError() if "maximum buffer size" in str(error):
+            return CLIResponseParseError(
+                "A message from the Claude Code CLI (a reply with its tool calls' arguments, or a tool result) was "
+                f"larger than this package reads: {error}{detail}"
+            )
         case SDKCLIJSONDecodeError():
             return CLIResponseParseError(f"Claude Code CLI produced output that could not be read: {error}{detail}")
         case SDKCLIConnectionError():

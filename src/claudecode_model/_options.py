@@ -27,6 +27,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PERMISSION_MODE = "dontAsk"
 
+MAX_CLI_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The largest message (one JSON line: a reply with its tool calls' arguments, a tool result) read from the CLI.
+The SDK's own default is 1 MiB; a larger message ends the turn with ``CLIResponseParseError``."""
+
 _SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
 """Asks the CLI for two state frames per turn that only the SDK's one-shot ``query()`` reads (to know when it may
 close the CLI's input); a ``ClaudeSDKClient`` session keeps its input open, so this library turns them off (each
@@ -124,6 +128,7 @@ def build_options(
         hooks=cast(Any, _hooks(restrictions, needs.native_tools)),
         agents=subagents.agents,
         stderr=stderr,
+        max_buffer_size=MAX_CLI_MESSAGE_BYTES,
     )
     signature_source = {
         "tools": tools,

@@ -56,6 +56,10 @@ async def continue_parked(
     system_prompt = effective_system_prompt(
         claude_settings, system_prompt_of(messages, request_instructions(messages, params))
     )
+    if turn.session.closed:
+        # Its CLI ended while the calls ran (unnoticed so far): the caller replays the history with the results.
+        await turn.close_parked()
+        return None
     if system_prompt != turn.system_prompt:
         logger.debug("the system prompt changed while a turn waited for tool results: its calls go on in a new session")
         await turn.close_parked()
@@ -70,6 +74,7 @@ async def continue_parked(
         await turn.close_parked()
         raise
     turn.session.waiting_for_tools = False
+    turn.session.on_failure = None
     deliver_answers(turn.router.results, pending)
     turn.continue_with(messages, new_parts_manager(params))
     return turn
@@ -89,3 +94,17 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     scope = current_run_scope()
     turn.session.waiting_for_tools = True
     lot.park(turn, waiting, timeout=None if scope is not None else idle_timeout, owner=scope)
+
+    def cli_died(error: BaseException) -> None:
+        if not lot.close_soon(turn):
+            return
+        from claudecode_model._errors import exit_description
+
+        logger.warning(
+            "The Claude Code CLI of a turn waiting for %d tool result(s) ended (%s); the results will be given to "
+            "Claude in a new session that replays the conversation",
+            len(waiting),
+            exit_description(getattr(error, "exit_code", None)),
+        )
+
+    turn.session.on_failure = cli_died

@@ -25,6 +25,7 @@ from claudecode_model._exit import close_on, track
 from claudecode_model._history_repair import repair_history
 from claudecode_model._parked_turns import continue_parked, settle
 from claudecode_model._settings_check import check_request_settings
+from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
@@ -78,6 +79,7 @@ class ModelResources:
     transport: TransportType
     execution: ToolExecution
     session_store: SessionStore | None
+    session_store_timeout: float = DEFAULT_STORE_TIMEOUT
     _cli_path: Path | None = field(default=None, init=False)
     _pool: SessionPool[CLISession] | None = field(default=None, init=False)
     _slots: ProcessSlots | None = field(default=None, init=False)
@@ -204,8 +206,10 @@ class ModelResources:
     def _runner(self) -> TurnRunner:
         if self._runner_if_created is not None:
             return self._runner_if_created
+        from claudecode_model._store_guard import GuardedStore
         from claudecode_model._turn import TurnRunner
 
+        store = self.session_store
         self._runner_if_created = TurnRunner(
             self.model_name,
             self.model_name or "default",
@@ -213,14 +217,15 @@ class ModelResources:
             self.env,
             self.tools,
             self.pool,
-            session_store=self.session_store,
+            session_store=GuardedStore(store, timeout=self.session_store_timeout) if store is not None else None,
             slots=self.slots,
         )
         return self._runner_if_created
 
     async def aclose(self) -> None:
-        """Stop the parked turns, then the idle CLI sessions and spares (only what was created), each on the event
-        loop it belongs to: the running one, and those of earlier ``run_sync`` calls or other threads."""
+        """Stop the parked turns, then the idle CLI sessions and spares, each on the event loop it belongs to (the
+        running one, and those of earlier ``run_sync`` calls or other threads), then a session store call that timed
+        out (only what was created)."""
         here = asyncio.get_running_loop()
         loops: set[asyncio.AbstractEventLoop] = set()
         if self.parked_if_created is not None:
@@ -230,6 +235,9 @@ class ModelResources:
         for loop in loops - {here}:
             await close_on(loop, self._close_here)
         await self._close_here()
+        runner = self._runner_if_created
+        if runner is not None and runner.session_store is not None:
+            await runner.session_store.aclose()
 
     async def _close_here(self) -> None:
         if self.parked_if_created is not None:

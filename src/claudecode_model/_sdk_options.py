@@ -78,7 +78,7 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "add_dirs": NotExposed("extra directories stay reachable through claude_code_extra_args ({'add-dir': path})"),
     "env": Exposed(("env", "claude_code_env")),
     "extra_args": Exposed(("claude_code_extra_args",)),
-    "max_buffer_size": NotExposed("the SDK's default read buffer"),
+    "max_buffer_size": Internal("64 MiB (the SDK's 1 MiB default cut off a 1 MB tool argument)"),
     "debug_stderr": NotExposed("deprecated by the SDK and no longer read; stderr is collected through 'stderr'"),
     "stderr": Internal("collected per session for CLIProcessError and the logs"),
     "can_use_tool": Internal("tool parameter restrictions and the domain filters of native web tools"),
@@ -102,7 +102,7 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     ),
     "session_store": Exposed(("session_store",)),
     "session_store_flush": NotExposed("the SDK's default ('batched': one flush per turn)"),
-    "load_timeout_ms": NotExposed("the SDK's default (60 s per store read while resuming)"),
+    "load_timeout_ms": NotExposed("the SDK's default (60 s); session_store_timeout bounds every store call first"),
     "task_budget": NotExposed("an API beta (output_config.task_budget) with no setting yet"),
     "client_app": NotExposed("the SDK's default User-Agent"),
 }

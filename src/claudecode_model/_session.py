@@ -30,7 +30,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
 from claudecode_model._clock import ClockHandle, call_at
-from claudecode_model._compat import cli_process, keep_api_error_fields
+from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields
 from claudecode_model._slots import starting_slots
 from claudecode_model._trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
@@ -209,6 +209,8 @@ class CLISession:
         """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
         self.arrived = 0.0
         """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
+        self.on_failure: Callable[[BaseException], None] | None = None
+        """Told at once when a turn fails in the owner task (the CLI died), even while nobody reads the turn."""
         self._stop_mark = _StopMark()
 
     @property
@@ -327,6 +329,9 @@ class CLISession:
             except BaseException:
                 _kill_if_alive(self._pid)
                 raise
+            finally:
+                if self._process is not None:
+                    close_process_pipes(self._process)
 
     async def _serve(self, client: ClaudeSDKClient, turn: _TurnRequest) -> None:
         async def one_message(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -351,6 +356,8 @@ class CLISession:
             turn.output.put(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
+            if self.on_failure is not None:
+                self.on_failure(error)
         finally:
             self._serving = False
             self._current = None
