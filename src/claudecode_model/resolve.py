@@ -30,6 +30,7 @@ from claudecode_model.exceptions import InvalidModelIdError
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.settings import ClaudeCodeModelSettings
+from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
@@ -116,6 +117,8 @@ class ClaudeCodeModels(AbstractCapability[Any]):
     session_store: SessionStore | None = None
     """Where every resolved model mirrors its CLI session transcripts (see ``session_store`` of
     :class:`~claudecode_model.ClaudeCodeModel`): a turn on another worker resumes the session from it."""
+    session_store_timeout: float = DEFAULT_STORE_TIMEOUT
+    """Seconds any one call of ``session_store`` may take (see :class:`~claudecode_model.ClaudeCodeModel`)."""
     _models: dict[str, ClaudeCodeModel] = field(default_factory=dict, init=False, repr=False, compare=False)
     _lifetime: _AgentLifetime | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -142,6 +145,7 @@ class ClaudeCodeModels(AbstractCapability[Any]):
                 max_processes=self.max_processes,
                 tool_execution=self.tool_execution,
                 session_store=self.session_store,
+                session_store_timeout=self.session_store_timeout,
             )
             self._models[key] = model
         return model
