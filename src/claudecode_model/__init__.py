@@ -64,9 +64,10 @@ if TYPE_CHECKING:
         filter_tools_for_request,
         mcp_tool_name,
     )
+    from claudecode_model.builtin_tools import BuiltinToolApprovals
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
     from claudecode_model.resolve import ClaudeCodeModels
-    from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinition
+    from claudecode_model.settings import BuiltinToolPolicy, ClaudeCodeModelSettings, PolicyDecision, SubagentDefinition
     from claudecode_model.stores.postgres import PostgresSessionStore
     from claudecode_model.stores.sqlite import SQLiteSessionStore
     from claudecode_model.tool_converter import (
@@ -113,6 +114,9 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "BuiltinToolApprovals": "claudecode_model.builtin_tools",
+    "BuiltinToolPolicy": "claudecode_model.settings",
+    "PolicyDecision": "claudecode_model.settings",
     "PostgresSessionStore": "claudecode_model.stores.postgres",
     **dict.fromkeys(("DurableSetupError", "check_dbos_sqlite", "dbos_config"), "claudecode_model.durable"),
     "SQLiteSessionStore": "claudecode_model.stores.sqlite",
@@ -125,6 +129,8 @@ __all__ = [
     "DEFAULT_SERVER_NAME",
     "AgentToolset",
     "BridgeStartupError",
+    "BuiltinToolApprovals",
+    "BuiltinToolPolicy",
     "CLIConnectionError",
     "CLIInterruptedError",
     "CLINotFoundError",
@@ -158,6 +164,7 @@ __all__ = [
     "McpResponse",
     "McpTextContent",
     "MessageConversionError",
+    "PolicyDecision",
     "PostgresSessionStore",
     "PydanticAITool",
     "SQLiteSessionStore",

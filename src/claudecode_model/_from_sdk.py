@@ -91,17 +91,22 @@ class TurnTranslator:
         tool_prefixes: tuple[str, ...],
         output_tool_names: frozenset[str] = frozenset(),
         native_tools: NativeToolPlan | None = None,
-        denied: Callable[[str, dict[str, Any]], bool] | None = None,
+        denied: Callable[[str, dict[str, Any], str], bool] | None = None,
+        builtin_approvals: frozenset[str] = frozenset(),
     ) -> None:
-        """``denied(cli_name, arguments)`` tells a call of a tool pydantic-ai runs that the CLI will deny (a tool
-        parameter restriction): it is reported as a native call, so that pydantic-ai does not run it, and the CLI's
-        denial as its result."""
+        """``denied(cli_name, arguments, call_id)`` tells a call of a tool pydantic-ai runs (or approves) that the
+        CLI decides by itself (a tool parameter restriction, the built-in tool policy): it is reported as a native
+        call, so that pydantic-ai does not run it, and the CLI's result as its result.
+
+        ``builtin_approvals`` are built-in tools whose calls pydantic-ai approves: a call is a plain
+        ``ToolCallPart``, and what the CLI made of it once approved or denied is reported as a native return."""
         self._parts = parts
         self._tool_prefixes = tool_prefixes
         self._native_tools = native_tools or NativeToolPlan()
         self._output_tool_names = output_tool_names
         self._denied = denied
         self._denied_calls: set[str] = set()
+        self._builtin_approvals = builtin_approvals
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
         self._block_counts: dict[str, int] = {}
@@ -353,7 +358,7 @@ class TurnTranslator:
     def _denies(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> bool:
         if call_id in self._denied_calls:
             return True
-        return self._denied is not None and isinstance(args, dict) and self._denied(cli_name, args)
+        return self._denied is not None and isinstance(args, dict) and self._denied(cli_name, args, call_id)
 
     def _tool_results(self, message: UserMessage, parent_id: str | None) -> Iterator[ModelResponseStreamEvent]:
         if isinstance(message.content, str):
@@ -363,7 +368,8 @@ class TurnTranslator:
                 continue
             self.attempts.tool_result(block.tool_use_id)
             cli_name = self._tool_names.get(block.tool_use_id, "")
-            if cli_name in self._output_tool_names and block.tool_use_id not in self._denied_calls:
+            reported = cli_name in self._builtin_approvals or block.tool_use_id in self._denied_calls
+            if cli_name in self._output_tool_names and not reported:
                 continue
             details: dict[str, Any] = {CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)}
             if parent_id is not None:

@@ -14,6 +14,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._builtin_approvals import ApprovalPlan
 from claudecode_model._digest import canonical_digest
 from claudecode_model._launcher import guarded_cli_path
 from claudecode_model._native_tools import NativeToolPlan
@@ -47,6 +48,9 @@ class RequestNeeds:
     """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
     native_tools: NativeToolPlan = field(default_factory=NativeToolPlan)
     """Built-in tools (and their hooks) standing in for the request's native tools."""
+    approvals: ApprovalPlan = field(default_factory=ApprovalPlan)
+    """Built-in tools whose calls wait for pydantic-ai's approval, and the policy deciding calls in code (its hook
+    is added per CLI process: it waits on the process's call results)."""
 
 
 def build_options(
@@ -67,7 +71,7 @@ def build_options(
         tools = {"type": "preset", "preset": "claude_code"}
     else:
         builtin_names = list(builtin or [])
-        extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools]
+        extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools, *needs.approvals.tools]
         builtin_names += [name for name in dict.fromkeys(extra) if name not in builtin_names]
         tools = builtin_names
 
@@ -85,7 +89,12 @@ def build_options(
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
-    extra_allowed = [*needs.native_tools.builtin_tools, *needs.native_tools.allowed_tools, *subagents.allowed_tools]
+    extra_allowed = [
+        *needs.native_tools.builtin_tools,
+        *needs.native_tools.allowed_tools,
+        *subagents.allowed_tools,
+        *needs.approvals.tools,  # every call is held by the approval hook
+    ]
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     system_prompt = needs.system_prompt
     if append := settings.get("claude_code_system_prompt_append"):
@@ -140,6 +149,7 @@ def build_options(
         "restrictions": restrictions,
         "native_tools": needs.native_tools.signature,
         "agents": subagents.signature,
+        "approvals": needs.approvals.signature,
     }
     return options, canonical_digest(signature_source)
 

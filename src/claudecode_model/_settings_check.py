@@ -7,6 +7,7 @@ The allowed types come from :class:`~claudecode_model.settings.ClaudeCodeModelSe
 
 from __future__ import annotations
 
+import collections.abc
 import difflib
 import functools
 import logging
@@ -116,6 +117,8 @@ def describe(hint: Any) -> str:
         if set(options) == {int, float}:
             return " or ".join(["a number", *none])
         return " or ".join([*(describe(arg) for arg in options), *none])
+    if origin is collections.abc.Callable:
+        return "a function"
     if origin is list:
         return f"a list of {_plural(get_args(hint)[0])}"
     if origin is dict:

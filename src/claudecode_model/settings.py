@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolApproved, ToolDenied
 from typing_extensions import TypedDict  # pydantic validates these settings: on Python 3.11 it needs this one
 
-__all__ = ["BuiltinToolsSetting", "ClaudeCodeModelSettings", "SessionMode", "SubagentDefinition"]
+__all__ = [
+    "BuiltinToolPolicy",
+    "BuiltinToolsSetting",
+    "ClaudeCodeModelSettings",
+    "PolicyDecision",
+    "SessionMode",
+    "SubagentDefinition",
+]
 
 BuiltinToolsSetting = list[str] | Literal["claude_code"]
 """Claude Code's own tools to enable: a list of names (``["Read", "Grep"]``) or ``"claude_code"`` for the preset."""
+
+PolicyDecision = ToolApproved | ToolDenied | bool | None
+"""What a built-in tool policy says of a call: approve (``True``, or ``ToolApproved(override_args=...)`` to run it
+with other input), deny (``False``, or ``ToolDenied(message)``: Claude gets the message), or ``None``: no decision
+(pydantic-ai's approval decides if the tool is in a ``BuiltinToolApprovals`` toolset, else Claude Code's own
+permission rules)."""
+
+BuiltinToolPolicy = Callable[[ToolCallPart], PolicyDecision]
+"""A synchronous decision on each call of a Claude Code built-in tool, given as a ``ToolCallPart`` (tool name, input,
+``tool_use`` id)."""
 
 SessionMode = Literal["auto", "new"]
 """``"auto"`` continues a CLI session when the history allows it; ``"new"`` always starts a fresh one."""
@@ -71,6 +91,10 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     claude_code_builtin_tools: BuiltinToolsSetting
     """Claude Code built-in tools to enable. None are enabled unless this is set."""
+
+    claude_code_builtin_tool_policy: BuiltinToolPolicy
+    """Decides each call of a built-in tool in code, before it runs (see ``docs/builtin-tools.md``); called once per
+    call, in the CLI session's task: keep it quick and synchronous."""
 
     claude_code_tool_parameter_restrictions: dict[str, dict[str, Any]]
     """Forbidden argument values per tool, e.g. ``{"Bash": {"run_in_background": True}}``.
