@@ -10,6 +10,7 @@ from claudecode_model.ipc._lazy import lazy_exports
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs the bridge milliseconds
 if TYPE_CHECKING:
+    from claudecode_model.builtin_tools import BuiltinToolApprovals
     from claudecode_model.deps_support import (
         DepsContext,
         deserialize_deps,
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
         filter_tools_for_request,
         mcp_tool_name,
     )
-    from claudecode_model.builtin_tools import BuiltinToolApprovals
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
     from claudecode_model.resolve import ClaudeCodeModels
     from claudecode_model.settings import BuiltinToolPolicy, ClaudeCodeModelSettings, PolicyDecision, SubagentDefinition

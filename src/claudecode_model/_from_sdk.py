@@ -64,6 +64,8 @@ class TurnOutcome:
     init_data: dict[str, Any] = field(default_factory=dict)
     last_entry_uuid: str | None = None
     """The transcript entry of the last conversation message of the turn (where a later turn may resume)."""
+    reply_model: str | None = None
+    """The model that wrote Claude's last reply (the fallback model, once Claude Code switched to it)."""
 
 
 class TurnTranslator:
@@ -284,6 +286,8 @@ class TurnTranslator:
             self.outcome.api_error_kind = message.error
             self.outcome.api_error_text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
             return
+        if message.model:
+            self.outcome.reply_model = message.model
         message_id = message.message_id or f"anon-{id(message)}"
         if self._in_stream and message_id != self._message_id:
             # A reply that was not streamed (the retry of a cut stream): the streamed attempt was abandoned.

@@ -124,9 +124,16 @@ def build_options(
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
         can_use_tool=needs.can_use_tool,
-        hooks=cast(Any, _hooks(restrictions, needs.native_tools)),
+        hooks=cast(Any, _hooks(restrictions, needs.native_tools, settings.get("claude_code_hooks"))),
         agents=subagents.agents,
         stderr=stderr,
+        fallback_model=settings.get("claude_code_fallback_model"),
+        add_dirs=list(settings.get("claude_code_add_dirs", [])),
+        sandbox=settings.get("claude_code_sandbox"),
+        skills=settings.get("claude_code_skills"),
+        plugins=[{"type": "local", "path": str(path)} for path in settings.get("claude_code_plugins", [])],
+        betas=cast(Any, list(settings.get("claude_code_betas", []))),
+        task_budget={"total": budget} if (budget := settings.get("claude_code_task_budget")) is not None else None,
     )
     signature_source = {
         "tools": tools,
@@ -150,6 +157,14 @@ def build_options(
         "native_tools": needs.native_tools.signature,
         "agents": subagents.signature,
         "approvals": needs.approvals.signature,
+        "hooks": settings.get("claude_code_hooks"),
+        "fallback_model": options.fallback_model,
+        "add_dirs": [str(path) for path in options.add_dirs],
+        "sandbox": options.sandbox,
+        "skills": options.skills,
+        "plugins": options.plugins,
+        "betas": options.betas,
+        "task_budget": options.task_budget,
     }
     return options, canonical_digest(signature_source)
 
@@ -188,10 +203,14 @@ class BuiltOptions:
         del self._entries[self.SIZE :]
 
 
-def _hooks(restrictions: Any, native_tools: NativeToolPlan) -> dict[str, list[Any]] | None:
+def _hooks(
+    restrictions: Any, native_tools: NativeToolPlan, user_hooks: Mapping[Any, list[Any]] | None
+) -> dict[str, list[Any]] | None:
+    """The library's hooks (restrictions, native tool filters), then the user's."""
     hooks: dict[str, list[Any]] = dict(restriction_hooks(restrictions)) if restrictions else {}
-    for event, matchers in native_tools.hooks().items():
-        hooks[event] = [*hooks.get(event, []), *matchers]
+    for more in (native_tools.hooks(), user_hooks or {}):
+        for event, matchers in more.items():
+            hooks[event] = [*hooks.get(event, []), *matchers]
     return hooks or None
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import InstanceOf, TypeAdapter, ValidationError
 
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -78,6 +78,20 @@ def _non_empty_names(value: Any) -> str | None:
     return None if all(name for name in value) else "names must not be empty"
 
 
+def _existing_directories(value: Any) -> str | None:
+    missing = [str(path) for path in value if not Path(path).expanduser().is_dir()]
+    return f"{', '.join(map(repr, missing))} not an existing directory" if missing else None
+
+
+def _sandbox_keys(value: Any) -> str | None:
+    from claude_agent_sdk.types import SandboxSettings
+
+    unknown = sorted(set(value) - set(SandboxSettings.__annotations__))
+    if unknown:
+        return f"unknown sandbox settings {unknown} (known: {', '.join(sorted(SandboxSettings.__annotations__))})"
+    return None
+
+
 _RANGES: dict[str, Callable[[Any], str | None]] = {
     "claude_code_timeout": _positive,
     "timeout": _positive,
@@ -90,20 +104,54 @@ _RANGES: dict[str, Callable[[Any], str | None]] = {
     "claude_code_disallowed_tools": _non_empty_names,
     "claude_code_builtin_tools": lambda value: None if isinstance(value, str) else _non_empty_names(value),
     "claude_code_extra_args": _non_empty_names,
+    "claude_code_add_dirs": _existing_directories,
+    "claude_code_plugins": _existing_directories,
+    "claude_code_sandbox": _sandbox_keys,
+    "claude_code_betas": _non_empty_names,
+    "claude_code_skills": lambda value: None if isinstance(value, str) else _non_empty_names(value),
+    "claude_code_fallback_model": lambda value: None if value.strip() else "it must not be empty",
+    "claude_code_task_budget": _positive,
 }
 
 
+_SDK_TYPES = ("HookEvent", "HookMatcher", "SandboxSettings")
+"""claude-agent-sdk types some settings are declared with: the SDK is imported only to check those settings."""
+
+
 @functools.cache
-def _hints() -> dict[str, Any]:
-    hints = get_type_hints(ClaudeCodeModelSettings)
+def _hints(*, with_sdk: bool = False) -> dict[str, Any]:
+    if with_sdk:
+        import claude_agent_sdk.types as sdk_types
+
+        # The SDK's TypedDicts are typing's, which pydantic cannot check on Python 3.11: a hook matcher is checked
+        # as an instance, the sandbox settings as a dict whose keys are those of SandboxSettings.
+        names = {
+            "HookEvent": sdk_types.HookEvent,
+            "HookMatcher": InstanceOf[sdk_types.HookMatcher],
+            "SandboxSettings": dict[str, Any],
+        }
+    else:
+        names = dict.fromkeys(_SDK_TYPES, Any)
+    hints = get_type_hints(ClaudeCodeModelSettings, localns=names)
     checked = {name: hint for name, hint in hints.items() if name.startswith(PREFIX)}
     checked.update({name: _STANDARD_OVERRIDES.get(name, hints[name]) for name in _READ_STANDARD_SETTINGS})
     return checked
 
 
 @functools.cache
+def _needs_sdk(name: str) -> bool:
+    annotation = ClaudeCodeModelSettings.__annotations__.get(name)
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__forward_arg__", "")
+    return any(sdk_name in text for sdk_name in _SDK_TYPES)
+
+
+def _hint(name: str) -> Any:
+    return _hints(with_sdk=_needs_sdk(name))[name]
+
+
+@functools.cache
 def _adapter(name: str) -> TypeAdapter[Any]:
-    return TypeAdapter(_hints()[name])
+    return TypeAdapter(_hint(name))
 
 
 def describe(hint: Any) -> str:
@@ -137,12 +185,22 @@ def _plural(hint: Any) -> str:
     return text
 
 
+_DESCRIPTIONS = {
+    "claude_code_hooks": "a dict of hook event names ('PreToolUse', 'PostToolUse', ...) to lists of HookMatcher",
+    "claude_code_add_dirs": "a list of paths (str or Path)",
+    "claude_code_plugins": "a list of paths (str or Path)",
+    "claude_code_sandbox": "a dict of SandboxSettings (e.g. {'enabled': True})",
+}
+"""How the settings whose types read badly are described."""
+
+
 def _check_value(name: str, value: Any) -> None:
     try:
         _adapter(name).validate_python(value, strict=True)
     except ValidationError as error:
+        expected = _DESCRIPTIONS.get(name) or describe(_hint(name))
         raise ClaudeCodeSettingsError(
-            f"Invalid setting {name}={value!r}: it must be {describe(_hints()[name])}{_culprit(value, error)}."
+            f"Invalid setting {name}={value!r}: it must be {expected}{_culprit(value, error)}."
         ) from None
     check = _RANGES.get(name)
     problem = check(value) if check is not None else None

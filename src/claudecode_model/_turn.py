@@ -565,8 +565,9 @@ class CLITurn:
 
     @property
     def model_used(self) -> str:
-        """The model the CLI used (from its init message), else the name the model was created with."""
-        used = self.translator.outcome.init_data.get("model")
+        """The model that wrote the last reply, else the one the CLI was started with (its init message), else the
+        name the model was created with."""
+        used = self.translator.outcome.reply_model or self.translator.outcome.init_data.get("model")
         return used if isinstance(used, str) and used else self.runner.display_name
 
     def _user_message(self) -> dict[str, Any] | None:

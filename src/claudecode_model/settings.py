@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolApproved, ToolDenied
 from typing_extensions import TypedDict  # pydantic validates these settings: on Python 3.11 it needs this one
+
+if TYPE_CHECKING:  # claude-agent-sdk is imported at the first request (or when one of these settings is checked)
+    from claude_agent_sdk.types import HookEvent, HookMatcher, SandboxSettings
 
 __all__ = [
     "BuiltinToolPolicy",
@@ -133,3 +136,29 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     """Who runs the agent's own tools: pydantic-ai (``"agent"``, the default: each Claude reply that calls tools is
     one model request, and pydantic-ai's approvals, deferred calls, retries, events, limits and traces apply) or Claude
     Code's loop (``"cli"``: one model request per turn, tools reported as built-in). See ``docs/tool-execution.md``."""
+
+    claude_code_hooks: dict[HookEvent, list[HookMatcher]]
+    """Your own Claude Code hooks (``PreToolUse``, ``PostToolUse``, ...), as claude-agent-sdk's ``HookMatcher`` s.
+    They run beside the library's own hooks (tool parameter restrictions, native tool filters, built-in tool
+    approvals), which come first; when several ``PreToolUse`` hooks decide, Claude Code lets a denial win."""
+
+    claude_code_fallback_model: str
+    """The model Claude Code switches to when the main model is overloaded (``--fallback-model``)."""
+
+    claude_code_add_dirs: list[str | Path]
+    """More directories the built-in tools may work in, besides the working directory (``--add-dir``)."""
+
+    claude_code_sandbox: SandboxSettings
+    """Claude Code's sandbox for Bash commands (claude-agent-sdk's ``SandboxSettings``, e.g. ``{"enabled": True}``)."""
+
+    claude_code_skills: list[str] | Literal["all"]
+    """The skills Claude may use (names, or ``"all"``); skills come from plugins or the loaded setting sources."""
+
+    claude_code_plugins: list[str | Path]
+    """Directories of local Claude Code plugins to load (commands, agents, skills, hooks)."""
+
+    claude_code_betas: list[str]
+    """Anthropic API beta headers Claude Code sends (``--betas``), e.g. ``["context-1m-2025-08-07"]``."""
+
+    claude_code_task_budget: int
+    """A token budget for the task that Claude is told about, to pace itself (``--task-budget``)."""

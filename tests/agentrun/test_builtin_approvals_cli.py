@@ -81,7 +81,8 @@ async def test_an_approved_bash_call_runs_in_claude_code_and_its_output_reaches_
     )
     assert not (tmp_path / "out.txt").exists()
     reply = first.all_messages()[-1]
-    assert isinstance(reply, ModelResponse) and reply.finish_reason == "tool_call"
+    assert isinstance(reply, ModelResponse)
+    assert reply.finish_reason == "tool_call"
     assert len(claude_backend.requests) == 1
     # Bash was enabled in Claude Code, and not offered a second time as an MCP tool.
     assert "Bash" in claude_backend.requests[0].tool_names
@@ -100,7 +101,8 @@ async def test_an_approved_bash_call_runs_in_claude_code_and_its_output_reaches_
     assert second.response.provider_details["session_id"] == reply.provider_details["session_id"]
     new = second.new_messages()
     approval = next(part for message in new for part in message.parts if isinstance(part, ToolReturnPart))
-    assert approval.tool_call_id == request.tool_call_id and approval.outcome == "success"
+    assert approval.tool_call_id == request.tool_call_id
+    assert approval.outcome == "success"
     [output] = [part for message in new for part in message.parts if isinstance(part, NativeToolReturnPart)]
     assert (output.tool_call_id, str(output.content).strip(), output.outcome) == (
         request.tool_call_id,
@@ -123,7 +125,8 @@ async def test_a_denied_bash_call_does_not_run_and_claude_gets_the_denial(
 
     assert not (tmp_path / "denied.txt").exists()
     [result] = claude_backend.requests[1].tool_results()
-    assert result.tool_use_id == request.tool_call_id and result.is_error
+    assert result.tool_use_id == request.tool_call_id
+    assert result.is_error
     assert "Not in this folder." in result.text
     assert "Not in this folder." in second.output
 
@@ -181,7 +184,8 @@ async def test_an_edit_approved_on_another_model_instance_runs_after_the_restart
     first = await run_on_a_new_model(claude_backend, ["Edit"], tmp_path, "edit it", model_settings=settings)
     assert isinstance(first.output, DeferredToolRequests)
     [request] = first.output.approvals
-    assert request.tool_name == "Edit" and request.args_as_dict()["new_string"] == "green"
+    assert request.tool_name == "Edit"
+    assert request.args_as_dict()["new_string"] == "green"
     assert target.read_text() == "the sky is blue\n"
     # The Read call ran inside Claude Code without asking.
     assert any(
@@ -203,7 +207,8 @@ async def test_an_edit_approved_on_another_model_instance_runs_after_the_restart
     assert target.read_text() == "the sky is green\n"
     assert second.output.startswith("edit said: ")
     results = claude_backend.requests[-1].tool_results()
-    assert results[-1].tool_use_id == request.tool_call_id and not results[-1].is_error
+    assert results[-1].tool_use_id == request.tool_call_id
+    assert not results[-1].is_error
     assert "interrupted" not in str(claude_backend.requests[-1].raw["messages"])
 
 
@@ -227,9 +232,11 @@ async def test_a_policy_decides_bash_calls_in_code_without_ending_the_run(
     denied = await agent.run("delete it", model_settings=settings)
 
     assert (tmp_path / "keep.txt").exists()
-    assert isinstance(denied.output, str) and "No deleting." in denied.output
+    assert isinstance(denied.output, str)
+    assert "No deleting." in denied.output
     [result] = claude_backend.requests[-1].tool_results()
-    assert result.is_error and "No deleting." in result.text
+    assert result.is_error
+    assert "No deleting." in result.text
     # Decided in code: reported as a call Claude Code made, not one for pydantic-ai to approve.
     parts = [part for message in denied.all_messages() for part in message.parts]
     assert any(isinstance(part, NativeToolCallPart) and part.tool_name == "Bash" for part in parts)
