@@ -25,3 +25,7 @@ ABORTED_ATTEMPTS_KEY = "aborted_attempts"
 
 FIRST_TOKEN_KEY = "first_token_seconds"
 """Seconds from the request to the first token of the answer (the first streamed delta, or the first message)."""
+
+APPROVED_CALL_KEY = "approved_call"
+"""Of a native tool return: it is what Claude Code made of a built-in call pydantic-ai approved or denied (that call
+has the approval as its ``ToolReturnPart`` already; this is its output)."""

@@ -35,7 +35,7 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
 from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._session import Delivery
 
@@ -376,6 +376,8 @@ class TurnTranslator:
             if cli_name in self._output_tool_names and not reported:
                 continue
             details: dict[str, Any] = {CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)}
+            if cli_name in self._builtin_approvals and block.tool_use_id not in self._denied_calls:
+                details[APPROVED_CALL_KEY] = True
             if parent_id is not None:
                 details[PARENT_TOOL_CALL_ID_KEY] = parent_id
             part = NativeToolReturnPart(

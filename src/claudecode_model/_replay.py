@@ -29,7 +29,7 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model._compat import session_transcript_path
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
 from claudecode_model._to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import ClaudeCodeError, MessageConversionError
 
@@ -94,7 +94,9 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
                             "input": part.args_as_dict(),
                         }
                     )
-                case NativeToolReturnPart() if part.tool_call_id not in called:
+                case NativeToolReturnPart() if part.tool_call_id not in called and APPROVED_CALL_KEY in (
+                    part.provider_details or {}
+                ):
                     settle_earlier(part)
                 case NativeToolReturnPart():
                     add("assistant", pending)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from pydantic_ai import (
@@ -26,7 +28,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import BuiltinToolApprovals, ClaudeCodeModel
+from claudecode_model import BuiltinToolApprovals, BuiltinToolPolicy, ClaudeCodeModel, PolicyDecision
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 
@@ -41,210 +43,281 @@ def results_text(messages: list[ModelMessage]) -> str:
     return " | ".join(str(part.content).strip() for part in last.parts if isinstance(part, ToolReturnPart))
 
 
-def bash_brain(command: str) -> FunctionModel:
-    """Calls Bash with ``command`` once, then answers with what the call returned."""
+@dataclass(frozen=True)
+class Case:
+    """A built-in tool under approval: what Claude calls, and what the call leaves behind in the working directory."""
 
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if not any(isinstance(message, ModelResponse) for message in messages):
-            return ModelResponse(parts=[TextPart("Running it."), ToolCallPart("Bash", {"command": command})])
-        return ModelResponse(parts=[TextPart(f"bash said: {results_text(messages)}")])
+    tool: str
+    calls: Callable[[Path], list[ToolCallPart]]
+    """Claude's calls, one reply each: the last one is the call needing approval."""
+    changed_args: Callable[[Path], dict[str, Any]]
+    state: Callable[[Path], str]
+    before: str
+    after: str
+    after_changed: str
+    settings: ClaudeCodeModelSettings = field(default_factory=lambda: cast("ClaudeCodeModelSettings", {}))
 
-    return FunctionModel(brain)
+    def brain(self, cwd: Path) -> FunctionModel:
+        """Makes the calls, then answers with what the last call returned."""
+        calls = self.calls(cwd)
+
+        def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            replies = sum(isinstance(message, ModelResponse) for message in messages)
+            if replies < len(calls):
+                return ModelResponse(parts=[calls[replies]])
+            return ModelResponse(parts=[TextPart(f"tool said: {results_text(messages)}")])
+
+        return FunctionModel(brain)
 
 
-def approval_agent(model: ClaudeCodeModel, tools: list[str], cwd: Path) -> Agent[None, str | DeferredToolRequests]:
-    settings: ClaudeCodeModelSettings = {"claude_code_cwd": str(cwd)}
+def log_text(cwd: Path) -> str:
+    log = cwd / "log.txt"
+    return log.read_text() if log.exists() else ""
+
+
+def sky_text(cwd: Path) -> str:
+    return (cwd / "sky.txt").read_text()
+
+
+def edit(cwd: Path, new: str) -> dict[str, Any]:
+    return {"file_path": str(cwd / "sky.txt"), "old_string": "blue", "new_string": new}
+
+
+BASH = Case(
+    tool="Bash",
+    calls=lambda cwd: [ToolCallPart("Bash", {"command": "echo approved >> log.txt && cat log.txt"})],
+    changed_args=lambda cwd: {"command": "echo changed >> log.txt && cat log.txt"},
+    state=log_text,
+    before="",
+    after="approved\n",
+    after_changed="changed\n",
+)
+EDIT = Case(
+    tool="Edit",
+    # Claude Code edits only a file read in the session: Read runs without asking, Edit waits.
+    calls=lambda cwd: [
+        ToolCallPart("Read", {"file_path": str(cwd / "sky.txt")}),
+        ToolCallPart("Edit", edit(cwd, "green")),
+    ],
+    changed_args=lambda cwd: edit(cwd, "red"),
+    state=sky_text,
+    before="the sky is blue\n",
+    after="the sky is green\n",
+    after_changed="the sky is red\n",
+    settings={"claude_code_builtin_tools": ["Read"]},
+)
+CASES = [pytest.param(BASH, id="Bash"), pytest.param(EDIT, id="Edit")]
+
+
+def approval_agent(model: ClaudeCodeModel, case: Case, cwd: Path) -> Agent[None, str | DeferredToolRequests]:
+    if not (cwd / "sky.txt").exists():
+        (cwd / "sky.txt").write_text("the sky is blue\n")
+    settings: ClaudeCodeModelSettings = {**case.settings, "claude_code_cwd": str(cwd)}
     return Agent(
-        model, output_type=[str, DeferredToolRequests], toolsets=[BuiltinToolApprovals(tools)], model_settings=settings
+        model,
+        output_type=[str, DeferredToolRequests],
+        toolsets=[BuiltinToolApprovals([case.tool])],
+        model_settings=settings,
     )
 
 
-async def ask(agent: Agent[None, str | DeferredToolRequests], prompt: str) -> tuple[Run, ToolCallPart]:
-    first = await agent.run(prompt)
+async def ask(
+    model: ClaudeCodeModel, backend: OfflineBackend, case: Case, cwd: Path
+) -> tuple[Agent[None, str | DeferredToolRequests], Run, ToolCallPart]:
+    """Run until Claude's call waits for approval: the agent, the run and the call."""
+    agent = approval_agent(model, case, cwd)
+    backend.set_brain(case.brain(cwd))
+    first = await agent.run("do it")
     assert isinstance(first.output, DeferredToolRequests)
     [request] = first.output.approvals
-    return first, request
+    assert request.tool_name == case.tool
+    assert case.calls(cwd)[-1].args_as_dict().items() <= request.args_as_dict().items()  # Edit adds replace_all
+    assert case.state(cwd) == case.before  # nothing ran yet
+    return agent, first, request
 
 
-async def test_an_approved_bash_call_runs_in_claude_code_and_its_output_reaches_claude(
-    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+def answer(first: Run, request: ToolCallPart, decision: bool | ToolApproved | ToolDenied) -> dict[str, Any]:
+    results = DeferredToolResults(approvals={request.tool_call_id: decision})
+    return {"message_history": first.all_messages(), "deferred_tool_results": results}
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_an_approved_call_runs_in_claude_code_and_its_output_reaches_claude(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path, case: Case
 ):
-    claude_backend.set_brain(bash_brain("echo approved > out.txt && cat out.txt"))
-    agent = approval_agent(model, ["Bash"], tmp_path)
-
-    first, request = await ask(agent, "write a file")
-
-    # The run ended with the call for the user to inspect, and nothing ran yet.
-    assert (request.tool_name, request.args_as_dict()) == (
-        "Bash",
-        {"command": "echo approved > out.txt && cat out.txt"},
-    )
-    assert not (tmp_path / "out.txt").exists()
+    agent, first, request = await ask(model, claude_backend, case, tmp_path)
     reply = first.all_messages()[-1]
     assert isinstance(reply, ModelResponse)
     assert reply.finish_reason == "tool_call"
-    assert len(claude_backend.requests) == 1
-    # Bash was enabled in Claude Code, and not offered a second time as an MCP tool.
-    assert "Bash" in claude_backend.requests[0].tool_names
-    assert not any(name.startswith("mcp__") for name in claude_backend.requests[0].tool_names)
+    asked = len(claude_backend.requests)
+    # The tool was enabled in Claude Code, and not offered a second time as an MCP tool.
+    assert case.tool in claude_backend.requests[-1].tool_names
+    assert not any(name.startswith("mcp__") for name in claude_backend.requests[-1].tool_names)
 
-    second = await agent.run(
-        message_history=first.all_messages(),
-        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: True}),
-    )
+    second = await agent.run(**answer(first, request, True))
 
-    assert (tmp_path / "out.txt").read_text() == "approved\n"
-    [result] = claude_backend.requests[1].tool_results()
-    assert (result.tool_use_id, result.text.strip(), result.is_error) == (request.tool_call_id, "approved", False)
-    assert second.output == "bash said: approved"
-    # The same CLI turn went on, and the history shows the approval and then what Claude Code made of the call.
+    assert case.state(tmp_path) == case.after
+    assert len(claude_backend.requests) == asked + 1
+    result = claude_backend.requests[-1].tool_results()[-1]
+    assert result.tool_use_id == request.tool_call_id
+    assert not result.is_error
+    assert second.output.startswith("tool said: ")
+    # The same CLI turn went on; the history shows the approval, then what Claude Code made of the call.
     assert second.response.provider_details["session_id"] == reply.provider_details["session_id"]
     new = second.new_messages()
-    approval = next(part for message in new for part in message.parts if isinstance(part, ToolReturnPart))
+    [approval] = [part for message in new for part in message.parts if isinstance(part, ToolReturnPart)]
     assert approval.tool_call_id == request.tool_call_id
     assert approval.outcome == "success"
     [output] = [part for message in new for part in message.parts if isinstance(part, NativeToolReturnPart)]
-    assert (output.tool_call_id, str(output.content).strip(), output.outcome) == (
-        request.tool_call_id,
-        "approved",
-        "success",
-    )
+    assert output.tool_call_id == request.tool_call_id
+    assert output.outcome == "success"
+    assert str(output.content) == result.text
 
 
-async def test_a_denied_bash_call_does_not_run_and_claude_gets_the_denial(
-    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+@pytest.mark.parametrize("case", CASES)
+async def test_a_denied_call_does_not_run_and_claude_gets_the_denial(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path, case: Case
 ):
-    claude_backend.set_brain(bash_brain("touch denied.txt"))
-    agent = approval_agent(model, ["Bash"], tmp_path)
-    first, request = await ask(agent, "touch a file")
+    agent, first, request = await ask(model, claude_backend, case, tmp_path)
 
-    second = await agent.run(
-        message_history=first.all_messages(),
-        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: ToolDenied("Not in this folder.")}),
-    )
+    second = await agent.run(**answer(first, request, ToolDenied("Not in this folder.")))
 
-    assert not (tmp_path / "denied.txt").exists()
-    [result] = claude_backend.requests[1].tool_results()
+    assert case.state(tmp_path) == case.before
+    result = claude_backend.requests[-1].tool_results()[-1]
     assert result.tool_use_id == request.tool_call_id
     assert result.is_error
     assert "Not in this folder." in result.text
     assert "Not in this folder." in second.output
+    new = second.new_messages()
+    [denial] = [part for message in new for part in message.parts if isinstance(part, ToolReturnPart)]
+    assert denial.outcome == "denied"
 
 
-async def test_an_approval_with_changed_arguments_runs_the_changed_command(
-    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+@pytest.mark.parametrize("case", CASES)
+async def test_an_approval_with_changed_arguments_runs_the_changed_call(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path, case: Case
 ):
-    claude_backend.set_brain(bash_brain("echo original"))
-    agent = approval_agent(model, ["Bash"], tmp_path)
-    first, request = await ask(agent, "say something")
+    agent, first, request = await ask(model, claude_backend, case, tmp_path)
 
-    changed = ToolApproved(override_args={"command": "echo changed"})
-    second = await agent.run(
-        message_history=first.all_messages(),
-        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: changed}),
-    )
+    changed = ToolApproved(override_args=case.changed_args(tmp_path))
+    await agent.run(**answer(first, request, changed))
 
-    [result] = claude_backend.requests[1].tool_results()
-    assert (result.text.strip(), result.is_error) == ("changed", False)
-    assert second.output == "bash said: changed"
+    assert case.state(tmp_path) == case.after_changed
+    assert not claude_backend.requests[-1].tool_results()[-1].is_error
 
 
-def edit_brain(path: Path) -> FunctionModel:
-    """Reads ``path`` (allowed without asking), then edits it, then answers with what the edit returned."""
-
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        replies = sum(isinstance(message, ModelResponse) for message in messages)
-        if replies == 0:
-            return ModelResponse(parts=[ToolCallPart("Read", {"file_path": str(path)})])
-        if replies == 1:
-            edit = {"file_path": str(path), "old_string": "blue", "new_string": "green"}
-            return ModelResponse(parts=[ToolCallPart("Edit", edit)])
-        return ModelResponse(parts=[TextPart(f"edit said: {results_text(messages)}")])
-
-    return FunctionModel(brain)
-
-
-async def run_on_a_new_model(backend: OfflineBackend, tools: list[str], cwd: Path, *args: Any, **kwargs: Any) -> Run:
+async def run_on_a_new_model(backend: OfflineBackend, case: Case, cwd: Path, *args: Any, **kwargs: Any) -> Run:
     """One run on a model of its own (as in a process of its own), closed afterwards."""
     model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
     try:
-        return await approval_agent(model, tools, cwd).run(*args, **kwargs)
+        return await approval_agent(model, case, cwd).run(*args, **kwargs)
     finally:
         await model.aclose()
 
 
-async def test_an_edit_approved_on_another_model_instance_runs_after_the_restart(
-    claude_backend: OfflineBackend, tmp_path: Path
+@pytest.mark.parametrize("case", CASES)
+async def test_an_approval_continues_on_another_model_instance_after_a_restart(
+    claude_backend: OfflineBackend, tmp_path: Path, case: Case
 ):
-    target = tmp_path / "sky.txt"
-    target.write_text("the sky is blue\n")
-    claude_backend.set_brain(edit_brain(target))
-    settings: ClaudeCodeModelSettings = {"claude_code_builtin_tools": ["Read"]}
-
-    first = await run_on_a_new_model(claude_backend, ["Edit"], tmp_path, "edit it", model_settings=settings)
+    claude_backend.set_brain(case.brain(tmp_path))
+    first = await run_on_a_new_model(claude_backend, case, tmp_path, "do it")
     assert isinstance(first.output, DeferredToolRequests)
     [request] = first.output.approvals
-    assert request.tool_name == "Edit"
-    assert request.args_as_dict()["new_string"] == "green"
-    assert target.read_text() == "the sky is blue\n"
-    # The Read call ran inside Claude Code without asking.
-    assert any(
-        isinstance(part, NativeToolCallPart) and part.tool_name == "Read"
-        for m in first.all_messages()
-        for part in m.parts
-    )
+    assert case.state(tmp_path) == case.before
     history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(first.all_messages()))
+    asked = len(claude_backend.requests)
 
     second = await run_on_a_new_model(
-        claude_backend,
-        ["Edit"],
-        tmp_path,
-        message_history=history,
-        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: True}),
-        model_settings=settings,
+        claude_backend, case, tmp_path, **answer(first, request, True) | {"message_history": history}
     )
 
-    assert target.read_text() == "the sky is green\n"
-    assert second.output.startswith("edit said: ")
-    results = claude_backend.requests[-1].tool_results()
-    assert results[-1].tool_use_id == request.tool_call_id
-    assert not results[-1].is_error
-    assert "interrupted" not in str(claude_backend.requests[-1].raw["messages"])
+    assert case.state(tmp_path) == case.after
+    assert len(claude_backend.requests) == asked + 1
+    resumed = claude_backend.requests[-1]
+    result = resumed.tool_results()[-1]
+    assert result.tool_use_id == request.tool_call_id
+    assert not result.is_error
+    assert "interrupted" not in str(resumed.raw["messages"])
+    assert second.output == f"tool said: {result.text.strip()}"
 
 
-async def test_a_policy_decides_bash_calls_in_code_without_ending_the_run(
+async def test_a_later_replay_shows_claude_the_output_of_the_approved_call(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+):
+    agent, first, request = await ask(model, claude_backend, BASH, tmp_path)
+    second = await agent.run(**answer(first, request, True))
+    claude_backend.set_brain(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("ok")])))
+
+    # Another machine (its own Claude Code config, without the session): the history is replayed into a new session.
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = ClaudeCodeModel(env=claude_backend.cli_env(config_dir=tmp_path / "elsewhere"), spare_sessions=0)
+    try:
+        third = await approval_agent(elsewhere, BASH, tmp_path).run("and now?", message_history=second.all_messages())
+    finally:
+        await elsewhere.aclose()
+
+    assert third.response.provider_details["session_source"] == "replay"
+
+    replayed = claude_backend.requests[-1]
+    assert [(r.tool_use_id, r.text.strip(), r.is_error) for r in replayed.tool_results()] == [
+        (request.tool_call_id, "approved", False)
+    ]
+
+
+def policy_of(seen: list[ToolCallPart], decision: Callable[[ToolCallPart], PolicyDecision]) -> BuiltinToolPolicy:
+    def policy(call: ToolCallPart) -> PolicyDecision:
+        seen.append(call)
+        return decision(call)
+
+    return policy
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_a_policy_decides_in_code_without_ending_the_run(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path, case: Case
+):
+    seen: list[ToolCallPart] = []
+    agent = approval_agent(model, case, tmp_path)
+    claude_backend.set_brain(case.brain(tmp_path))
+    denied = policy_of(seen, lambda call: ToolDenied("No, says the policy.") if call.tool_name == case.tool else None)
+
+    refused = await agent.run("do it", model_settings={"claude_code_builtin_tool_policy": denied})
+
+    assert case.state(tmp_path) == case.before
+    assert refused.output.startswith("tool said: ")
+    assert "No, says the policy." in refused.output
+    result = claude_backend.requests[-1].tool_results()[-1]
+    assert result.is_error
+    # Decided in code: reported as a call Claude Code made, not one for pydantic-ai to approve.
+    parts = [part for message in refused.all_messages() for part in message.parts]
+    assert any(isinstance(part, NativeToolCallPart) and part.tool_name == case.tool for part in parts)
+    assert not any(type(part) is ToolCallPart for part in parts)
+    assert [call.tool_name for call in seen] == [call.tool_name for call in case.calls(tmp_path)]
+    assert case.calls(tmp_path)[-1].args_as_dict().items() <= seen[-1].args_as_dict().items()
+
+    seen.clear()
+    changed = policy_of(
+        seen,
+        lambda call: ToolApproved(override_args=case.changed_args(tmp_path)) if call.tool_name == case.tool else None,
+    )
+    approved = await agent.run("do it", model_settings={"claude_code_builtin_tool_policy": changed})
+
+    assert case.state(tmp_path) == case.after_changed
+    assert approved.output.startswith("tool said: ")
+    assert not claude_backend.requests[-1].tool_results()[-1].is_error
+
+
+async def test_a_policy_without_a_decision_leaves_the_call_to_pydantic_ais_approval(
     model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
 ):
     seen: list[ToolCallPart] = []
+    agent = approval_agent(model, BASH, tmp_path)
+    claude_backend.set_brain(BASH.brain(tmp_path))
 
-    def policy(call: ToolCallPart) -> ToolApproved | ToolDenied | None:
-        seen.append(call)
-        command = str(call.args_as_dict().get("command", ""))
-        if "rm " in command:
-            return ToolDenied("No deleting.")
-        return ToolApproved(override_args={"command": command.replace("hello", "policy")})
+    first = await agent.run(
+        "do it", model_settings={"claude_code_builtin_tool_policy": policy_of(seen, lambda call: None)}
+    )
 
-    (tmp_path / "keep.txt").write_text("keep")
-    claude_backend.set_brain(bash_brain("rm keep.txt"))
-    agent = approval_agent(model, ["Bash"], tmp_path)
-    settings: ClaudeCodeModelSettings = {"claude_code_builtin_tool_policy": policy}
-
-    denied = await agent.run("delete it", model_settings=settings)
-
-    assert (tmp_path / "keep.txt").exists()
-    assert isinstance(denied.output, str)
-    assert "No deleting." in denied.output
-    [result] = claude_backend.requests[-1].tool_results()
-    assert result.is_error
-    assert "No deleting." in result.text
-    # Decided in code: reported as a call Claude Code made, not one for pydantic-ai to approve.
-    parts = [part for message in denied.all_messages() for part in message.parts]
-    assert any(isinstance(part, NativeToolCallPart) and part.tool_name == "Bash" for part in parts)
-    assert not any(isinstance(part, ToolCallPart) and part.tool_name == "Bash" for part in parts)
+    assert isinstance(first.output, DeferredToolRequests)
     assert len(seen) == 1
-
-    claude_backend.set_brain(bash_brain("echo hello"))
-    approved = await agent.run("greet", model_settings=settings)
-
-    assert approved.output == "bash said: policy"
-    assert len(seen) == 2
+    assert log_text(tmp_path) == ""
