@@ -11,6 +11,7 @@ from typing import Any
 
 from claude_agent_sdk import (
     AssistantMessage,
+    RateLimitEvent,
     ResultMessage,
     StreamEvent,
     SystemMessage,
@@ -35,7 +36,13 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager
-from claudecode_model._details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._details import (
+    APPROVED_CALL_KEY,
+    CLI_TOOL_NAME_KEY,
+    PARENT_TOOL_CALL_ID_KEY,
+    PROVIDER_NAME,
+    RATE_LIMIT_KEY,
+)
 from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._session import Delivery
 
@@ -64,6 +71,8 @@ class TurnOutcome:
     init_data: dict[str, Any] = field(default_factory=dict)
     last_entry_uuid: str | None = None
     """The transcript entry of the last conversation message of the turn (where a later turn may resume)."""
+    rate_limit: dict[str, Any] | None = None
+    """The last rate-limit state the CLI reported in the turn (it reports one when the state changes)."""
     reply_model: str | None = None
     """The model that wrote Claude's last reply (the fallback model, once Claude Code switched to it)."""
 
@@ -185,6 +194,8 @@ class TurnTranslator:
             case ResultMessage():
                 self.outcome.result = message
                 self.outcome.session_id = message.session_id
+            case RateLimitEvent():
+                self.outcome.rate_limit = rate_limit_details(message)
             case SystemMessage():
                 if message.subtype == "init":
                     self.outcome.init_data = message.data
@@ -438,6 +449,8 @@ class TurnTranslator:
         )
         if result.model_usage:
             details["model_usage"] = _jsonable(result.model_usage)
+        if self.outcome.rate_limit is not None:
+            details[RATE_LIMIT_KEY] = self.outcome.rate_limit
         return details
 
 
@@ -477,6 +490,32 @@ def delivery_unless_streaming(message: Message) -> Delivery:
             return Delivery.DROP
         case _:
             return Delivery.HOLD
+
+
+def rate_limit_details(event: RateLimitEvent) -> dict[str, Any]:
+    """A rate-limit state for ``provider_details`` (logged: at WARNING when close to or over the limit)."""
+    info = event.rate_limit_info
+    state = {
+        "status": info.status,
+        "type": info.rate_limit_type,
+        "utilization": info.utilization,
+        "resets_at": info.resets_at,
+        "overage_status": info.overage_status,
+        "overage_resets_at": info.overage_resets_at,
+        "overage_disabled_reason": info.overage_disabled_reason,
+    }
+    state = {key: value for key, value in state.items() if value is not None}
+    level = logging.INFO if info.status == "allowed" else logging.WARNING
+    utilization = f"{info.utilization:.0%}" if info.utilization is not None else "unknown"
+    logger.log(
+        level,
+        "Claude Code reports its rate limit %s: %s (%s used%s)",
+        info.rate_limit_type or "",
+        info.status,
+        utilization,
+        f", resets at {info.resets_at}" if info.resets_at else "",
+    )
+    return state
 
 
 def request_usage(usage: Mapping[str, Any]) -> RequestUsage:
