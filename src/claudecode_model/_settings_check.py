@@ -12,12 +12,12 @@ import difflib
 import functools
 import logging
 import types
-import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from pydantic import InstanceOf, TypeAdapter, ValidationError
+from pydantic_ai.settings import ModelSettingName
 
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -26,11 +26,10 @@ if TYPE_CHECKING:
     from claudecode_model._resources import ProcessLimits
 
 __all__ = [
-    "IGNORED_STANDARD_SETTINGS",
+    "UNSUPPORTED_STANDARD_SETTINGS",
     "check_model_arguments",
     "check_request_settings",
     "check_settings",
-    "warn_ignored_settings",
 ]
 
 logger = logging.getLogger(__name__)
@@ -38,22 +37,26 @@ logger = logging.getLogger(__name__)
 PREFIX = "claude_code_"
 TRANSPORTS = ("auto", "sdk", "stdio")
 
-IGNORED_STANDARD_SETTINGS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "seed",
-    "stop_sequences",
-    "presence_penalty",
-    "frequency_penalty",
-    "logit_bias",
-    "parallel_tool_calls",
-    "max_retries",
-    "extra_headers",
-    "extra_body",
-    "service_tier",
+UNSUPPORTED_STANDARD_SETTINGS: frozenset[ModelSettingName] = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "seed",
+        "stop_sequences",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "parallel_tool_calls",
+        "max_retries",
+        "extra_headers",
+        "extra_body",
+        "service_tier",
+    }
 )
-"""Standard settings the Claude Code CLI has no way to honour (logged once per model at WARNING)."""
+"""Standard settings the Claude Code CLI has no way to honour: ``ClaudeCodeModel.unsupported_settings``, which
+pydantic-ai's ``prepare_request`` warns about (``UnsupportedSettingWarning``) for those that change what a request
+guarantees."""
 
 _READ_STANDARD_SETTINGS = ("max_tokens", "timeout", "thinking")
 """Standard settings the model turns into CLI options, checked like its own."""
@@ -277,25 +280,7 @@ def check_model_arguments(limits: ProcessLimits, *, tool_transport: Any, setting
         )
 
 
-_WARNED: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
-
-
-def warn_ignored_settings(model: object, settings: Mapping[str, Any] | None) -> None:
-    """Log, once per model and setting, the standard settings the CLI cannot honour."""
-    if not settings:
-        return
-    warned = _WARNED.setdefault(model, set())
-    for name in IGNORED_STANDARD_SETTINGS:
-        if name in settings and name not in warned:
-            warned.add(name)
-            logger.warning(
-                "The %r setting is ignored: the Claude Code CLI has no way to pass it to the model "
-                "(logged once per model).",
-                name,
-            )
-
-
-def check_request_settings(model: object, settings: Mapping[str, Any] | None) -> None:
-    """Everything checked before a request starts: types and ranges, then the once-per-model warnings."""
+def check_request_settings(settings: Mapping[str, Any] | None) -> None:
+    """Everything checked before a request starts: types and ranges (pydantic-ai warns about the unsupported
+    standard settings, see ``UNSUPPORTED_STANDARD_SETTINGS``)."""
     check_settings(settings)
-    warn_ignored_settings(model, settings)

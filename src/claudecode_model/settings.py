@@ -67,8 +67,11 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     Standard :class:`~pydantic_ai.settings.ModelSettings` keys that the CLI can honour are honoured:
     ``max_tokens`` (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), ``timeout`` (a deadline for the whole CLI turn),
-    ``thinking``. The CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop_sequences``,
-    penalties, ``logit_bias`` or ``parallel_tool_calls``: those are ignored (a debug log says so).
+    ``thinking``; pydantic-ai's ``request_timeout`` and ``first_event_timeout`` stop the CLI turn as any request. The
+    CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop_sequences``, penalties,
+    ``logit_bias``, ``parallel_tool_calls``, ``max_retries``, ``extra_headers``, ``extra_body`` or ``service_tier``:
+    ``ClaudeCodeModel.unsupported_settings`` declares them, and pydantic-ai warns (``UnsupportedSettingWarning``)
+    about those that change what a request guarantees.
     """
 
     claude_code_timeout: float
