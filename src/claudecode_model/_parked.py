@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -119,6 +120,7 @@ class _Parked(Generic[T]):
     owner: object | None
     timer: asyncio.TimerHandle | None = None
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+    parked_at: float = field(default_factory=time.monotonic)
 
 
 class ParkingLot(Generic[T]):
@@ -231,6 +233,18 @@ class ParkingLot(Generic[T]):
                 entry.owner = owner
                 self._arm(entry, timeout)
                 return
+
+    async def close_oldest(self) -> bool:
+        """Close the turn of the running loop that has been parked longest (a request needs its process slot);
+        whether there was one. Its run continues later from the history, as after an expiry."""
+        loop = asyncio.get_running_loop()
+        entries = [entry for entry in self._entries() if entry.loop is loop]
+        if not entries:
+            return False
+        oldest = min(entries, key=lambda entry: entry.parked_at)
+        logger.info("closing a Claude Code turn waiting for tool results: a request needs its process slot")
+        await self.close(oldest.turn)
+        return True
 
     async def close(self, turn: T) -> None:
         """Unpark and close ``turn`` now."""

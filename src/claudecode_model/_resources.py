@@ -205,6 +205,7 @@ class ModelResources:
             self.pool,
             session_store=self.session_store,
             slots=self.slots,
+            parked=self.parked,
         )
         return self._runner_if_created
 

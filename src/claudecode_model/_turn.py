@@ -56,6 +56,7 @@ from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
+from claudecode_model._parked import ParkingLot
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._replay import transcript_of, write_replay_transcript
 from claudecode_model._request_tools import (
@@ -115,6 +116,9 @@ class TurnRunner:
     """The model's bound on live CLI processes (``None``: unbounded)."""
     built_options: BuiltOptions = field(default_factory=BuiltOptions)
     """The options of recent requests, reused for requests with the same inputs."""
+    parked: ParkingLot[CLITurn] | None = None
+    """The model's turns waiting for tool results: a request that waits too long for a process slot closes the
+    oldest of them (see :data:`PARKED_SLOT_GRACE`)."""
 
 
 @dataclass(frozen=True)
@@ -381,13 +385,32 @@ class _SlotWait:
         )
 
 
+PARKED_SLOT_GRACE = 5.0
+"""Seconds a request waits for a process slot before it closes the longest-parked turn to take its slot.
+
+A turn waiting for tool results keeps its process, so that the run's next request continues it. When every slot is
+held that way, waiting longer may never end: under a concurrency limiter (pydantic-ai's ``ConcurrencyLimitedModel``)
+the requests that would continue those turns wait for the limiter this request holds. A closed turn's run continues
+later from its history (a replay), as after an expiry."""
+
+
 async def _take_slot(runner: TurnRunner, slot_wait: _SlotWait) -> None:
-    """Wait for a free process slot (stopping idle processes first); the request's timeout bounds the wait."""
+    """Wait for a free process slot (stopping idle processes first, then, after :data:`PARKED_SLOT_GRACE`, the
+    longest-parked turn); the request's timeout bounds the wait."""
     slots = runner.slots
     if slots is None:
         return
     slot_wait.since = time.monotonic()
-    await slots.acquire(runner.pool.evict_idle)
+    while True:
+        try:
+            async with asyncio.timeout(PARKED_SLOT_GRACE if runner.parked is not None else None):
+                await slots.acquire(runner.pool.evict_idle)
+            break
+        except TimeoutError:
+            assert runner.parked is not None
+            if not await runner.parked.close_oldest():
+                await slots.acquire(runner.pool.evict_idle)
+                break
     slot_wait.since = None
 
 
