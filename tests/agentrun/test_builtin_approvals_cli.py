@@ -17,6 +17,8 @@ from pydantic_ai import (
     ToolDenied,
 )
 from pydantic_ai.messages import (
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
@@ -321,3 +323,18 @@ async def test_a_policy_without_a_decision_leaves_the_call_to_pydantic_ais_appro
     assert isinstance(first.output, DeferredToolRequests)
     assert len(seen) == 1
     assert log_text(tmp_path) == ""
+
+
+async def test_the_approval_shows_as_a_tool_call_in_pydantic_ais_events(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+):
+    agent, first, request = await ask(model, claude_backend, BASH, tmp_path)
+
+    async with agent.run_stream_events(**answer(first, request, True)) as stream:
+        events = [event async for event in stream]
+
+    [called] = [event for event in events if isinstance(event, FunctionToolCallEvent)]
+    [returned] = [event for event in events if isinstance(event, FunctionToolResultEvent)]
+    assert (called.part.tool_name, called.part.tool_call_id) == ("Bash", request.tool_call_id)
+    assert returned.tool_call_id == request.tool_call_id
+    assert log_text(tmp_path) == "approved\n"
