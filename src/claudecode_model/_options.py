@@ -72,6 +72,8 @@ def build_options(
     else:
         builtin_names = list(builtin or [])
         extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools, *needs.approvals.tools]
+        if settings.get("claude_code_skills"):
+            extra.append("Skill")  # the tool Claude uses a skill with
         builtin_names += [name for name in dict.fromkeys(extra) if name not in builtin_names]
         tools = builtin_names
 

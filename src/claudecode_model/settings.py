@@ -155,7 +155,8 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     """Claude Code's sandbox for Bash commands (claude-agent-sdk's ``SandboxSettings``, e.g. ``{"enabled": True}``)."""
 
     claude_code_skills: list[str] | Literal["all"]
-    """The skills Claude may use (names, or ``"all"``); skills come from plugins or the loaded setting sources."""
+    """The skills Claude may use (names, ``plugin:skill`` for a plugin's, or ``"all"``), with the ``Skill`` tool;
+    skills come from ``claude_code_plugins`` or the loaded setting sources."""
 
     claude_code_plugins: list[str | Path]
     """Directories of local Claude Code plugins to load (commands, agents, skills, hooks)."""

@@ -89,3 +89,25 @@ async def test_the_fallback_model_answers_when_the_main_model_is_overloaded(
     assert models == [claude_backend.model_name] * 3 + ["claude-haiku-4-5"]
     assert result.output
     assert result.response.model_name == "claude-haiku-4-5"
+
+
+async def test_skills_choose_which_skills_of_a_plugin_claude_is_offered(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+):
+    plugin = tmp_path / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "probe", "version": "0.1.0"}))
+    (plugin / "skills" / "greet").mkdir(parents=True)
+    skill = "---\nname: greet\ndescription: Greets the user warmly in Klingon.\n---\nSay nuqneH.\n"
+    (plugin / "skills" / "greet" / "SKILL.md").write_text(skill)
+    agent = Agent(model)
+
+    await agent.run("hi", model_settings={"claude_code_plugins": [plugin], "claude_code_skills": ["probe:greet"]})
+    offered = claude_backend.requests[-1]
+    await agent.run("hi", model_settings={"claude_code_plugins": [plugin], "claude_code_skills": ["probe:other"]})
+    filtered = claude_backend.requests[-1]
+
+    assert "Skill" in offered.tool_names
+    assert "Greets the user warmly in Klingon." in json.dumps(offered.raw)
+    assert "Skill" in filtered.tool_names
+    assert "Klingon" not in json.dumps(filtered.raw)
