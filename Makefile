@@ -1,16 +1,33 @@
-# The two commands of the README: `make demo` and `make test`. Both set everything up on a fresh clone.
+# The two commands of the README: `make demo` and `make test`. Both set everything up on a fresh clone, installing
+# exactly the versions of requirements/dev.lock. Maintainers: `make lock` refreshes the locks, `make test-latest`
+# runs the same suite on the newest versions pyproject.toml's ranges allow (the canary).
 PYTHON ?= python3
-VENV := .venv
-PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+VENV ?= .venv
+PY = $(VENV)/bin/python
+STAMP = $(VENV)/.installed
+LOCK := requirements/dev.lock
+LATEST := .venv-latest
 
-.PHONY: demo test setup clean node-ui
+.PHONY: demo test test-latest lock setup clean node-ui node-bench
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+# The locked environment: every package pinned and hash-checked, the project itself installed without build isolation
+# (its build backend is in the lock too), so nothing unpinned is fetched.
+.venv/.installed: pyproject.toml $(LOCK)
+	rm -rf .venv
+	$(PYTHON) -m venv .venv
+	.venv/bin/python -m pip install --quiet --require-hashes --no-deps -r $(LOCK)
+	.venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	.venv/bin/python -m pip check
+	touch $@
+
+# The canary's environment: the newest versions the ranges allow, made anew on every `make test-latest`.
+$(LATEST)/.installed: pyproject.toml
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(LATEST)/bin/python -m pip list --format=freeze | grep -iE '^(claude-agent-sdk|pydantic-ai-slim|mcp)=='
+	touch $@
 
 setup: $(STAMP)
 
@@ -20,11 +37,21 @@ demo: $(STAMP)
 node-ui:
 	scripts/install-node-ui
 
+node-bench:  # the peer of the new-process benchmark (python -m bench --only new-process)
+	scripts/install-node-bench
+
 test: $(STAMP) node-ui
 	$(PY) -m ruff check src tests
 	$(PY) -m ruff format --check src tests
 	$(PY) -m mypy
 	scripts/loopback-only $(PY) -m pytest -q
 
+test-latest:
+	rm -f $(LATEST)/.installed
+	$(MAKE) --no-print-directory test VENV=$(LATEST)
+
+lock:
+	scripts/lock
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache
+	rm -rf $(VENV) $(LATEST) .mypy_cache .ruff_cache .pytest_cache .cache

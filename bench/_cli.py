@@ -19,8 +19,10 @@ from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_
 from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
+from bench._process_suites import NewProcessSuite
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
 from bench._store_suites import StoreSuite
+from bench._temporal_suites import TemporalSuite
 from claudecode_model.testing import OfflineBackend
 
 SUITES: tuple[Suite, ...] = (
@@ -33,6 +35,8 @@ SUITES: tuple[Suite, ...] = (
     BridgeSpawnSuite(),
     IPCRoundTripSuite(),
     StoreSuite(),
+    TemporalSuite(),
+    NewProcessSuite(),
 )
 
 

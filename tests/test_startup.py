@@ -55,3 +55,31 @@ def test_the_first_request_imports_them(claude_backend):
 
 def test_the_model_module_names_the_same_default_server():
     assert MODEL_DEFAULT_SERVER_NAME == DEFAULT_SERVER_NAME
+
+
+@pytest.mark.cli
+def test_a_first_request_with_a_tool_loads_neither_registered_toolsets_nor_the_ipc_session(claude_backend):
+    claude_backend.set_brain("done")
+    code = (
+        "from pydantic_ai import Agent\n"
+        "from claudecode_model import ClaudeCodeModel\n"
+        "agent = Agent(ClaudeCodeModel())\n"
+        "@agent.tool_plain\n"
+        "def probe(n: int) -> str:\n"
+        "    return str(n)\n"
+        "assert agent.run_sync('hello').output == 'done'\n"
+        "import json, sys\n"
+        "unused = ['claudecode_model.mcp_integration', 'claudecode_model.tool_converter',\n"
+        "          'claudecode_model.deps_support', 'claudecode_model.ipc._session', 'dacite']\n"
+        "print(json.dumps([name for name in unused if name in sys.modules]))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC_DIR), **claude_backend.cli_env()},
+        timeout=120,
+        check=True,
+    )
+
+    assert json.loads(completed.stdout.strip().splitlines()[-1]) == []

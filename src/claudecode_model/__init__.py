@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from claudecode_model.settings import BuiltinToolPolicy, ClaudeCodeModelSettings, PolicyDecision, SubagentDefinition
     from claudecode_model.stores.postgres import PostgresSessionStore
     from claudecode_model.stores.sqlite import SQLiteSessionStore
+    from claudecode_model.temporal import ClaudeCodePlugin
     from claudecode_model.tool_converter import (
         AgentToolset,
         McpResponse,
@@ -122,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "SQLiteSessionStore": "claudecode_model.stores.sqlite",
     "SubagentDefinition": "claudecode_model.settings",
     "ClaudeCodeModels": "claudecode_model.resolve",
+    "ClaudeCodePlugin": "claudecode_model.temporal",
     "TransportType": "claudecode_model.ipc._types",
 }
 
@@ -146,6 +148,7 @@ __all__ = [
     "ClaudeCodeModelSettings",
     "ClaudeCodeModels",
     "ClaudeCodeOverloadedError",
+    "ClaudeCodePlugin",
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
     "ClaudeCodeResponse",

@@ -31,6 +31,41 @@ COMMON_LOCATIONS = (
 
 _QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 
+TESTED_CLI_VERSIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 1, 330), (2, 1, 332))
+"""The oldest and newest Claude Code CLI versions the test suite has passed on (the locked suite and the canary).
+
+Raise the newest when ``make test-latest`` passes on a newer CLI; the oldest is the CLI bundled with the lowest
+claude-agent-sdk that ``pyproject.toml`` allows.
+"""
+
+
+def version_text(version: tuple[int, ...]) -> str:
+    """``(2, 1, 332)`` as ``"2.1.332"``."""
+    return ".".join(str(part) for part in version)
+
+
+def support_note(version: tuple[int, ...] | None) -> str | None:
+    """Why a CLI of ``version`` is outside the tested range (``None`` inside it)."""
+    oldest, newest = TESTED_CLI_VERSIONS
+    tested = f"this claudecode-model was tested with Claude Code {version_text(oldest)} to {version_text(newest)}"
+    if version is None:
+        return f"the CLI's version is unknown; {tested}"
+    if version < oldest:
+        return f"Claude Code {version_text(version)} is older than tested ({tested}); upgrade it if something fails"
+    if version > newest:
+        return f"Claude Code {version_text(version)} is newer than tested ({tested}); report what fails"
+    return None
+
+
+def log_support(cli_path: Path) -> None:
+    """Say at DEBUG which CLI the model runs and whether its version is in the tested range."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    version = cli_version(cli_path)
+    note = support_note(version)
+    shown = version_text(version) if version is not None else "unknown"
+    logger.debug("Claude Code CLI %s, version %s%s", cli_path, shown, f": {note}" if note else " (tested range)")
+
 
 def bundled_cli_path() -> Path | None:
     """The CLI shipped inside the claude-agent-sdk wheel, if this platform's wheel has one."""

@@ -10,11 +10,14 @@ thread, and a CLI session lives no longer than its event loop, so that is the li
 The launcher is a two-line shell script around util-linux ``setpriv --pdeathsig KILL`` (about 1 ms), or, where
 ``setpriv`` is missing or too old, a small Python script calling ``prctl`` (about 20 ms of interpreter start). It
 lives in the user's cache directory (``$XDG_CACHE_HOME/claudecode-model/launchers``, else ``~/.cache/...``), one file
-per CLI path, written once and reused; the temp dir is used only where no cache directory can be created.
+per CLI path, written once and reused; the temp dir is used only where no cache directory can be created. Whether
+``setpriv`` supports ``--pdeathsig`` is asked by running it once per ``setpriv`` binary (5-25 ms that would delay
+every new process's first CLI start) and remembered in the same directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -54,17 +57,37 @@ def guarded_cli_path(cli_path: Path) -> Path:
 
 @functools.cache
 def _setpriv() -> str | None:
-    """The ``setpriv`` binary if it supports ``--pdeathsig`` (util-linux 2.33+)."""
+    """The ``setpriv`` binary if it supports ``--pdeathsig`` (util-linux 2.33+): asked once per binary, the answer
+    remembered in the launcher directory (a changed binary is asked again)."""
     found = shutil.which("setpriv")
     if found is None:
         return None
+    verdict = _verdict_path(found)
+    if verdict is not None:
+        with contextlib.suppress(OSError):
+            return found if verdict.read_text() == "yes" else None
     try:
         works = subprocess.run(
             [found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
+        return None  # not remembered: it may work next time
+    supported = works.returncode == 0
+    if verdict is not None:
+        with contextlib.suppress(OSError):
+            _write_private(verdict, "yes" if supported else "no", mode=0o600)
+    return found if supported else None
+
+
+def _verdict_path(setpriv: str) -> Path | None:
+    """Where the answer for this ``setpriv`` binary (its path, inode, size and mtime) is remembered, if anywhere."""
+    try:
+        info = os.stat(setpriv)
+        directory = _private_dir()
+    except OSError:
         return None
-    return found if works.returncode == 0 else None
+    identity = f"{setpriv}\0{info.st_ino}\0{info.st_size}\0{info.st_mtime_ns}"
+    return directory / f"setpriv-pdeathsig-{hashlib.sha256(identity.encode()).hexdigest()[:20]}"
 
 
 def _script(cli: str, setpriv: str | None) -> str:
@@ -84,12 +107,17 @@ def _launcher_for(cli: str, setpriv: str | None) -> Path:
             return path
     except OSError:
         pass
-    staging = directory / f".{name}.{os.getpid()}"
-    staging.write_text(content)
-    staging.chmod(0o700)
-    os.replace(staging, path)
+    _write_private(path, content, mode=0o700)
     logger.debug("CLI launcher %s written for %s", path, cli)
     return path
+
+
+def _write_private(path: Path, content: str, *, mode: int) -> None:
+    """Write ``path`` whole or not at all (through a staging file in the same directory)."""
+    staging = path.parent / f".{path.name}.{os.getpid()}"
+    staging.write_text(content)
+    staging.chmod(mode)
+    os.replace(staging, path)
 
 
 def _private_dir() -> Path:

@@ -52,6 +52,7 @@ __all__ = [
     "parameters_json_schema",
     "run_tool_call",
     "sdk_result",
+    "takes_run_context",
     "text_result",
     "tool_spec",
     "unique_specs",
@@ -131,7 +132,7 @@ def checked_tool_name(name: object, culprit: object = None) -> str:
     """``name`` itself, or a :class:`ToolValidationError` if it is not a non-empty string."""
     if not isinstance(name, str) or not name.strip():
         where = f" (tool {culprit!r})" if culprit is not None else ""
-        raise ToolValidationError(f"Tool name must be a non-empty string, got {name!r}{where}.")
+        raise ToolValidationError(f"Tool name cannot be empty: a tool needs a non-empty string, got {name!r}{where}.")
     return name
 
 
@@ -200,7 +201,7 @@ def parameters_json_schema(tool: object) -> JsonSchema:
             )
         return value
     tried = ", ".join(".".join(path) for path in _SCHEMA_PATTERNS)
-    raise ToolValidationError(f"Cannot find a parameters JSON schema for tool {name!r} (tried {tried}).")
+    raise ToolValidationError(f"Cannot extract JSON schema from tool {name!r} (tried {tried}).")
 
 
 def mcp_input_schema(schema: JsonSchema) -> JsonSchema:
@@ -278,6 +279,11 @@ async def run_tool_call(spec: ToolSpec, arguments: Mapping[str, Any], tool_use_i
 # --- invoking a pydantic-ai tool -----------------------------------------------------------------------------
 
 
+def takes_run_context(tool: object) -> bool:
+    """Whether ``tool`` says its function takes a run context first (``takes_ctx`` is ``True`` itself)."""
+    return getattr(tool, "takes_ctx", False) is True
+
+
 @dataclass(frozen=True, slots=True)
 class ToolInvoker:
     """Calls one tool function with MCP arguments, the way pydantic-ai would."""
@@ -297,12 +303,14 @@ class ToolInvoker:
         name = checked_tool_name(getattr(tool, "name", None), tool)
         function = getattr(tool, "function", None)
         if function is None or not callable(function):
-            raise ToolValidationError(f"Tool {name!r} has no callable function registered (got {function!r}).")
+            raise ToolValidationError(
+                f"Tool {name!r} has no function registered (got {function!r}); each tool needs a callable function."
+            )
         schema = getattr(tool, "function_schema", None)
         # pydantic-ai's FunctionSchema validates (and converts) the arguments and knows how to call the
         # function (positional fields, sync functions in a thread); use it when it belongs to this function.
         usable = schema is not None and getattr(schema, "function", None) is function and hasattr(schema, "call")
-        return cls(name, function, bool(getattr(tool, "takes_ctx", False)), schema if usable else None)
+        return cls(name, function, takes_run_context(tool), schema if usable else None)
 
     async def __call__(self, arguments: dict[str, Any], ctx: object) -> Any:
         if self.function_schema is not None:
@@ -348,8 +356,9 @@ def tool_spec(
     invoker = ToolInvoker.of(tool)
     if invoker.takes_ctx and deps_context is None:
         raise MissingDepsError(
-            f"Tool {invoker.name!r} takes a RunContext; convert it with convert_tool_with_deps(tool, deps) "
-            "(experimental), or let ClaudeCodeModel run it with the agent's own RunContext."
+            f"Tool {invoker.name!r} takes a RunContext: tools with takes_ctx=True are not supported without deps; "
+            "convert it with convert_tool_with_deps(tool, deps) (experimental), or let ClaudeCodeModel run it with "
+            "the agent's own RunContext."
         )
 
     async def handler(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:

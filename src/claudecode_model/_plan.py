@@ -52,6 +52,10 @@ class TurnPlan:
     deferred_call: ContentBlock | None = None
     """A ``tool_use`` block of the replayed transcript's last reply that the CLI runs again on resume (pydantic-ai's
     answer to a pending call of the agent's tools): the turn then starts without a user message."""
+    branch_point: SessionPoint | None = None
+    """Where the reply with ``deferred_call`` lies in its session's transcript: with a session store, when the store
+    (or this machine's disk) holds that reply, the transcript is branched there instead of replaying
+    ``replay_entries``."""
     digested_history: DigestedHistory | None = None
     """``history`` as digested to find ``point`` (the digest of the conversation after the turn extends it)."""
 

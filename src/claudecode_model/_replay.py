@@ -142,7 +142,6 @@ def write_replay_transcript(
         ClaudeCodeError: The transcript could not be written (a read-only or full config dir), naming the folder.
     """
     session_id = str(uuid.uuid4())
-    path = transcript_path(session_id, env=env, cwd=cwd)
     working_dir = str(cwd) if cwd is not None else os.getcwd()
     parent: str | None = None
     lines: list[str] = []
@@ -163,6 +162,43 @@ def write_replay_transcript(
         parent = entry_uuid
     if deferred_call is not None:
         lines.append(_json_line(_deferred_record(deferred_call, parent, session_id, working_dir)))
+    _write_transcript(transcript_path(session_id, env=env, cwd=cwd), lines)
+    return session_id
+
+
+def write_branch_with_deferred_call(
+    entries: Sequence[Mapping[str, Any]],
+    deferred_call: ContentBlock,
+    *,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str] | None,
+) -> str:
+    """Write a session's own transcript ``entries`` (the CLI's records, up to the reply that made ``deferred_call``)
+    as a new session, with the call recorded as deferred, and return the new session id, ready for ``resume=``.
+
+    Resumed with no new message, the CLI runs the call again (its MCP handler answers with pydantic-ai's result) and
+    goes on: Claude sees the session's transcript as the CLI recorded it, not a conversion of the history.
+
+    Raises:
+        ClaudeCodeError: The transcript could not be written, naming the folder.
+    """
+    session_id = str(uuid.uuid4())
+    working_dir = str(cwd) if cwd is not None else os.getcwd()
+    lines: list[str] = []
+    parent: str | None = None
+    for entry in entries:
+        copied = dict(entry)
+        if "sessionId" in copied:
+            copied["sessionId"] = session_id
+        lines.append(_json_line(copied))
+        if isinstance(copied.get("uuid"), str):
+            parent = copied["uuid"]
+    lines.append(_json_line(_deferred_record(deferred_call, parent, session_id, working_dir)))
+    _write_transcript(transcript_path(session_id, env=env, cwd=cwd), lines)
+    return session_id
+
+
+def _write_transcript(path: Path, lines: Sequence[str]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -178,7 +214,6 @@ def write_replay_transcript(
             f"Claude Code cannot replay the message history: writing its session transcript to {path.parent} "
             f"failed ({reason}). The CLI's config dir (CLAUDE_CONFIG_DIR) must be writable and have free space."
         ) from error
-    return session_id
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from claude_agent_sdk import McpSdkServerConfig
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
@@ -28,6 +27,7 @@ from claudecode_model._agent_tools import (
     tools_signature,
 )
 from claudecode_model._builtin_approvals import is_approval_tool
+from claudecode_model._mcp import allowed_tool_names, mcp_tool_name
 from claudecode_model._tool_servers import (
     ResolvedTransport,
     ServedTools,
@@ -37,14 +37,13 @@ from claudecode_model._tool_servers import (
     serve_tools,
 )
 from claudecode_model.ipc._types import TransportType
-from claudecode_model.mcp_integration import (
-    ToolSource,
-    allowed_tool_names,
-    create_mcp_server_from_tools,
-    filter_tools_for_request,
-    mcp_tool_name,
-)
-from claudecode_model.tool_converter import PydanticAITool
+
+if TYPE_CHECKING:
+    # Registered toolsets (``set_agent_toolsets``) only: their modules load when a model registers some.
+    from claude_agent_sdk import McpSdkServerConfig
+
+    from claudecode_model.mcp_integration import ToolSource
+    from claudecode_model.tool_converter import PydanticAITool
 
 
 @dataclass
@@ -69,6 +68,8 @@ class ToolSetup:
 
     def registered_server(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
         """The in-process MCP server holding only the registered tools this request names."""
+        from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
+
         tools = filter_tools_for_request(self.registered_toolsets, function_tool_names)
         if not tools:
             return None
@@ -141,6 +142,8 @@ def plan_tool_servers(
         transport = resolve_transport(setup.transport, cli_path)
         run_by = execution or setup.execution
         return [ToolServerPlan(AGENT_TOOLS_SERVER, transport, function_defs, output_defs, execution=run_by)]
+    from claudecode_model.mcp_integration import filter_tools_for_request
+
     transport = resolve_transport(setup.registered_transport, cli_path)
     servers: list[ToolServerPlan] = []
     registered = filter_tools_for_request(setup.registered_toolsets, [tool.name for tool in function_defs])

@@ -88,9 +88,10 @@ class ModelResources:
     def cli_path(self) -> Path:
         """The CLI binary the model runs."""
         if self._cli_path is None:
-            from claudecode_model._cli import find_cli
+            from claudecode_model._cli import find_cli, log_support
 
             self._cli_path = find_cli(self.cli_path_option)
+            log_support(self._cli_path)
         return self._cli_path
 
     @property

@@ -61,6 +61,28 @@ async def transcripts_with_store(
     return StoredTranscript(files, point.session_id, entries)
 
 
+async def recorded_entries_up_to(
+    files: TranscriptFiles, store: SessionStore, point: SessionPoint
+) -> list[dict[str, Any]] | None:
+    """The records of ``point``'s session transcript up to and including the entry ``point.message_uuid``: from
+    this machine's disk when it has them, else from the store; ``None`` when neither holds that entry (a turn cut
+    off before the CLI wrote it)."""
+    on_disk = await asyncio.to_thread(_read_entries, files, point.session_id)
+    found = _up_to(on_disk, point.message_uuid)
+    if found is None:
+        found = _up_to(await store.load(store_key(files, point.session_id)) or [], point.message_uuid)
+    if found is None:
+        logger.debug("no record of entry %s of session %s", point.message_uuid, point.session_id)
+    return found
+
+
+def _up_to(entries: Sequence[Any], message_uuid: str) -> list[dict[str, Any]] | None:
+    for index, entry in enumerate(entries):
+        if isinstance(entry, dict) and entry.get("uuid") == message_uuid:
+            return [dict(record) for record in entries[: index + 1] if isinstance(record, dict)]
+    return None
+
+
 async def mirror_transcript(store: SessionStore, files: TranscriptFiles, session_id: str) -> None:
     """Copy the transcript of ``session_id`` written here into the store."""
     entries = await asyncio.to_thread(_read_entries, files, session_id)

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
@@ -26,8 +26,10 @@ from claudecode_model._mcp import ToolSpec, run_tool_call, tool_spec
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
 from claudecode_model.ipc._constants import SECRET_ENV_VAR
-from claudecode_model.ipc._session import IPCSession
 from claudecode_model.ipc._types import MetaToolHandler, ToolSchema, TransportType
+
+if TYPE_CHECKING:
+    from claudecode_model.ipc._session import IPCSession  # the stdio transport only: loaded when it is used
 
 __all__ = [
     "ResolvedTransport",
@@ -98,6 +100,8 @@ async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: Re
     """
     if transport == "sdk":
         return ServedTools(config=build_inprocess_server(server_name, specs))
+    from claudecode_model.ipc._session import IPCSession
+
     schemas: list[ToolSchema] = []
     handlers: dict[str, MetaToolHandler] = {}
     for spec in specs:

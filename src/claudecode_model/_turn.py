@@ -58,7 +58,7 @@ from claudecode_model._native_tools import plan_native_tools
 from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
 from claudecode_model._parked import ParkingLot
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
-from claudecode_model._replay import transcript_of, write_replay_transcript
+from claudecode_model._replay import transcript_of, write_branch_with_deferred_call, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
     ToolSetup,
@@ -77,7 +77,7 @@ from claudecode_model._source import (
     ResumeSession,
     choose_source,
 )
-from claudecode_model._store_transcripts import mirror_transcript, transcripts_with_store
+from claudecode_model._store_transcripts import mirror_transcript, recorded_entries_up_to, transcripts_with_store
 from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._trace_context import traceparent_env
@@ -339,11 +339,15 @@ async def _acquire_session(
             session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
             resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
         case ReplayHistory(entries=entries):
-            kind = "replay"
-            logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
-            session_id = write_replay_transcript(
-                entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
-            )
+            branched = await _branch_at_pending_call(runner.session_store, plan, files)
+            if branched is not None:
+                kind, session_id = "fork", branched
+            else:
+                kind = "replay"
+                logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
+                session_id = write_replay_transcript(
+                    entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
+                )
             new_input, owned, resume = plan.new_input, True, {"resume": session_id}
         case FreshSession():
             spare = await runner.pool.claim_spare(request.signature)
@@ -368,6 +372,21 @@ async def _acquire_session(
         release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
     return _Acquired(session, new_input, release_source, kind)
+
+
+async def _branch_at_pending_call(store: SessionStore | None, plan: TurnPlan, files: TranscriptFiles) -> str | None:
+    """A new session branched from the recorded transcript at the reply whose call the turn takes up (the call
+    deferred), when the session store is configured and the transcript holds that reply; else ``None`` (replay)."""
+    point, deferred = plan.branch_point, plan.deferred_call
+    if store is None or point is None or deferred is None:
+        return None
+    recorded = await recorded_entries_up_to(files, store, point)
+    if recorded is None:
+        return None
+    logger.debug(
+        "branching session %s at %s to take up tool call %s", point.session_id, point.message_uuid, deferred.get("id")
+    )
+    return write_branch_with_deferred_call(recorded, deferred, env=files.env, cwd=files.cwd)
 
 
 @dataclass
@@ -451,6 +470,9 @@ async def spawn_session(
             request.options,
             **dict(resume or {}),
             session_store=runner.session_store,
+            # Each entry reaches the store as the CLI writes it, so that a turn cut off while it waits for tool
+            # results (its worker gone) can be taken up from the store by another worker.
+            session_store_flush="eager",
             mcp_servers={
                 **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
@@ -796,6 +818,8 @@ def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: Pendi
         new_input=resumed.new_input,
         replay_entries=resumed.entries,
         deferred_call=resumed.deferred_call,
+        # One deferred call and nothing else to say: the session's own transcript can be branched at that reply.
+        branch_point=plan.point if resumed.deferred_call is not None and len(pending.calls) == 1 else None,
         point=None,
         continue_input=None,
     )

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 DEMO_PROMPT = "In one sentence: what does claudecode-model do?"
 LOGIN_COMMAND = "claudecode-model login"
 
+_IMPORTED = time.monotonic()
+"""When this module was imported: the command's start, where the kernel does not tell the process's."""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``claudecode-model`` console script."""
@@ -103,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", help="check the CLI, credentials and an offline round trip")
     doctor.add_argument("--verbose", action="store_true", help="show the library's logs on stderr")
+    doctor.add_argument("--cli-path", default=None, help="the Claude Code CLI to check (default: the one found)")
     doctor.set_defaults(handler=_doctor)
 
     demo = commands.add_parser("demo", help="run an agent through the real CLI against the offline backend")
@@ -169,7 +173,7 @@ class _RoundTrip:
     elapsed: float
 
 
-async def _offline_round_trip(prompt: str) -> _RoundTrip:
+async def _offline_round_trip(prompt: str, cli_path: str | None = None) -> _RoundTrip:
     from pydantic_ai import Agent
     from pydantic_ai.models.function import FunctionModel
 
@@ -177,7 +181,7 @@ async def _offline_round_trip(prompt: str) -> _RoundTrip:
     from claudecode_model.testing import OfflineBackend
 
     with OfflineBackend(FunctionModel(_demo_brain)) as backend:
-        model = ClaudeCodeModel(env=backend.cli_env())
+        model = ClaudeCodeModel(cli_path=cli_path, env=backend.cli_env())
         agent = Agent(model, instructions="Answer in one sentence.")
         started = time.perf_counter()
         try:
@@ -343,13 +347,14 @@ async def _run_with(args: argparse.Namespace, model: ClaudeCodeModel, prompt: st
     started = time.perf_counter()
     try:
         result = await agent.run(prompt, event_stream_handler=progress.consume)
+        elapsed, answered = time.perf_counter() - started, seconds_since_process_start()  # not stopping the CLI
     finally:
         await model.aclose()
     if args.no_stream:
         print(result.output)
     elif progress.text_printed:
         print()
-    print(_run_summary(result, progress.tool_calls, time.perf_counter() - started), file=sys.stderr)
+    print(_run_summary(result, progress.tool_calls, elapsed, answered), file=sys.stderr)
     return 0
 
 
@@ -414,33 +419,47 @@ class _Progress:
         print(text, file=sys.stderr, flush=True)
 
 
-def _run_summary(result: AgentRunResult[str], tool_calls: int, elapsed: float) -> str:
+def _run_summary(result: AgentRunResult[str], tool_calls: int, elapsed: float, answered: float) -> str:
     usage = result.usage
     response = _last_response(result.all_messages())
     session = (response.provider_details or {}).get("session_id")
     cost = f"${usage.cost:.6f}" if usage.cost is not None else "unknown"
     return (
         f"[done] {usage.input_tokens} input and {usage.output_tokens} output tokens, "
-        f"{tool_calls} tool call(s); cost {cost}; {elapsed:.2f} s; session {session}"
+        f"{tool_calls} tool call(s); cost {cost}; {elapsed:.2f} s (answered {answered:.2f} s after the process "
+        f"started); session {session}"
     )
 
 
+def seconds_since_process_start() -> float:
+    """Seconds since this process started: from the kernel's record of its start (Linux, 10 ms resolution), else
+    since this module was imported (missing the interpreter's own start)."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        start_ticks = int(stat[stat.rindex(")") + 2 :].split()[19])  # field 22, starttime, in clock ticks
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):  # no /proc, no CLOCK_BOOTTIME (not Linux)
+        return time.monotonic() - _IMPORTED
+
+
 async def _doctor(args: argparse.Namespace) -> int:
-    from claudecode_model._cli import cli_version_text, find_cli
+    from claudecode_model._cli import cli_version_text, find_cli, parse_version, support_note
     from claudecode_model.exceptions import ClaudeCodeError
 
     problems = 0
     try:
-        cli = find_cli()
+        cli = find_cli(args.cli_path)
     except ClaudeCodeError as error:
         print(f"[fail] Claude Code CLI: {error}")
         return 1
     version = cli_version_text(cli)
     print(f"[ok]   Claude Code CLI: {cli} ({version})")
+    note = support_note(parse_version(version))
+    print(f"[warn] Claude Code version: {note}" if note else "[ok]   Claude Code version: in the tested range")
     for line in _credentials():
         print(line)
     try:
-        trip = await _offline_round_trip("doctor check")
+        trip = await _offline_round_trip("doctor check", args.cli_path)
     except ClaudeCodeError as error:
         problems += 1
         print(f"[fail] offline round trip: {error}")

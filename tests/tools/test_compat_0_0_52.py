@@ -181,6 +181,63 @@ async def test_mcp_integration_old_names_and_argument_order() -> None:
     assert (await wrapper({"x": 1, "y": 2}))["content"] == [{"type": "text", "text": "3"}]
 
 
+async def test_mcp_integration_takes_bare_functions_tools_without_function_and_duck_typed_tools() -> None:
+    from unittest.mock import MagicMock
+
+    from claudecode_model.exceptions import ToolValidationError
+    from claudecode_model.mcp_integration import (
+        convert_tool_definition,
+        create_mcp_server_from_tools,
+        create_tool_wrapper,
+        extract_tools_from_toolsets,
+    )
+
+    async def multiply(a: int, b: int) -> int:
+        return a * b
+
+    wrapper = create_tool_wrapper(multiply)
+    assert (await wrapper({"a": 6, "b": 7}))["content"] == [{"type": "text", "text": "42"}]
+
+    planned = MagicMock()  # a mock's takes_ctx is a truthy mock, not True
+    planned.name, planned.description, planned.function = "plan", "Plan later", None
+    planned.parameters_json_schema = {"type": "object", "properties": {}}
+    [definition] = extract_tools_from_toolsets([planned])
+    assert definition["function"] is None
+    with pytest.raises(ToolValidationError, match="'plan' has no function registered"):
+        convert_tool_definition(definition)
+
+    planned.function = multiply
+    async with mcp_session(create_mcp_server_from_tools(name="pydantic_tools", toolsets=[planned])) as session:
+        assert [tool["name"] for tool in await session.list_tools()] == ["plan"]
+
+    nameless = MagicMock()
+    nameless.name = "   "
+    with pytest.raises(ToolValidationError, match="Tool name cannot be empty"):
+        extract_tools_from_toolsets([nameless])
+
+
+def test_converting_what_is_no_tool_raises_type_error_and_bad_deps_text_a_json_error() -> None:
+    import json
+
+    from claudecode_model.deps_support import deserialize_deps
+    from claudecode_model.tool_converter import convert_tool, convert_tool_with_deps
+
+    with pytest.raises(TypeError, match=r"convert_tool\(\) expected a pydantic-ai Tool"):
+        convert_tool("not a tool")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"convert_tool_with_deps\(\) expected a pydantic-ai Tool"):
+        convert_tool_with_deps("not a tool", {"key": "value"})  # type: ignore[arg-type]
+    with pytest.raises(json.JSONDecodeError):
+        deserialize_deps("not valid json", dict)
+    with pytest.raises(json.JSONDecodeError):
+        deserialize_deps("{broken", ApiConfig)
+
+    def lookup(ctx: RunContext[str], key: str) -> str:
+        return ctx.deps + key
+
+    with pytest.raises(NotImplementedError, match="takes_ctx=True are not supported"):
+        convert_tool(Tool(lookup))
+
+
 async def test_create_async_handler_wraps_a_bare_function_and_reports_errors() -> None:
     from claudecode_model.tool_converter import create_async_handler
 

@@ -59,7 +59,7 @@ def test_edge_empty_tool_name_raises_tool_validation_error(name: str | None) -> 
 def test_edge_tool_without_function_raises_tool_validation_error(function: object) -> None:
     tool = duck(function=function, parameters_json_schema={"type": "object", "properties": {}})
 
-    with pytest.raises(ToolValidationError, match="no callable function"):
+    with pytest.raises(ToolValidationError, match="has no function registered"):
         convert_tool(tool)
     with pytest.raises(ToolValidationError):
         create_tool_wrapper(tool)
@@ -70,7 +70,7 @@ def test_edge_tool_without_function_raises_tool_validation_error(function: objec
 def test_edge_missing_function_attribute_raises_tool_validation_error() -> None:
     tool = types.SimpleNamespace(name="nofunc", description="", parameters_json_schema={})
 
-    with pytest.raises(ToolValidationError, match="'nofunc' has no callable function"):
+    with pytest.raises(ToolValidationError, match="'nofunc' has no function registered"):
         convert_tool(tool)
 
 
@@ -107,7 +107,7 @@ def test_edge_schema_pattern_3_tool_def_parameters_json_schema() -> None:
 def test_edge_schema_all_three_patterns_fail_raises_tool_validation_error() -> None:
     tool = duck(function_schema=types.SimpleNamespace(), tool_def=types.SimpleNamespace(other=1))
 
-    with pytest.raises(ToolValidationError, match=r"Cannot find a parameters JSON schema for tool 'duck'"):
+    with pytest.raises(ToolValidationError, match=r"Cannot extract JSON schema from tool 'duck'"):
         _get_parameters_json_schema(tool)
     with pytest.raises(ToolValidationError):
         convert_tool(tool)

@@ -1,0 +1,105 @@
+"""Every field of claude-agent-sdk's ``ClaudeAgentOptions`` and what this library does with it.
+
+The SDK adds options every few releases. ``tests/model/test_sdk_options_coverage.py`` fails when the installed SDK's
+``ClaudeAgentOptions`` has a field this table does not name (or names one it no longer has), so each upgrade is a
+decision: map the new option to a setting, set it internally, or list it here as deliberately not exposed, with why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["SDK_OPTIONS", "Exposed", "Internal", "NotExposed", "OptionUse"]
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """Set from what the user passes: a ``claude_code_*`` setting or a ``ClaudeCodeModel`` argument (``via``)."""
+
+    via: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Internal:
+    """Set by the library itself, for the reason given."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class NotExposed:
+    """Left at the SDK's default on purpose, for the reason given."""
+
+    why: str
+
+
+OptionUse = Exposed | Internal | NotExposed
+
+SDK_OPTIONS: Mapping[str, OptionUse] = {
+    "tools": Exposed(("claude_code_builtin_tools",)),
+    "allowed_tools": Exposed(("claude_code_allowed_tools",)),
+    "disallowed_tools": Exposed(("claude_code_disallowed_tools",)),
+    "system_prompt": Internal("the agent's system prompts and instructions, plus claude_code_system_prompt_append"),
+    "mcp_servers": Internal("the agent's tools (pydantic_tools) and MCPServerTool remote servers"),
+    "strict_mcp_config": Internal("always on: no .mcp.json of the user or the project is loaded"),
+    "permission_mode": Exposed(("claude_code_permission_mode",)),
+    "continue_conversation": NotExposed(
+        "a session is chosen from the message history (continue, resume, fork or replay), never as 'the most recent "
+        "session of this directory', which another program may have written"
+    ),
+    "resume": Internal("the session plan: a stored or replayed transcript is resumed"),
+    "session_id": Internal("forks and replays name the new session"),
+    "fork_session": Internal("the session plan: a history that ends before its session's last turn is forked"),
+    "resume_session_at": Internal("the session plan: the fork point is the history's last response"),
+    "resume_drops_turn": NotExposed(
+        "a fork point is always an assistant entry the history ended on, so no prompt turn is dropped"
+    ),
+    "max_turns": Exposed(("claude_code_max_turns",)),
+    "max_budget_usd": Exposed(("claude_code_max_budget_usd",)),
+    "model": Exposed(("model_name",)),
+    "fallback_model": NotExposed(
+        "pydantic-ai's FallbackModel chooses fallbacks across providers; the CLI flag stays reachable through "
+        "claude_code_extra_args"
+    ),
+    "betas": NotExposed("beta headers stay reachable through claude_code_extra_args ({'betas': ...})"),
+    "permission_prompt_tool_name": NotExposed(
+        "the CLI never prompts (dontAsk by default); approvals go through pydantic-ai's deferred tool calls"
+    ),
+    "cwd": Exposed(("claude_code_cwd",)),
+    "cli_path": Exposed(("cli_path",)),
+    "settings": NotExposed(
+        "filesystem settings load through claude_code_setting_sources; a settings file stays reachable through "
+        "claude_code_extra_args ({'settings': path})"
+    ),
+    "add_dirs": NotExposed("extra directories stay reachable through claude_code_extra_args ({'add-dir': path})"),
+    "env": Exposed(("env", "claude_code_env")),
+    "extra_args": Exposed(("claude_code_extra_args",)),
+    "max_buffer_size": NotExposed("the SDK's default read buffer"),
+    "debug_stderr": NotExposed("deprecated by the SDK and no longer read; stderr is collected through 'stderr'"),
+    "stderr": Internal("collected per session for CLIProcessError and the logs"),
+    "can_use_tool": Internal("tool parameter restrictions and the domain filters of native web tools"),
+    "hooks": Internal("tool parameter restrictions and native tool checks"),
+    "user": NotExposed("an identifier the CLI does not send to the API; nothing in pydantic-ai maps to it"),
+    "include_partial_messages": Internal("always on: true streaming of text, thinking and tool arguments"),
+    "include_hook_events": NotExposed("hook lifecycle messages carry nothing a pydantic-ai event or part shows"),
+    "forward_subagent_text": NotExposed("subagents' tool calls are reported; their text is not forwarded"),
+    "verbatim_prompts": NotExposed("the SDK's default prompt handling"),
+    "agents": Exposed(("claude_code_agents",)),
+    "setting_sources": Exposed(("claude_code_setting_sources",)),
+    "skills": NotExposed("skills load with the user's settings (claude_code_setting_sources)"),
+    "sandbox": NotExposed("sandbox settings stay reachable through claude_code_extra_args ({'settings': json})"),
+    "plugins": NotExposed("plugins load with the user's settings (claude_code_setting_sources)"),
+    "max_thinking_tokens": NotExposed("deprecated by the SDK; claude_code_thinking (or thinking) sets 'thinking'"),
+    "thinking": Exposed(("claude_code_thinking", "thinking")),
+    "effort": Exposed(("claude_code_effort",)),
+    "output_format": Internal("native structured output: the output type's JSON schema"),
+    "enable_file_checkpointing": NotExposed(
+        "rewinding files needs ClaudeSDKClient.rewind_files(), which pydantic-ai has no call for"
+    ),
+    "session_store": Exposed(("session_store",)),
+    "session_store_flush": NotExposed("the SDK's default ('batched': one flush per turn)"),
+    "load_timeout_ms": NotExposed("the SDK's default (60 s per store read while resuming)"),
+    "task_budget": NotExposed("an API beta (output_config.task_budget) with no setting yet"),
+    "client_app": NotExposed("the SDK's default User-Agent"),
+}

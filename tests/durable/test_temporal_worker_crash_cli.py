@@ -1,0 +1,225 @@
+"""A Temporal worker dies mid-run, another finishes the run, and the conversation goes on from the session store.
+
+A real Temporal dev server, and worker processes running ``examples/temporal_workers.py`` (its workflow in Temporal's
+sandbox): they share a SQLite session store and a ledger of tool runs, and point their Claude Code CLI at this test's
+offline backend, each with its own ``CLAUDE_CONFIG_DIR``. Worker A takes a run that chains three tools; the backend
+holds A's API request that follows the second tool's result, and the test kills A's whole process group with SIGKILL.
+Temporal sees the model-request activity stop heartbeating and gives it to worker B, which finishes the run. A
+follow-up turn then runs on worker C, which has never seen the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from pydantic_ai.models.function import FunctionModel
+
+from claudecode_model.testing import OfflineBackend
+from tests._support.brains import CLI_CONTINUATION_PROMPT, ChainBrain
+from tests._support.processes import process_table
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from claudecode_model.testing import RecordedRequest
+    from tests._support.temporal import TemporalDevServer
+
+pytestmark = pytest.mark.cli
+
+PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "temporal_workers.py"
+_TIMEOUT = 240
+
+
+def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as output:
+        return subprocess.Popen(
+            [sys.executable, str(PROGRAM), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,  # its own process group: SIGKILL to the group takes its CLI along
+        )
+
+
+def _finish(process: subprocess.Popen[bytes], log: Path) -> None:
+    try:
+        code = process.wait(timeout=_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise AssertionError(f"timed out:\n{log.read_text()[-4000:]}") from None
+    assert code == 0, f"exited with {code}:\n{log.read_text()[-4000:]}"
+
+
+def _stop(process: subprocess.Popen[bytes], log: Path) -> None:
+    """Stop a worker the way an orchestrator does (SIGTERM: it closes its CLI processes and exits)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    _finish(process, log)
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _group_members(pgid: int) -> list[int]:
+    return [process.pid for process in process_table() if process.alive and process.pgid == pgid]
+
+
+def _ledger(path: Path) -> list[tuple[str, str, int]]:
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as ledger:
+        rows = ledger.execute("SELECT tool, worker, input FROM tool_runs ORDER BY rowid").fetchall()
+    return [(str(tool), str(worker), int(value)) for tool, worker, value in rows]
+
+
+def _session_of(messages: list[Any]) -> str:
+    last = messages[-1]
+    assert last["kind"] == "response"
+    session_id = last["provider_details"]["session_id"]
+    assert isinstance(session_id, str)
+    return session_id
+
+
+def _eventually(check: Any, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return bool(check())
+
+
+@dataclass
+class Scenario:
+    """What the scenario observed, run once for the tests of this module."""
+
+    ledger_when_killed: list[tuple[str, str, int]]
+    survivors_of_a: list[int]
+    finished: dict[str, Any]
+    followed: dict[str, Any]
+    follow_up_request: RecordedRequest
+    follow_up_transcripts: list[Path]
+    ledger: list[tuple[str, str, int]]
+
+
+@pytest.fixture(scope="module")
+def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    root = tmp_path_factory.mktemp("temporal-scenario")
+    ledger = root / "tool_runs.db"
+    brain = ChainBrain(hold_for=_TIMEOUT)
+    started: list[subprocess.Popen[bytes]] = []
+    with OfflineBackend(FunctionModel(brain.answer)) as backend:
+
+        def env(name: str) -> dict[str, str]:
+            config_dir = root / f"config-{name}"
+            config_dir.mkdir(exist_ok=True)
+            return {
+                **os.environ,
+                **backend.cli_env(config_dir=config_dir),
+                "TEMPORAL_ADDRESS": temporal_server.address,
+                "CLAUDE_SESSIONS_DB": str(root / "sessions.db"),
+                "TOOL_RUNS_DB": str(ledger),
+            }
+
+        def spawn(args: list[str], name: str) -> subprocess.Popen[bytes]:
+            process = _spawn(args, env(name), root / f"{name}.log")
+            started.append(process)
+            return process
+
+        try:
+            worker_a = spawn(["worker", "--name", "worker-a"], "a")
+            run = spawn(["run", "--workflow-id", "chain-1", "--out", str(root / "run.json"), "Start the chain."], "run")
+            assert brain.held.wait(_TIMEOUT), f"A never reached the third request:\n{(root / 'a.log').read_text()}"
+            ledger_when_killed = _ledger(ledger)
+            os.killpg(worker_a.pid, signal.SIGKILL)
+            worker_a.wait()
+            brain.release.set()
+            _eventually(lambda: not _group_members(worker_a.pid))
+            survivors = _group_members(worker_a.pid)
+
+            worker_b = spawn(["worker", "--name", "worker-b"], "b")
+            _finish(run, root / "run.log")
+            _stop(worker_b, root / "b.log")
+
+            worker_c = spawn(["worker", "--name", "worker-c"], "c")
+            follow_args = ["run", "--workflow-id", "chain-2", "--messages", str(root / "run.json")]
+            follow = spawn([*follow_args, "--out", str(root / "follow.json"), "Thanks!"], "follow")
+            _finish(follow, root / "follow.log")
+            _stop(worker_c, root / "c.log")
+        finally:
+            brain.release.set()
+            for process in started:
+                _kill(process)
+        yield Scenario(
+            ledger_when_killed=ledger_when_killed,
+            survivors_of_a=survivors,
+            finished=json.loads((root / "run.json").read_text()),
+            followed=json.loads((root / "follow.json").read_text()),
+            follow_up_request=backend.requests[-1],
+            follow_up_transcripts=list((root / "config-c").glob("projects/*/*.jsonl")),
+            ledger=_ledger(ledger),
+        )
+
+
+def test_worker_a_died_after_its_second_tool_call_leaving_nothing_running(scenario: Scenario):
+    assert scenario.ledger_when_killed == [("one", "worker-a", 1), ("two", "worker-a", 11)]
+    assert scenario.survivors_of_a == []  # its CLI is gone with it: the whole process group
+
+
+def test_worker_b_finishes_the_run_with_the_right_answer(scenario: Scenario):
+    assert scenario.finished["output"] == "chain result: 1123"
+    assert ("three", "worker-b", 112) in scenario.ledger
+
+
+def test_worker_b_took_the_run_up_from_the_store(scenario: Scenario):
+    """B's request after the second tool call branched A's session as the store holds it, instead of replaying."""
+    responses = [message for message in scenario.finished["messages"] if message["kind"] == "response"]
+    sources = [response["provider_details"]["session_source"] for response in responses]
+    assert sources == ["fresh", "fresh", "fork", "fork"]
+    assert _session_of(responses[:3]) != _session_of(responses[:2])  # a branch: a session of its own
+
+
+def test_each_tool_ran_exactly_once(scenario: Scenario):
+    # One and two on A (their activities were recorded before it died), three on B.
+    assert scenario.ledger == [("one", "worker-a", 1), ("two", "worker-a", 11), ("three", "worker-b", 112)]
+
+
+def test_a_follow_up_on_a_new_worker_continues_the_session_from_the_store(scenario: Scenario):
+    assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
+    assert _session_of(scenario.followed["messages"]) == _session_of(scenario.finished["messages"])
+    assert scenario.followed["messages"][-1]["provider_details"]["session_source"] == "resume"
+    prompts = [text for text in scenario.follow_up_request.user_texts() if text != CLI_CONTINUATION_PROMPT]
+    assert prompts == ["Start the chain.", "Thanks!"]
+    assert scenario.follow_up_transcripts == []  # resumed from the store, nothing replayed on this worker
+
+
+def test_the_demo_runs_offline_on_its_own(temporal_server: TemporalDevServer, tmp_path: Path):
+    """``demo`` starts its own dev server and offline backend: a chain and a follow-up, nothing else needed."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env["HOME"] = str(tmp_path)  # no login, no settings of this machine
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), "demo"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.splitlines()[-2:] == ["The chain gives 1123.", "You said 'Thanks!'; the chain gave 1123."]
