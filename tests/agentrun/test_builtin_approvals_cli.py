@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -338,3 +338,76 @@ async def test_the_approval_shows_as_a_tool_call_in_pydantic_ais_events(
     assert (called.part.tool_name, called.part.tool_call_id) == ("Bash", request.tool_call_id)
     assert returned.tool_call_id == request.tool_call_id
     assert log_text(tmp_path) == "approved\n"
+
+
+def two_bash_calls(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if not any(isinstance(message, ModelResponse) for message in messages):
+        calls = [ToolCallPart("Bash", {"command": f"echo {word} >> log.txt"}) for word in ("one", "two")]
+        return ModelResponse(parts=calls)
+    return ModelResponse(parts=[TextPart(f"tool said: {results_text(messages)}")])
+
+
+async def test_several_calls_of_one_reply_are_approved_or_denied_each(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+):
+    claude_backend.set_brain(FunctionModel(two_bash_calls))
+    agent = approval_agent(model, BASH, tmp_path)
+    first = await agent.run("log two words")
+    assert isinstance(first.output, DeferredToolRequests)
+    one, two = first.output.approvals
+    decisions = DeferredToolResults(approvals={one.tool_call_id: True, two.tool_call_id: ToolDenied("Only one.")})
+
+    await agent.run(message_history=first.all_messages(), deferred_tool_results=decisions)
+
+    assert log_text(tmp_path) == "one\n"
+    results = {r.tool_use_id: r for r in claude_backend.requests[-1].tool_results()}
+    assert not results[one.tool_call_id].is_error
+    assert results[two.tool_call_id].is_error
+    assert "Only one." in results[two.tool_call_id].text
+
+
+async def test_after_a_restart_only_the_last_approved_call_of_a_reply_runs_and_claude_is_told(
+    claude_backend: OfflineBackend, tmp_path: Path
+):
+    claude_backend.set_brain(FunctionModel(two_bash_calls))
+    first = await run_on_a_new_model(claude_backend, BASH, tmp_path, "log two words")
+    assert isinstance(first.output, DeferredToolRequests)
+    one, two = first.output.approvals
+    decisions = DeferredToolResults(approvals={one.tool_call_id: True, two.tool_call_id: True})
+
+    await run_on_a_new_model(
+        claude_backend, BASH, tmp_path, message_history=first.all_messages(), deferred_tool_results=decisions
+    )
+
+    assert log_text(tmp_path) == "two\n"
+    results = {r.tool_use_id: r for r in claude_backend.requests[-1].tool_results()}
+    assert results[one.tool_call_id].is_error
+    assert "ended before it ran" in results[one.tool_call_id].text
+    assert not results[two.tool_call_id].is_error
+
+
+async def test_a_policy_also_decides_when_claude_code_runs_the_agents_tools(
+    claude_backend: OfflineBackend, tmp_path: Path
+):
+    (tmp_path / "keep.txt").write_text("keep")
+    deleting = replace(BASH, calls=lambda cwd: [ToolCallPart("Bash", {"command": "rm keep.txt"})])
+    claude_backend.set_brain(deleting.brain(tmp_path))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_execution="cli")
+    settings: ClaudeCodeModelSettings = {
+        "claude_code_builtin_tools": ["Bash"],
+        "claude_code_cwd": str(tmp_path),
+        "claude_code_builtin_tool_policy": lambda call: ToolDenied("No deleting."),
+    }
+    agent = Agent(model, model_settings=settings)
+
+    @agent.tool_plain
+    def unused() -> str:
+        return "not called"
+
+    try:
+        result = await agent.run("delete it")
+    finally:
+        await model.aclose()
+
+    assert (tmp_path / "keep.txt").exists()
+    assert "No deleting." in result.output
