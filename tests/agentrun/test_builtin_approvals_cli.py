@@ -174,6 +174,10 @@ async def test_an_approved_call_runs_in_claude_code_and_its_output_reaches_claud
     assert output.tool_call_id == request.tool_call_id
     assert output.outcome == "success"
     assert str(output.content) == result.text
+    # The history with the approval and its output is exactly what the live session holds: a follow-up continues it.
+    claude_backend.set_brain(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("ok")])))
+    third = await agent.run("and now?", message_history=second.all_messages())
+    assert third.response.provider_details["session_source"] == "live"
 
 
 @pytest.mark.parametrize("case", CASES)
