@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai import (
     Agent,
     AgentRunResult,
@@ -16,6 +20,7 @@ from pydantic_ai import (
     ToolApproved,
     ToolDenied,
 )
+from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.messages import (
     FunctionToolCallEvent,
     FunctionToolResultEvent,
@@ -29,6 +34,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.instrumented import InstrumentationSettings
 
 from claudecode_model import BuiltinToolApprovals, BuiltinToolPolicy, ClaudeCodeModel, PolicyDecision
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -415,3 +421,32 @@ async def test_a_policy_also_decides_when_claude_code_runs_the_agents_tools(
 
     assert (tmp_path / "keep.txt").exists()
     assert "No deleting." in result.output
+
+
+async def test_the_approval_and_the_call_show_in_the_trace(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentation = Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))
+    claude_backend.set_brain(BASH.brain(tmp_path))
+    agent = Agent(
+        model,
+        output_type=[str, DeferredToolRequests],
+        toolsets=[BuiltinToolApprovals(["Bash"])],
+        model_settings={"claude_code_cwd": str(tmp_path)},
+        capabilities=[instrumentation],
+    )
+    first = await agent.run("do it")
+    assert isinstance(first.output, DeferredToolRequests)
+    [request] = first.output.approvals
+
+    await agent.run(**answer(first, request, True))
+
+    spans = exporter.get_finished_spans()
+    assert [span.name for span in spans if span.name.startswith("execute_tool")] == ["execute_tool Bash"]
+    chats = [json.dumps(dict(span.attributes or {}), default=str) for span in spans if span.name.startswith("chat")]
+    assert request.tool_call_id in chats[0]  # the call, in the response that asked for it
+    assert "approved" in chats[-1]  # Claude Code's output of the call, in the next one
+    exporter.shutdown()
