@@ -67,9 +67,10 @@ def approval_tool_names(tool_defs: Sequence[ToolDefinition]) -> tuple[str, ...]:
 
 
 def is_builtin_call(call: ToolCallPart) -> bool:
-    """Whether ``call`` (a pending call of a history) is a call of a built-in tool, not of an MCP tool."""
-    cli_name = (call.provider_details or {}).get(CLI_TOOL_NAME_KEY, call.tool_name)
-    return not str(cli_name).startswith("mcp__")
+    """Whether ``call`` (a pending call of a history) is a call of a built-in tool, not of an MCP tool (a call
+    without the CLI's name recorded counts as an MCP call: that is what the agent's own tools are)."""
+    cli_name = (call.provider_details or {}).get(CLI_TOOL_NAME_KEY)
+    return isinstance(cli_name, str) and not cli_name.startswith("mcp__")
 
 
 def _text_result(text: str, *, is_error: bool) -> CallToolResult:
