@@ -93,6 +93,49 @@ async def test_cli_process_is_the_running_cli(claude_backend: OfflineBackend) ->
     assert process.returncode is not None
 
 
+def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
+    from claude_agent_sdk._internal import message_parser
+
+    _compat.keep_api_error_fields()
+    _compat.keep_api_error_fields()  # installed once
+    raw = {
+        "type": "assistant",
+        "message": {"content": [{"type": "text", "text": "API Error"}], "model": "<synthetic>"},
+        "parent_tool_use_id": None,
+        "error": "rate_limit",
+        "is_api_error_message": True,
+        "api_error_status": 429,
+        "api_error_type": "rate_limit_error",
+        "api_error_code": "credits_required",
+        "request_id": "req_1",
+    }
+    message = message_parser.parse_message(raw)
+    assert _compat.api_error_fields(message) == {
+        "api_error_status": 429,
+        "api_error_type": "rate_limit_error",
+        "api_error_code": "credits_required",
+        "request_id": "req_1",
+    }
+    plain = message_parser.parse_message({**raw, "is_api_error_message": False})
+    assert _compat.api_error_fields(plain) == {}
+
+
+async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend: OfflineBackend) -> None:
+    options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
+    client = ClaudeSDKClient(options)
+    await client.connect()
+    process = _compat.cli_process(client)
+    assert process is not None
+    transport = process._process._transport  # type: ignore[attr-defined]  # what close_process_pipes reaches
+    stdout = transport.get_pipe_transport(1)
+    try:
+        _compat.close_process_pipes(process)  # a running CLI is killed with its pipes closed
+        assert stdout.is_closing()
+    finally:
+        await asyncio.wait_for(client.disconnect(), timeout=10)
+    assert process.returncode is not None
+
+
 def test_no_other_module_imports_a_private_third_party_name() -> None:
     offenders: list[str] = []
     for path in SRC.rglob("*.py"):

@@ -9,8 +9,10 @@ it skipped) or a legacy ``RetryPromptPart``. Each becomes the result of the MCP 
 * images (``BinaryContent``) as MCP image content, which Claude Code forwards as image blocks of the tool result;
 * text files inline; other files (PDF, ...) as MCP embedded resources, which Claude Code saves to a file and tells
   Claude about; URLs as a line of text naming them;
-* text above Claude Code's inline limit for tool results (50,000 characters: above it the CLI shows Claude a short
-  preview only) is cut, with a marker saying so.
+* text above what Claude Code shows Claude of one tool result is cut, with a marker saying so. The CLI's limit is
+  50,000 characters unless the tool's listing raises it (``_meta["anthropic/maxResultSizeChars"]``), as the tool
+  servers of this package do, to the most the CLI allows, 500,000 (:data:`RESULT_SIZE_META`); above its limit the
+  CLI would show Claude a 2 KB preview and the path of a file Claude cannot read without the ``Read`` tool.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pydantic_ai.messages import (
 __all__ = [
     "CLI_INLINE_LIMIT",
     "NOT_ANSWERED_TEXT",
+    "RESULT_SIZE_META",
     "TEXT_LIMIT",
     "anthropic_tool_result",
     "cap_text",
@@ -53,10 +56,14 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CLI_INLINE_LIMIT = 50_000
-"""Claude Code shows Claude a tool result inline up to this many characters; a longer one is saved to a file."""
+CLI_INLINE_LIMIT = 500_000
+"""Claude Code shows Claude a tool result inline up to this many characters of text (the most a tool's listing can
+ask for: the CLI's default is 50,000); a longer one is saved to a file."""
 
-TEXT_LIMIT = 49_000
+RESULT_SIZE_META = {"anthropic/maxResultSizeChars": CLI_INLINE_LIMIT}
+"""The ``_meta`` of a tool's listing that has Claude Code show its results inline up to :data:`CLI_INLINE_LIMIT`."""
+
+TEXT_LIMIT = 495_000
 """The text of one tool result is cut to this many characters (marker included), safely below the inline limit."""
 
 NOT_ANSWERED_TEXT = "The tool call was not executed: the agent did not return a result for it."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -114,10 +116,55 @@ def cli_version(cli_path: Path) -> tuple[int, ...] | None:
     The bundled CLI's version is known without running it; any other binary is asked with ``--version``.
     """
     try:
-        stat = cli_path.stat()
+        stat = os.stat(cli_path)  # one cheap call; the version is what may take time
     except OSError:
         return None
     return _cached_version(str(cli_path), stat.st_mtime_ns, stat.st_size)
+
+
+_ASKED_VERSIONS: dict[tuple[str, int, int], tuple[int, ...] | None] = {}
+"""Versions :func:`cli_version_async` learned, by binary (path, mtime, size)."""
+
+
+async def cli_version_async(cli_path: Path) -> tuple[int, ...] | None:
+    """:func:`cli_version` without blocking the event loop: a binary other than the bundled one is asked with
+    ``--version`` as a subprocess that is killed if the caller is cancelled (or gives no answer in 10 s)."""
+    try:
+        stat = os.stat(cli_path)  # one cheap call; the version is what may take time
+    except OSError:
+        return None
+    if cli_path.parent == bundled_cli_dir():
+        return parse_version(bundled_cli_version())
+    key = (str(cli_path), stat.st_mtime_ns, stat.st_size)
+    if key in _ASKED_VERSIONS:
+        return _ASKED_VERSIONS[key]
+    try:
+        process = await asyncio.create_subprocess_exec(
+            str(cli_path),
+            "--version",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={**os.environ, **_QUIET_ENV},
+        )
+    except OSError as error:
+        logger.debug("could not ask %s for its version: %s", cli_path, error)
+        return None
+    try:
+        async with asyncio.timeout(10):
+            stdout, _ = await process.communicate()
+    except TimeoutError:
+        logger.debug("%s did not tell its version within 10 s", cli_path)
+        version = None
+    else:
+        version = parse_version(stdout.decode(errors="replace"))
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await asyncio.shield(process.wait())
+    _ASKED_VERSIONS[key] = version
+    return version
 
 
 def cli_version_text(cli_path: Path, *, timeout: float = 30) -> str:

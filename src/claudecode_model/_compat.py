@@ -18,8 +18,9 @@ from typing import Any
 
 import claude_agent_sdk
 from anyio.abc import Process
-from claude_agent_sdk import ClaudeSDKClient
+from claude_agent_sdk import AssistantMessage, ClaudeSDKClient
 from claude_agent_sdk._cli_version import __cli_version__ as _BUNDLED_CLI_VERSION
+from claude_agent_sdk._internal import message_parser as _sdk_message_parser
 from claude_agent_sdk._internal import sessions as _sdk_sessions
 from pydantic_ai import _utils as _pydantic_ai_utils
 from pydantic_ai._instrumentation import get_instructions
@@ -31,10 +32,12 @@ from pydantic_ai.tools import RunContext
 
 __all__ = [
     "ModelResponsePartsManager",
+    "api_error_fields",
     "bundled_cli_dir",
     "bundled_cli_version",
     "cli_process",
     "current_run_context",
+    "keep_api_error_fields",
     "new_parts_manager",
     "now_utc",
     "request_instructions",
@@ -95,3 +98,45 @@ def cli_process(client: ClaudeSDKClient) -> Process | None:
     transport = getattr(client, "_transport", None)
     process = getattr(transport, "_process", None)
     return process if isinstance(process, Process) else None
+
+
+_API_ERROR_KEYS = ("api_error_status", "api_error_type", "api_error_code", "request_id")
+_API_ERROR_ATTRIBUTE = "_claudecode_api_error"
+
+
+def keep_api_error_fields() -> None:
+    """Have the SDK's message parser keep what the CLI says about a failed API request on the ``AssistantMessage``
+    that reports it: the API's error ``type``, its ``details.error_code`` and the request id, which the parser
+    drops (read them with :func:`api_error_fields`). Installed once; other messages are left as they were."""
+    original = _sdk_message_parser.parse_message
+    if getattr(original, "keeps_api_errors", False):
+        return
+
+    def parse_message(data: dict[str, Any]) -> Any:
+        message = original(data)
+        if isinstance(message, AssistantMessage) and isinstance(data, dict) and data.get("is_api_error_message"):
+            message.__dict__[_API_ERROR_ATTRIBUTE] = {key: data[key] for key in _API_ERROR_KEYS if key in data}
+        return message
+
+    parse_message.keeps_api_errors = True  # type: ignore[attr-defined]
+    # ClaudeSDKClient imports the parser from its module at each turn.
+    _sdk_message_parser.parse_message = parse_message
+
+
+def api_error_fields(message: AssistantMessage) -> dict[str, Any]:
+    """The CLI's ``api_error_*`` and ``request_id`` fields of an API error message (empty for other messages)."""
+    return dict(message.__dict__.get(_API_ERROR_ATTRIBUTE, {}))
+
+
+def close_process_pipes(process: Process) -> None:
+    """Close the pipes of a stopped CLI process that its transport left open.
+
+    The SDK's ``close()`` never closes the process's stdout; asyncio closes it when it reads its end, which never
+    comes when reading stopped early (a message over the read limit): the CLI blocks writing to the full pipe, is
+    killed and reaped outside asyncio, and the pipe stays open until the process object is collected (after its
+    event loop closed, with a warning).
+    """
+    asyncio_process = getattr(process, "_process", None)
+    transport = getattr(asyncio_process, "_transport", None)
+    if transport is not None:
+        transport.close()  # kills the process if it still runs (the session is over either way)

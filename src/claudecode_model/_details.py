@@ -26,6 +26,10 @@ ABORTED_ATTEMPTS_KEY = "aborted_attempts"
 FIRST_TOKEN_KEY = "first_token_seconds"
 """Seconds from the request to the first token of the answer (the first streamed delta, or the first message)."""
 
+SESSION_STORE_KEY = "session_store"
+"""``"incomplete"`` when the session store's copy of the session lacks part of the conversation (a write failed or
+timed out): other workers replay the history instead of resuming it, until a later turn on this worker writes it."""
+
 APPROVED_CALL_KEY = "approved_call"
 """Of a native tool return: it is what Claude Code made of a built-in call pydantic-ai approved or denied (that call
 has the approval as its ``ToolReturnPart`` already; this is its output)."""

@@ -8,6 +8,7 @@ an HTTP failure of the API surfaces as the same typed error pydantic-ai's own An
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -44,13 +45,31 @@ def map_error(
         if reported is not None:
             return reported
     if isinstance(error, SDKProcessError):
-        stderr_text = "\n".join(stderr) or error.stderr
+        # The SDK's own text only says to look at stderr (whose lines are here): it is replaced, not repeated.
+        stderr_text = "\n".join(stderr) or (error.stderr if error.stderr != _SDK_STDERR_PLACEHOLDER else None)
         return CLIProcessError(
-            f"Claude Code CLI failed: {error}" + (f"\n{stderr_text}" if stderr_text else ""),
+            f"Claude Code CLI failed: {exit_description(error.exit_code)}"
+            + (f"\n{stderr_text}" if stderr_text else ""),
             exit_code=error.exit_code,
             stderr=stderr_text,
         )
     return CLIProcessError(f"Claude Code CLI failed: {error!r}")
+
+
+_SDK_STDERR_PLACEHOLDER = "Check stderr output for details"
+
+
+def exit_description(exit_code: int | None) -> str:
+    """How the CLI process ended, by its exit status (negative: the signal that killed it)."""
+    if exit_code is None:
+        return "the process ended"
+    if exit_code < 0:
+        try:
+            name = signal.Signals(-exit_code).name
+        except ValueError:
+            name = f"signal {-exit_code}"
+        return f"the process was killed by {name} (exit status {exit_code})"
+    return f"the process exited with status {exit_code}"
 
 
 def api_error(outcome: TurnOutcome, *, model_name: str) -> ClaudeCodeError | None:
@@ -59,7 +78,16 @@ def api_error(outcome: TurnOutcome, *, model_name: str) -> ClaudeCodeError | Non
     status = result.api_error_status if result is not None else None
     message = outcome.api_error_text or (result.result if result is not None else None) or ""
     if status is not None:
-        return api_error_for_status(status, model_name, message, cli_message=message, result=_result_dict(result))
+        return api_error_for_status(
+            status,
+            model_name,
+            message,
+            cli_message=message,
+            result=_result_dict(result),
+            in_stream=outcome.api_error_in_stream,
+            error_type=outcome.api_error_type,
+            error_code=outcome.api_error_code,
+        )
     if outcome.api_error_kind is not None or (result is not None and result.terminal_reason == "api_error"):
         return ClaudeCodeConnectionError(model_name, message or "Claude Code could not reach the API")
     return None

@@ -6,7 +6,8 @@ the HTTP status to be classified right:
 
 - "Prompt is too long" is a context-window error (not transient, whatever status the stream carried), with the sizes;
 - "Not logged in" has no status at all, and is an authentication error that should say how to log in;
-- a usage or rate limit (the subscription's 5-hour limit included) is a 429 whose reset time the CLI knows.
+- a usage or rate limit (the subscription's 5-hour limit included) is a 429 whose reset time the CLI knows;
+- exhausted usage credits are a 429 too, but one that waiting does not clear: a quota error.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from claude_agent_sdk import AssistantMessage, RateLimitEvent, ResultMessage
 from claude_agent_sdk import CLIConnectionError as SDKCLIConnectionError
 from claude_agent_sdk import CLIJSONDecodeError as SDKCLIJSONDecodeError
 
+from claudecode_model._compat import api_error_fields
 from claudecode_model.exceptions import (
+    CREDITS_REQUIRED,
     ClaudeCodeAPIError,
     ClaudeCodeAuthenticationError,
     ClaudeCodeContextWindowExceededError,
     ClaudeCodeError,
+    ClaudeCodeQuotaExceededError,
     ClaudeCodeRateLimitError,
     CLIConnectionError,
     CLIResponseParseError,
@@ -63,12 +67,29 @@ def classify_failed_turn(messages: Sequence[Any], model_name: str) -> ClaudeCode
         return ClaudeCodeAuthenticationError(
             result.api_error_status or 401, model_name, text, cli_message=text, result=details, hint=LOGIN_HINT
         )
+    reported = next(
+        (api_error_fields(m) for m in reversed(messages) if isinstance(m, AssistantMessage) and m.error), {}
+    )
+    codes = {reported.get("api_error_code"), *(info.raw.get("errorCode") for info in rejected)}
+    if CREDITS_REQUIRED in codes or reported.get("api_error_type") == "billing_error":
+        code = reported.get("api_error_code")
+        return ClaudeCodeQuotaExceededError(
+            result.api_error_status or 429,
+            model_name,
+            text,
+            cli_message=text,
+            result=details,
+            details={"error_code": code} if isinstance(code, str) else None,
+            provider_error_type=reported.get("api_error_type"),
+            provider_error_code=code if isinstance(code, str) else None,
+            hint="Usage credits are exhausted: waiting does not help.",
+        )
     legacy = _LEGACY_USAGE_LIMIT.search(text)
     if rejected or legacy or "rate_limit" in kinds or result.api_error_status == 429:
         resets = rejected[-1].resets_at if rejected and rejected[-1].resets_at else None
         if resets is None and legacy is not None:
             resets = int(legacy.group(1))
-        return _rate_limit_error(model_name, text, details, resets)
+        return _rate_limit_error(model_name, text, details, resets, reported.get("api_error_type"))
     return None
 
 
@@ -95,7 +116,7 @@ def _number(text: str) -> int:
 
 
 def _rate_limit_error(
-    model_name: str, text: str, details: dict[str, Any], resets: int | None
+    model_name: str, text: str, details: dict[str, Any], resets: int | None, error_type: object = None
 ) -> ClaudeCodeRateLimitError:
     resets_at = datetime.fromtimestamp(resets, UTC) if resets is not None else None
     error = ClaudeCodeRateLimitError(
@@ -105,6 +126,7 @@ def _rate_limit_error(
         cli_message=text,
         result=details,
         retry_after=max(0.0, resets - time.time()) if resets is not None else None,
+        provider_error_type=error_type if isinstance(error_type, str) else None,
         hint=f"The limit resets at {resets_at.isoformat(timespec='minutes')}." if resets_at else None,
     )
     error.resets_at = resets_at
@@ -120,6 +142,11 @@ def map_sdk_error(error: BaseException, stderr: str) -> ClaudeCodeError | None:
     """The library's error for the SDK's transport and parse errors (``None`` for anything else)."""
     detail = f"\n{stderr}" if stderr else ""
     match error:
+        case SDKCLIJSONDecodeError() if "maximum buffer size" in str(error):
+            return CLIResponseParseError(
+                "A message from the Claude Code CLI (a reply with its tool calls' arguments, or a tool result) was "
+                f"larger than this package reads: {error}{detail}"
+            )
         case SDKCLIJSONDecodeError():
             return CLIResponseParseError(f"Claude Code CLI produced output that could not be read: {error}{detail}")
         case SDKCLIConnectionError():

@@ -35,7 +35,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._attempts import AttemptTracker
-from claudecode_model._compat import ModelResponsePartsManager
+from claudecode_model._compat import ModelResponsePartsManager, api_error_fields
 from claudecode_model._details import (
     APPROVED_CALL_KEY,
     CLI_TOOL_NAME_KEY,
@@ -66,6 +66,12 @@ class TurnOutcome:
     session_id: str | None = None
     api_error_text: str | None = None
     api_error_kind: str | None = None
+    api_error_type: str | None = None
+    """The API's error ``type`` (such as ``rate_limit_error``), where the CLI reported it."""
+    api_error_code: str | None = None
+    """The API error's ``details.error_code`` (such as ``credits_required``), where the CLI reported it."""
+    api_error_in_stream: bool = False
+    """Whether the API reported the error inside a response stream that had started."""
     last_stop_reason: str | None = None
     stream_usage: RequestUsage = field(default_factory=RequestUsage)
     init_data: dict[str, Any] = field(default_factory=dict)
@@ -132,6 +138,9 @@ class TurnTranslator:
         """Responses of this turn before the current one (each ended at a reply with such calls)."""
         self._in_stream = False
         """A streamed reply is in progress (between ``message_start`` and ``message_stop``)."""
+        self._reply_unfinished = False
+        """A reply's stream started and never got its ``message_delta`` (an error cut it, even if the CLI then
+        closed it with a ``message_stop``)."""
 
     def tools_waiting(self, ids: frozenset[str]) -> bool:
         """The MCP handlers of ``ids`` wait for pydantic-ai: a reply that was not streamed (no ``message_stop`` will
@@ -216,6 +225,7 @@ class TurnTranslator:
                 self.attempts.started(self._message_id)
             self._reply_calls = []
             self._in_stream = True
+            self._reply_unfinished = True
             self._add_usage(message.get("usage") or {})
             return
         if kind == "message_stop":
@@ -226,6 +236,7 @@ class TurnTranslator:
             return
         if kind == "message_delta":
             self.attempts.finished()
+            self._reply_unfinished = False
             delta = event.get("delta") or {}
             if delta.get("stop_reason"):
                 self.outcome.last_stop_reason = delta["stop_reason"]
@@ -294,8 +305,13 @@ class TurnTranslator:
 
     def _assistant(self, message: AssistantMessage) -> Iterator[ModelResponseStreamEvent]:
         if message.error is not None:
-            self.outcome.api_error_kind = message.error
-            self.outcome.api_error_text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
+            outcome = self.outcome
+            outcome.api_error_kind = message.error
+            outcome.api_error_text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
+            reported = api_error_fields(message)
+            outcome.api_error_type = _text_or_none(reported.get("api_error_type"))
+            outcome.api_error_code = _text_or_none(reported.get("api_error_code"))
+            outcome.api_error_in_stream = self._reply_unfinished
             return
         if message.model:
             self.outcome.reply_model = message.model
@@ -548,3 +564,7 @@ def _jsonable(value: Any) -> Any:
             return [_jsonable(item) for item in value]
         case _:
             return str(value)
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -31,6 +31,7 @@ from mcp.types import (
 )
 from pydantic import TypeAdapter
 
+from claudecode_model._call_results import RESULT_SIZE_META
 from claudecode_model._mcp import (
     TOOL_USE_ID_META_KEY,
     McpResponse,
@@ -75,6 +76,7 @@ def build_inprocess_server(name: str, tools: Sequence[ToolSpec], *, version: str
                 description=spec.description,
                 input_schema=mcp_input_schema(spec.input_schema),
                 annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None,
+                _meta=dict(RESULT_SIZE_META),
             )
             for spec in specs.values()
         ]

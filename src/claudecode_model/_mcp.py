@@ -9,7 +9,8 @@ call is run, on both transports (the in-process server and the IPC session): a h
 
 Results follow what pydantic-ai sends any other model: a ``str`` unchanged, ``None`` as ``""``, anything else
 as compact JSON in insertion order; a value that is already MCP-shaped (text blocks only) is passed through;
-files cannot be sent this way and raise ``ValueError``.
+files cannot be sent this way and raise ``ValueError``. Text longer than Claude Code shows of one result is cut with
+a marker (:func:`~claudecode_model._call_results.cap_text`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import jsonschema
 import pydantic
 from pydantic_ai.messages import ToolReturnPart
 
+from claudecode_model._call_results import TEXT_LIMIT, cap_text
 from claudecode_model.exceptions import MissingDepsError, ToolValidationError
 from claudecode_model.ipc._constants import TOOL_USE_ID_META_KEY
 from claudecode_model.ipc._types import ToolResult, ToolResultContent, ToolResultImage, ToolResultResource
@@ -237,13 +239,17 @@ def _is_mcp_shaped(value: object) -> TypeGuard[dict[str, Any]]:
 def format_result(value: object) -> McpResponse:
     """Turn a tool's return value into a :data:`McpResponse` (the rules are in the module documentation)."""
     if _is_mcp_shaped(value):
-        items: list[McpContent] = [{"type": "text", "text": item["text"]} for item in value["content"]]
-        return {"content": items, "isError": bool(value.get("isError", False) or value.get("is_error", False))}
+        texts = [str(item["text"]) for item in value["content"]]
+        is_error = bool(value.get("isError", False) or value.get("is_error", False))
+        if sum(len(text) for text in texts) > TEXT_LIMIT:
+            return text_result(cap_text("\n".join(texts)), is_error=is_error)
+        items: list[McpContent] = [{"type": "text", "text": text} for text in texts]
+        return {"content": items, "isError": is_error}
     part = ToolReturnPart(tool_name="", content=value)
     if part.files:
         kinds = ", ".join(sorted({type(file).__name__ for file in part.files}))
         raise ValueError(f"The tool returned files ({kinds}); tools served over MCP here can only return text.")
-    return text_result(part.model_response_str())
+    return text_result(cap_text(part.model_response_str()))
 
 
 def sdk_result(response: McpResponse) -> dict[str, Any]:

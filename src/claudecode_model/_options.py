@@ -15,16 +15,22 @@ from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
 from claudecode_model._builtin_approvals import ApprovalPlan
+from claudecode_model._cli import cli_version_async
 from claudecode_model._digest import canonical_digest
 from claudecode_model._launcher import guarded_cli_path
 from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._restrictions import restriction_hooks
 from claudecode_model._subagents import subagent_options
+from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PERMISSION_MODE = "dontAsk"
+
+MAX_CLI_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The largest message (one JSON line: a reply with its tool calls' arguments, a tool result) read from the CLI.
+The SDK's own default is 1 MiB; a larger message ends the turn with ``CLIResponseParseError``."""
 
 _SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
 """Asks the CLI for two state frames per turn that only the SDK's one-shot ``query()`` reads (to know when it may
@@ -81,6 +87,9 @@ def build_options(
     env.update(settings.get("claude_code_env", {}))
     if (max_tokens := settings.get("max_tokens")) is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
+    if (max_retries := settings.get("max_retries")) is not None:
+        # How often the CLI retries a failed API request itself (0: it reports the first failure).
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(max_retries)
     if needs.mcp_servers or needs.native_tools.mcp_servers or needs.mcp_tools_signature is not None:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
@@ -98,9 +107,8 @@ def build_options(
         *needs.approvals.tools,  # every call is held by the approval hook
     ]
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
-    system_prompt = needs.system_prompt
-    if append := settings.get("claude_code_system_prompt_append"):
-        system_prompt = f"{system_prompt}\n\n{append}" if system_prompt else append
+    system_prompt = effective_system_prompt(settings, needs.system_prompt)
+    literal = not settings.get("claude_code_interpret_prompts", False)
 
     cwd = settings.get("claude_code_cwd")
     restrictions = settings.get("claude_code_tool_parameter_restrictions")
@@ -108,7 +116,8 @@ def build_options(
         tools=cast("Any", tools),
         allowed_tools=allowed,
         disallowed_tools=list(settings.get("claude_code_disallowed_tools", [])),
-        system_prompt=system_prompt,
+        # Never recorded in the session's transcript: a resumed or forked session gets this request's prompt.
+        system_prompt={"type": "custom", "prompt": system_prompt or "", "snapshot": False},
         mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
         strict_mcp_config=True,
         permission_mode=cast(Any, settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)),
@@ -121,6 +130,7 @@ def build_options(
         extra_args=dict(settings.get("claude_code_extra_args", {})),
         setting_sources=list(settings.get("claude_code_setting_sources", [])),
         include_partial_messages=True,
+        verbatim_prompts=literal,
         thinking=thinking,
         effort=_effort(settings, needs.thinking),
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
@@ -136,12 +146,14 @@ def build_options(
         plugins=[{"type": "local", "path": str(path)} for path in settings.get("claude_code_plugins", [])],
         betas=cast(Any, list(settings.get("claude_code_betas", []))),
         task_budget={"total": budget} if (budget := settings.get("claude_code_task_budget")) is not None else None,
+        max_buffer_size=MAX_CLI_MESSAGE_BYTES,
     )
     signature_source = {
         "tools": tools,
         "allowed": allowed,
         "disallowed": options.disallowed_tools,
         "system_prompt": system_prompt,
+        "literal": literal,
         "mcp": needs.mcp_tools_signature,
         "permission_mode": options.permission_mode,
         "max_turns": options.max_turns,
@@ -169,6 +181,33 @@ def build_options(
         "task_budget": options.task_budget,
     }
     return options, canonical_digest(signature_source)
+
+
+LITERAL_PROMPTS_VERSION = (2, 1, 248)
+"""The first Claude Code that delivers a prompt as written when asked (``client_composed``)."""
+
+
+async def require_literal_prompts(cli_path: Path, settings: ClaudeCodeModelSettings) -> None:
+    """Unless ``settings`` let Claude Code interpret prompts, refuse a CLI known to expand ``@file`` mentions and run
+    slash commands in every prompt it is sent (a CLI whose version cannot be learned is let through)."""
+    if settings.get("claude_code_interpret_prompts", False):
+        return
+    version = await cli_version_async(cli_path)
+    if version is not None and version < LITERAL_PROMPTS_VERSION:
+        needed = ".".join(map(str, LITERAL_PROMPTS_VERSION))
+        raise ClaudeCodeSettingsError(
+            f"The Claude Code CLI at {cli_path} (version {'.'.join(map(str, version))}) would read files named "
+            f"with @ in prompts and run slash commands: literal prompts need Claude Code {needed} or later. "
+            "Update it (or use the CLI bundled with claude-agent-sdk), or set "
+            "claude_code_interpret_prompts=True to accept Claude Code's handling of the text it is sent."
+        )
+
+
+def effective_system_prompt(settings: ClaudeCodeModelSettings, system_prompt: str | None) -> str | None:
+    """The system prompt the CLI gets: the request's system prompts and instructions, and the appended text."""
+    if append := settings.get("claude_code_system_prompt_append"):
+        return f"{system_prompt}\n\n{append}" if system_prompt else append
+    return system_prompt
 
 
 class BuiltOptions:

@@ -246,6 +246,13 @@ class ParkingLot(Generic[T]):
         await self.close(oldest.turn)
         return True
 
+    def close_soon(self, turn: T) -> bool:
+        """Unpark ``turn`` and close it in the background; whether it was parked."""
+        if self._remove(turn) is None:
+            return False
+        self._close_later(turn)
+        return True
+
     async def close(self, turn: T) -> None:
         """Unpark and close ``turn`` now."""
         if self._remove(turn) is not None:

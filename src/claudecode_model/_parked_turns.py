@@ -5,29 +5,43 @@ Importing this module imports neither claude-agent-sdk nor mcp: they are importe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, cast
 
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
 
 from claudecode_model._details import PROVIDER_NAME
 
 if TYPE_CHECKING:
     from claudecode_model._parked import ParkingLot
     from claudecode_model._turn import CLITurn
+    from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = ["continue_parked", "settle"]
 
+logger = logging.getLogger(__name__)
+
 
 async def continue_parked(
-    lot: ParkingLot[CLITurn] | None, messages: list[ModelMessage], params: ModelRequestParameters
+    lot: ParkingLot[CLITurn] | None,
+    messages: list[ModelMessage],
+    settings: ModelSettings | None,
+    params: ModelRequestParameters,
 ) -> CLITurn | None:
     """The parked turn waiting for the answers this request carries, with the answers delivered (and a new user
-    prompt sent along with them, which Claude gets with the answers)."""
+    prompt sent along with them, which Claude gets with the answers).
+
+    A turn whose CLI was started with another system prompt than this request's (instructions that changed during
+    the run) cannot go on: it is closed, and the request takes up its calls from the history in a new session.
+    """
     if lot is None:
         return None
     from claudecode_model._agent_run import deliver_answers, pending_calls
-    from claudecode_model._compat import new_parts_manager
+    from claudecode_model._compat import new_parts_manager, request_instructions
+    from claudecode_model._options import effective_system_prompt
+    from claudecode_model._plan import system_prompt_of
 
     lot.prune_dead_loops()
     pending = pending_calls(messages, PROVIDER_NAME)
@@ -36,6 +50,18 @@ async def continue_parked(
     turn = lot.claim(pending.ids)
     if turn is None:
         return None
+    claude_settings = cast("ClaudeCodeModelSettings", settings or {})
+    system_prompt = effective_system_prompt(
+        claude_settings, system_prompt_of(messages, request_instructions(messages, params))
+    )
+    if turn.session.closed:
+        # Its CLI ended while the calls ran (unnoticed so far): the caller replays the history with the results.
+        await turn.close_parked()
+        return None
+    if system_prompt != turn.system_prompt:
+        logger.debug("the system prompt changed while a turn waited for tool results: its calls go on in a new session")
+        await turn.close_parked()
+        return None
     try:
         if pending.prompts:
             await turn.say(pending.prompts)
@@ -43,6 +69,7 @@ async def continue_parked(
         await turn.close_parked()
         raise
     turn.session.waiting_for_tools = False
+    turn.session.on_failure = None
     deliver_answers(turn.router.results, pending)
     turn.continue_with(messages, new_parts_manager(params))
     return turn
@@ -62,3 +89,17 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     scope = current_run_scope()
     turn.session.waiting_for_tools = True
     lot.park(turn, waiting, timeout=None if scope is not None else idle_timeout, owner=scope)
+
+    def cli_died(error: BaseException) -> None:
+        if not lot.close_soon(turn):
+            return
+        from claudecode_model._errors import exit_description
+
+        logger.warning(
+            "The Claude Code CLI of a turn waiting for %d tool result(s) ended (%s); the results will be given to "
+            "Claude in a new session that replays the conversation",
+            len(waiting),
+            exit_description(getattr(error, "exit_code", None)),
+        )
+
+    turn.session.on_failure = cli_died

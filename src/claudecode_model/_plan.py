@@ -77,7 +77,7 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
 
     With ``allow_continue=False`` the plan has no session point: the history is replayed into a new session.
     """
-    system_prompt = _system_prompt(messages, instructions)
+    system_prompt = system_prompt_of(messages, instructions)
     last_response = _last_response_index(messages)
     new_requests = [m for m in messages[last_response + 1 :] if isinstance(m, ModelRequest)]
     if last_response < 0:
@@ -139,7 +139,8 @@ def _last_response_index(messages: Sequence[ModelMessage]) -> int:
     return -1
 
 
-def _system_prompt(messages: Sequence[ModelMessage], instructions: str | None) -> str | None:
+def system_prompt_of(messages: Sequence[ModelMessage], instructions: str | None) -> str | None:
+    """The system prompt of a request: every system prompt part of ``messages``, then the instructions."""
     texts = [
         part.content
         for message in messages

@@ -24,6 +24,7 @@ from claudecode_model._exit import track
 from claudecode_model._history_repair import repair_history
 from claudecode_model._parked_turns import continue_parked, settle
 from claudecode_model._settings_check import check_request_settings
+from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
@@ -77,6 +78,7 @@ class ModelResources:
     transport: TransportType
     execution: ToolExecution
     session_store: SessionStore | None
+    session_store_timeout: float = DEFAULT_STORE_TIMEOUT
     _cli_path: Path | None = field(default=None, init=False)
     _pool: SessionPool[CLISession] | None = field(default=None, init=False)
     _slots: ProcessSlots | None = field(default=None, init=False)
@@ -181,7 +183,7 @@ class ModelResources:
 
         prewarming = prewarm_requested()
         if not prewarming:
-            parked = await continue_parked(self.parked_if_created, messages, params)
+            parked = await continue_parked(self.parked_if_created, messages, settings, params)
             if parked is not None:
                 return parked
         check_request_settings(settings)
@@ -195,8 +197,10 @@ class ModelResources:
     def _runner(self) -> TurnRunner:
         if self._runner_if_created is not None:
             return self._runner_if_created
+        from claudecode_model._store_guard import GuardedStore
         from claudecode_model._turn import TurnRunner
 
+        store = self.session_store
         self._runner_if_created = TurnRunner(
             self.model_name,
             self.model_name or "default",
@@ -204,15 +208,19 @@ class ModelResources:
             self.env,
             self.tools,
             self.pool,
-            session_store=self.session_store,
+            session_store=GuardedStore(store, timeout=self.session_store_timeout) if store is not None else None,
             slots=self.slots,
             parked=self.parked,
         )
         return self._runner_if_created
 
     async def aclose(self) -> None:
-        """Stop the parked turns, then the idle CLI sessions and spares (only what was created)."""
+        """Stop the parked turns, then the idle CLI sessions and spares, then a session store call that timed out
+        (only what was created)."""
         if self.parked_if_created is not None:
             await self.parked_if_created.close_all()
         if self._pool is not None:
             await self._pool.close_all()
+        runner = self._runner_if_created
+        if runner is not None and runner.session_store is not None:
+            await runner.session_store.aclose()

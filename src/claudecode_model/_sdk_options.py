@@ -40,7 +40,10 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "tools": Exposed(("claude_code_builtin_tools",)),
     "allowed_tools": Exposed(("claude_code_allowed_tools",)),
     "disallowed_tools": Exposed(("claude_code_disallowed_tools",)),
-    "system_prompt": Internal("the agent's system prompts and instructions, plus claude_code_system_prompt_append"),
+    "system_prompt": Internal(
+        "the agent's system prompts and instructions, plus claude_code_system_prompt_append, never snapshotted (a "
+        "resumed session gets the request's own); a long one through a file (--system-prompt-file)"
+    ),
     "mcp_servers": Internal("the agent's tools (pydantic_tools) and MCPServerTool remote servers"),
     "strict_mcp_config": Internal("always on: no .mcp.json of the user or the project is loaded"),
     "permission_mode": Exposed(("claude_code_permission_mode",)),
@@ -75,7 +78,7 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "add_dirs": NotExposed("extra directories stay reachable through claude_code_extra_args ({'add-dir': path})"),
     "env": Exposed(("env", "claude_code_env")),
     "extra_args": Exposed(("claude_code_extra_args",)),
-    "max_buffer_size": NotExposed("the SDK's default read buffer"),
+    "max_buffer_size": Internal("64 MiB (the SDK's 1 MiB default cut off a 1 MB tool argument)"),
     "debug_stderr": NotExposed("deprecated by the SDK and no longer read; stderr is collected through 'stderr'"),
     "stderr": Internal("collected per session for CLIProcessError and the logs"),
     "can_use_tool": Internal("tool parameter restrictions and the domain filters of native web tools"),
@@ -84,7 +87,7 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "include_partial_messages": Internal("always on: true streaming of text, thinking and tool arguments"),
     "include_hook_events": NotExposed("hook lifecycle messages carry nothing a pydantic-ai event or part shows"),
     "forward_subagent_text": NotExposed("subagents' tool calls are reported; their text is not forwarded"),
-    "verbatim_prompts": NotExposed("the SDK's default prompt handling"),
+    "verbatim_prompts": Exposed(("claude_code_interpret_prompts",)),
     "agents": Exposed(("claude_code_agents",)),
     "setting_sources": Exposed(("claude_code_setting_sources",)),
     "skills": NotExposed("skills load with the user's settings (claude_code_setting_sources)"),
@@ -99,7 +102,7 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     ),
     "session_store": Exposed(("session_store",)),
     "session_store_flush": NotExposed("the SDK's default ('batched': one flush per turn)"),
-    "load_timeout_ms": NotExposed("the SDK's default (60 s per store read while resuming)"),
+    "load_timeout_ms": NotExposed("the SDK's default (60 s); session_store_timeout bounds every store call first"),
     "task_budget": NotExposed("an API beta (output_config.task_budget) with no setting yet"),
     "client_app": NotExposed("the SDK's default User-Agent"),
 }

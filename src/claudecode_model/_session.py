@@ -27,7 +27,7 @@ from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
-from claudecode_model._compat import cli_process
+from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields
 from claudecode_model._slots import starting_slots
 from claudecode_model._trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from claudecode_model._tool_servers import ServedTools
 
 logger = logging.getLogger(__name__)
+
+keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports
 
 _STOP_GRACE_SECONDS = 2.0
 
@@ -178,6 +180,8 @@ class CLISession:
         """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
         self.arrived = 0.0
         """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
+        self.on_failure: Callable[[BaseException], None] | None = None
+        """Told at once when a turn fails in the owner task (the CLI died), even while nobody reads the turn."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -282,6 +286,9 @@ class CLISession:
             except BaseException:
                 _kill_if_alive(self._pid)
                 raise
+            finally:
+                if self._process is not None:
+                    close_process_pipes(self._process)
 
     async def _serve(self, client: ClaudeSDKClient, turn: _TurnRequest) -> None:
         async def one_message(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -306,6 +313,8 @@ class CLISession:
             turn.output.put(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
+            if self.on_failure is not None:
+                self.on_failure(error)
         finally:
             self._serving = False
             self._current = None

@@ -48,7 +48,6 @@ UNSUPPORTED_STANDARD_SETTINGS: frozenset[ModelSettingName] = frozenset(
         "frequency_penalty",
         "logit_bias",
         "parallel_tool_calls",
-        "max_retries",
         "extra_headers",
         "extra_body",
         "service_tier",
@@ -58,7 +57,7 @@ UNSUPPORTED_STANDARD_SETTINGS: frozenset[ModelSettingName] = frozenset(
 pydantic-ai's ``prepare_request`` warns about (``UnsupportedSettingWarning``) for those that change what a request
 guarantees."""
 
-_READ_STANDARD_SETTINGS = ("max_tokens", "timeout", "thinking")
+_READ_STANDARD_SETTINGS = ("max_tokens", "max_retries", "timeout", "thinking")
 """Standard settings the model turns into CLI options, checked like its own."""
 
 _STANDARD_OVERRIDES: dict[str, Any] = {"timeout": int | float}
@@ -101,6 +100,7 @@ _RANGES: dict[str, Callable[[Any], str | None]] = {
     "claude_code_max_turns": _positive,
     "claude_code_max_budget_usd": _positive,
     "max_tokens": _positive,
+    "max_retries": lambda value: None if value >= 0 else "must be 0 or more",
     "claude_code_thinking": _thinking_budget,
     "claude_code_cwd": _existing_directory,
     "claude_code_allowed_tools": _non_empty_names,

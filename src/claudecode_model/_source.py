@@ -3,7 +3,8 @@
 A run must see exactly its message history. A live CLI process is continued only when what it has seen is exactly
 that history, and only by one run at a time. Otherwise the transcript of the session the history came from is
 resumed when it ends where the history ends and no process of this model uses it, and branched (forked at the
-history's last message) when it has grown since or is in use. A history no transcript holds is replayed.
+history's last message) when it has grown since or is in use. A history no transcript holds whole (every entry
+from its start to the history's end) is replayed.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def choose_source(
                 return ResumeSession(point.session_id)
             case "end" | "inside":
                 return ForkSession(point.session_id, point.message_uuid)
-            case "missing":
+            case "broken" | "missing":
                 pass
     if not plan.history:
         return FreshSession()

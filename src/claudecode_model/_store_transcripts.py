@@ -1,10 +1,12 @@
-"""Session transcripts kept in a session store, for a turn whose session is not on this machine's disk.
+"""Session transcripts kept in a session store, for a turn whose session is not (whole) on this machine's disk.
 
 The turn runner decides between resuming a session, branching it and replaying the history from where the history's
-last message lies in the session's transcript (:mod:`claudecode_model._source`). The CLI's own files answer that for
-sessions this machine wrote; :func:`transcripts_with_store` adds the session store for the others (another worker's
-sessions), loading the one transcript the turn needs. :func:`mirror_transcript` puts a transcript written here (a
-replayed history, which the CLI does not mirror: it mirrors only what it writes) into the store.
+last message lies in the session's transcript (:mod:`claudecode_model._source`). Without a store the CLI's own files
+answer that; with one, :func:`find_transcript` looks at both copies, the store's (another worker's sessions, and
+what the SDK would resume) and this machine's, and goes on from one that holds the history whole: every entry from
+the start to the history's end (a store write that failed leaves a gap). :func:`mirror_transcript` puts a
+transcript written here (a replayed history, which the CLI does not mirror: it mirrors only what it writes) into
+the store.
 """
 
 from __future__ import annotations
@@ -15,30 +17,33 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from claude_agent_sdk import project_key_for_directory
-from claude_agent_sdk.types import SessionKey, SessionStore
+from claude_agent_sdk.types import SessionKey
 
 from claudecode_model._plan import SessionPoint
+from claudecode_model._store_guard import GuardedStore
 from claudecode_model._transcripts import PointPosition, TranscriptFiles, entries_position
 
 logger = logging.getLogger(__name__)
 
+_WHOLE: frozenset[PointPosition] = frozenset({"end", "inside"})
+
 
 @dataclass(frozen=True)
-class StoredTranscript:
-    """The CLI's files, and one session's transcript loaded from the store (for when the disk has none)."""
+class SessionCopy:
+    """The copy of the history's session a turn goes on from (the CLI's files answer for other sessions)."""
 
     files: TranscriptFiles
     session_id: str
-    entries: Sequence[Any]
+    entries: list[Any]
+    origin: Literal["store", "disk"]
 
     def position(self, session_id: str, message_uuid: str) -> PointPosition:
-        """Where ``message_uuid`` lies: on disk if the disk has the session, else in the stored transcript."""
-        on_disk = self.files.position(session_id, message_uuid)
-        if on_disk != "missing" or session_id != self.session_id:
-            return on_disk
+        """Where ``message_uuid`` lies in this copy (in the CLI's files for another session)."""
+        if session_id != self.session_id:
+            return self.files.position(session_id, message_uuid)
         return entries_position(self.entries, message_uuid)
 
 
@@ -48,49 +53,105 @@ def store_key(files: TranscriptFiles, session_id: str) -> SessionKey:
     return {"project_key": project_key_for_directory(directory), "session_id": session_id}
 
 
-async def transcripts_with_store(
-    files: TranscriptFiles, store: SessionStore | None, point: SessionPoint | None
-) -> TranscriptFiles | StoredTranscript:
-    """Where to look for the transcript of ``point``'s session: the disk, and the store when the disk has none."""
-    if store is None or point is None or files.path(point.session_id).exists():
+async def find_transcript(
+    files: TranscriptFiles, store: GuardedStore | None, point: SessionPoint | None
+) -> TranscriptFiles | SessionCopy:
+    """Where to look for the transcript of ``point``'s session: the CLI's files without a store; with one, the
+    store's copy if it holds the history whole, else this machine's if that does (and the store is given what it
+    lacks of it). The SDK resumes the copy chosen: stage it (:meth:`GuardedStore.staged`)."""
+    if store is None or point is None:
         return files
-    entries = await store.load(store_key(files, point.session_id))
-    if not entries:
-        logger.debug("session %s is neither on this machine nor in the session store", point.session_id)
-        return files
-    return StoredTranscript(files, point.session_id, entries)
+    key = store_key(files, point.session_id)
+    stored = await store.load_checked(key) or []
+    stored_at = entries_position(stored, point.message_uuid)
+    if stored_at in _WHOLE:
+        return SessionCopy(files, point.session_id, list(stored), "store")
+    local = await asyncio.to_thread(read_entries, files, point.session_id)
+    local_at = entries_position(local, point.message_uuid)
+    if local_at in _WHOLE:
+        if stored_at == "broken":
+            logger.warning(
+                "session store: the stored transcript of session %s lacks entries before the history's end (a write "
+                "failed); the turn goes on from this machine's copy, which is written into the store",
+                point.session_id,
+            )
+        await _repair(store, key, stored, local)
+        return SessionCopy(files, point.session_id, local, "disk")
+    if "broken" in (stored_at, local_at):
+        logger.warning(
+            "session store: the transcript of session %s lacks entries before the history's end (a store write "
+            "failed); the history is replayed into a new session",
+            point.session_id,
+        )
+    logger.debug("session %s holds the history neither in the session store nor on this machine", point.session_id)
+    return SessionCopy(files, point.session_id, list(stored) or local, "store" if stored else "disk")
+
+
+async def _repair(store: GuardedStore, key: SessionKey, stored: list[Any], local: list[Any]) -> None:
+    """Write the entries of this machine's copy the stored copy lacks (a store that fails keeps them unsent)."""
+    present = {entry.get("uuid") for entry in stored if isinstance(entry, dict)}
+    missing = [entry for entry in local if isinstance(entry.get("uuid"), str) and entry["uuid"] not in present]
+    if not missing:
+        return
+    try:
+        await store.append(key, missing)
+    except Exception as error:
+        logger.warning(
+            "session store: %d entries of session %s could not be written into it (%s: %s); they are sent again with "
+            "the session's next write",
+            len(missing),
+            key["session_id"],
+            type(error).__name__,
+            error,
+        )
 
 
 async def recorded_entries_up_to(
-    files: TranscriptFiles, store: SessionStore, point: SessionPoint
+    files: TranscriptFiles, store: GuardedStore, point: SessionPoint
 ) -> list[dict[str, Any]] | None:
     """The records of ``point``'s session transcript up to and including the entry ``point.message_uuid``: from
-    this machine's disk when it has them, else from the store; ``None`` when neither holds that entry (a turn cut
-    off before the CLI wrote it)."""
-    on_disk = await asyncio.to_thread(_read_entries, files, point.session_id)
-    found = _up_to(on_disk, point.message_uuid)
+    this machine's disk when it has them whole, else from the store; ``None`` when neither holds that entry with
+    every entry before it (a turn cut off before the CLI wrote it, a store write that failed, a store that cannot
+    be read)."""
+    on_disk = await asyncio.to_thread(read_entries, files, point.session_id)
+    found = _whole_up_to(on_disk, point.message_uuid)
     if found is None:
-        found = _up_to(await store.load(store_key(files, point.session_id)) or [], point.message_uuid)
+        stored = await store.load_checked(store_key(files, point.session_id))
+        found = _whole_up_to(stored or [], point.message_uuid)
     if found is None:
-        logger.debug("no record of entry %s of session %s", point.message_uuid, point.session_id)
+        logger.debug("no whole record of entry %s of session %s", point.message_uuid, point.session_id)
     return found
 
 
-def _up_to(entries: Sequence[Any], message_uuid: str) -> list[dict[str, Any]] | None:
+def _whole_up_to(entries: Sequence[Any], message_uuid: str) -> list[dict[str, Any]] | None:
     for index, entry in enumerate(entries):
         if isinstance(entry, dict) and entry.get("uuid") == message_uuid:
-            return [dict(record) for record in entries[: index + 1] if isinstance(record, dict)]
+            records = [dict(record) for record in entries[: index + 1] if isinstance(record, dict)]
+            return records if entries_position(records, message_uuid) in _WHOLE else None
     return None
 
 
-async def mirror_transcript(store: SessionStore, files: TranscriptFiles, session_id: str) -> None:
-    """Copy the transcript of ``session_id`` written here into the store."""
-    entries = await asyncio.to_thread(_read_entries, files, session_id)
+async def mirror_transcript(store: GuardedStore, files: TranscriptFiles, session_id: str) -> list[Any]:
+    """Copy the transcript of ``session_id`` written here into the store; the entries copied.
+
+    A store that fails keeps them to be sent again with the session's next write (logged, not raised).
+    """
+    entries = await asyncio.to_thread(read_entries, files, session_id)
     if entries:
-        await store.append(store_key(files, session_id), entries)
+        try:
+            await store.append(store_key(files, session_id), entries)
+        except Exception as error:
+            logger.warning(
+                "session store: the replayed transcript of session %s could not be copied into it (%s: %s); it is "
+                "sent again with the session's next write",
+                session_id,
+                type(error).__name__,
+                error,
+            )
+    return entries
 
 
-def _read_entries(files: TranscriptFiles, session_id: str) -> list[Any]:
+def read_entries(files: TranscriptFiles, session_id: str) -> list[Any]:
     try:
         text = files.path(session_id).read_text(encoding="utf-8")
     except OSError:

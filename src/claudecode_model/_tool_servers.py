@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
+from claudecode_model._call_results import RESULT_SIZE_META
 from claudecode_model._cli import cli_version
 from claudecode_model._inprocess_server import build_inprocess_server
 from claudecode_model._mcp import ToolSpec, run_tool_call, tool_spec
@@ -105,7 +106,12 @@ async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: Re
     schemas: list[ToolSchema] = []
     handlers: dict[str, MetaToolHandler] = {}
     for spec in specs:
-        schema: ToolSchema = {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+        schema: ToolSchema = {
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": spec.input_schema,
+            "meta": dict(RESULT_SIZE_META),
+        }
         if spec.read_only:
             schema["annotations"] = {"readOnlyHint": True}
         schemas.append(schema)

@@ -20,8 +20,9 @@ from claudecode_model._replay import transcript_path
 
 logger = logging.getLogger(__name__)
 
-PointPosition = Literal["end", "inside", "missing"]
-"""Where a message lies in a transcript: its last conversation message, followed by more, or not in it at all."""
+PointPosition = Literal["end", "inside", "broken", "missing"]
+"""Where a message lies in a transcript: its last conversation message, followed by more, in it but with entries
+before it missing (the chain of parent links from it to the start is broken), or not in it at all."""
 
 _CONVERSATION_TYPES = frozenset({"user", "assistant"})
 
@@ -47,16 +48,44 @@ class TranscriptFiles:
 
 
 def entries_position(entries: Sequence[Any], message_uuid: str) -> PointPosition:
-    """Where the entry ``message_uuid`` lies among transcript entries (the same reading as the CLI's files)."""
+    """Where the entry ``message_uuid`` lies among transcript entries (the same reading as the CLI's files).
+
+    A transcript the CLI resumes is the chain of ``parentUuid`` links from the entry back to the first one (or to a
+    compaction boundary, whose ``parentUuid`` is null): if an entry of that chain is absent (a write of the
+    transcript failed), the point is ``"broken"``.
+    """
     found = False
+    after = False
+    parents: dict[str, Any] = {}
     for entry in entries:
         if not isinstance(entry, dict):
             continue
+        uuid = entry.get("uuid")
+        if isinstance(uuid, str):
+            parents[uuid] = entry.get("parentUuid")
         if found and entry.get("type") in _CONVERSATION_TYPES:
-            return "inside"
-        if entry.get("uuid") == message_uuid:
+            after = True
+        if uuid == message_uuid:
             found = True
-    return "end" if found else "missing"
+    if not found:
+        return "missing"
+    if not _chain_whole(parents, message_uuid):
+        return "broken"
+    return "inside" if after else "end"
+
+
+def _chain_whole(parents: Mapping[str, Any], message_uuid: str) -> bool:
+    """Whether every entry on the ``parentUuid`` chain from ``message_uuid`` to the start is present."""
+    seen: set[str] = set()
+    current: Any = message_uuid
+    while isinstance(current, str):
+        if current in seen:
+            return False  # a cycle: not a transcript the CLI wrote
+        seen.add(current)
+        if current not in parents:
+            return False
+        current = parents[current]
+    return current is None
 
 
 def _json_lines(text: str) -> list[Any]:

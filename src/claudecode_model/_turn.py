@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import AssistantMessage, McpServerConfig, Message, SessionStore, StreamEvent
+from claude_agent_sdk.types import AssistantMessage, McpServerConfig, Message, MirrorErrorMessage, StreamEvent
 from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
@@ -36,6 +36,7 @@ from pydantic_ai.usage import RequestUsage
 from claudecode_model._agent_run import PendingCalls, deliver_answers, pending_calls, resume_plan
 from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._builtin_approvals import ApprovalPlan, BuiltinGate, approval_tool_names
+from claudecode_model._cli_temp import private_cli_temp
 from claudecode_model._compat import (
     ModelResponsePartsManager,
     current_run_context,
@@ -48,6 +49,7 @@ from claudecode_model._details import (
     HISTORY_DIGEST_KEY,
     PROVIDER_NAME,
     RESUME_AT_KEY,
+    SESSION_STORE_KEY,
 )
 from claudecode_model._errors import map_error, result_error, timeout_error
 from claudecode_model._execution import checked_tool_execution
@@ -55,9 +57,16 @@ from claudecode_model._failures import classify_failed_turn
 from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
 from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
 from claudecode_model._native_tools import plan_native_tools
-from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
+from claudecode_model._options import (
+    BuiltOptions,
+    RequestNeeds,
+    build_options,
+    effective_system_prompt,
+    require_literal_prompts,
+)
 from claudecode_model._parked import ParkingLot
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
+from claudecode_model._prompt_file import with_prompt_file
 from claudecode_model._replay import transcript_of, write_branch_with_deferred_call, write_replay_transcript
 from claudecode_model._request_tools import (
     ToolServerPlan,
@@ -77,7 +86,14 @@ from claudecode_model._source import (
     ResumeSession,
     choose_source,
 )
-from claudecode_model._store_transcripts import mirror_transcript, recorded_entries_up_to, transcripts_with_store
+from claudecode_model._store_guard import GuardedStore
+from claudecode_model._store_transcripts import (
+    SessionCopy,
+    find_transcript,
+    mirror_transcript,
+    recorded_entries_up_to,
+    store_key,
+)
 from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._trace_context import traceparent_env
@@ -110,7 +126,7 @@ class TurnRunner:
     pool: SessionPool[CLISession]
     ledger: SessionLedger = PROCESS_LEDGER
     """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
-    session_store: SessionStore | None = None
+    session_store: GuardedStore | None = None
     """Where the CLI mirrors session transcripts, and where the transcript of another worker's session is found."""
     slots: ProcessSlots | None = None
     """The model's bound on live CLI processes (``None``: unbounded)."""
@@ -189,6 +205,7 @@ async def start_turn(
     slot_wait = _SlotWait()
     try:
         async with starting:
+            await require_literal_prompts(runner.cli_path, settings)
             acquired = await _acquire_session(request, plan, files, stderr, keep=keep, slot_wait=slot_wait)
     except TimeoutError as error:
         if not starting.expired():
@@ -232,9 +249,11 @@ async def start_turn(
         keep=keep,
         release_source=acquired.release_source,
         session_source=acquired.source,
+        store_fault=acquired.store_fault,
         started=started,
         # claude_code_session="new" asks for no process to outlive the turn: no spare either.
         spare_request=request if keep and acquired.source in ("fresh", "spare") else None,
+        system_prompt=effective_system_prompt(settings, plan.system_prompt),
     )
 
 
@@ -292,6 +311,8 @@ class _Acquired:
     """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
     source: SessionSource
     """How the session was reached (reported on the response and its trace span)."""
+    store_fault: str | None = None
+    """Why the session store's copy of the session is incomplete, if it is."""
 
 
 def _nothing() -> None:
@@ -315,10 +336,18 @@ async def _acquire_session(
     def take_live(point: SessionPoint) -> CLISession | None:
         return runner.pool.take(point.session_id, signature=request.signature, digest=point.digest)
 
-    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
-    transcripts = await transcripts_with_store(files, runner.session_store, plan.point)
-    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
     continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
+    live = take_live(plan.point) if plan.point is not None else None
+    if live is not None:
+        logger.debug("continuing session %s in its live CLI process", live.session_id)
+        return _Acquired(live, continue_input, _nothing, "live")
+    transcripts = await find_transcript(files, runner.session_store, plan.point)
+    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
+    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
+    store = runner.session_store
+    staged: list[Any] | None = None
+    if store is not None and isinstance(transcripts, SessionCopy) and isinstance(source, ResumeSession | ForkSession):
+        staged = transcripts.entries
     release_source = _nothing
     session_id: str | None = None
     owned = not keep
@@ -358,23 +387,34 @@ async def _acquire_session(
     release_session = ledger.use(session_id) if session_id is not None else _nothing
     if session_id is not None and owned:
         ledger.own(session_id, files.path(session_id))
+    store_fault: str | None = None
     try:
-        if runner.session_store is not None and isinstance(source, ReplayHistory) and session_id is not None:
-            await mirror_transcript(runner.session_store, files, session_id)
+        if store is not None and isinstance(source, ReplayHistory) and session_id is not None:
+            staged = await mirror_transcript(store, files, session_id)
+            if store.unsent(store_key(files, session_id)):
+                store_fault = "the new session's transcript could not be copied into the session store"
         await _take_slot(runner, slot_wait)
     except BaseException:
         release_session()
         release_source()
         raise
+    # The SDK resumes from the store: it is handed the copy the decision was made on (see GuardedStore.staged).
+    resumed_id = resume.get("resume")
+    staging = (
+        store.staged(store_key(files, resumed_id), staged)
+        if store is not None and staged and isinstance(resumed_id, str)
+        else contextlib.nullcontext()
+    )
     try:
-        session = await spawn_session(request, stderr, resume=resume, slot_taken=True, on_closed=release_session)
+        with staging:
+            session = await spawn_session(request, stderr, resume=resume, slot_taken=True, on_closed=release_session)
     except BaseException as error:
         release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
-    return _Acquired(session, new_input, release_source, kind)
+    return _Acquired(session, new_input, release_source, kind, store_fault)
 
 
-async def _branch_at_pending_call(store: SessionStore | None, plan: TurnPlan, files: TranscriptFiles) -> str | None:
+async def _branch_at_pending_call(store: GuardedStore | None, plan: TurnPlan, files: TranscriptFiles) -> str | None:
     """A new session branched from the recorded transcript at the reply whose call the turn takes up (the call
     deferred), when the session store is configured and the transcript holds that reply; else ``None`` (replay)."""
     point, deferred = plan.branch_point, plan.deferred_call
@@ -458,6 +498,7 @@ async def spawn_session(
         on_closed()
         raise NoSlotError("every process slot of the model is taken")
     release = slots.release if slots is not None else _nothing
+    remove_temp = _nothing
     try:
         router = RunToolRouter()
         hooks = request.options.hooks
@@ -466,6 +507,7 @@ async def spawn_session(
             hooks = _merged_hooks(hooks, gate.hooks(router.results.wait))
         served = await serve_tool_servers(runner.tools, request.servers, router)
         cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        temp_env, remove_temp = private_cli_temp(request.options.env)
         options = replace(
             request.options,
             **dict(resume or {}),
@@ -477,18 +519,24 @@ async def spawn_session(
                 **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
             },
-            env={**request.options.env, **cli_env, **(traceparent_env() if traced else {})},
+            env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
             hooks=hooks,
             stderr=stderr.append,
         )
+        options, remove_prompt_file = with_prompt_file(options)
         # The session keeps the signature computed without per-process values (such as the IPC secret).
-        session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
+        try:
+            session = CLISession(options, signature=request.signature, tool_router=router, tool_servers=served)
+        except BaseException:
+            remove_prompt_file()
+            raise
     except BaseException:
         release()
         on_closed()
+        remove_temp()
         raise
     session.stderr = stderr
-    session.on_closed.extend((release, on_closed))
+    session.on_closed.extend((release, on_closed, remove_prompt_file, remove_temp))
     await session.start(warm_up=warm_up)
     return session
 
@@ -512,6 +560,7 @@ async def prewarm_turn(
     )
     approvals = _approval_plan(settings, params, execution or runner.tools.execution)
     request, _ = session_request(runner, settings, params, plan.system_prompt, servers, approvals)
+    await require_literal_prompts(runner.cli_path, settings)
     start_spare(request)
     return await runner.pool.wait_spare(request.signature)
 
@@ -555,12 +604,16 @@ class CLITurn:
     release_source: Callable[[], None] = _nothing
     session_source: SessionSource = "fresh"
     """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay`` or ``fresh``."""
+    store_fault: str | None = None
+    """Why the session store's copy of the session lacks part of this turn's conversation, if it does."""
     agent_runs_tools: bool = False
     """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
     started: float = field(default_factory=time.perf_counter)
     """When the request started (``time.perf_counter()``)."""
     spare_request: SessionRequest | None = None
     """What to start a spare from once the turn is over (turns of new conversations only)."""
+    system_prompt: str | None = None
+    """The system prompt the CLI process was started with (a later request of the turn must ask for the same)."""
     content_events: bool = True
     """Whether the request being answered streams: without, the session drops the stream events of text and
     thinking as they arrive (the assistant messages carry the same content)."""
@@ -642,6 +695,9 @@ class CLITurn:
                         if self.agent_runs_tools and self.translator.tools_waiting(message.ids):
                             yield message  # the response ends here: its consumer sees waiting_calls
                         continue
+                    if isinstance(message, MirrorErrorMessage):
+                        self._mirror_failed(message)
+                        continue
                     self.raw_messages.append(message)
                     if self.first_token_seconds is None and _is_token(message):
                         self.first_token_seconds = max(self.session.arrived - self.started, 0.0)
@@ -667,6 +723,18 @@ class CLITurn:
                 raise
             raise mapped from error
         self._end()
+
+    def _mirror_failed(self, message: MirrorErrorMessage) -> None:
+        """The SDK could not write part of the session's transcript into the store (it dropped those entries; the
+        store guard keeps them and sends them again with the session's next write)."""
+        session_id = message.key["session_id"] if message.key is not None else self.session.session_id
+        self.store_fault = f"a session store write failed: {message.error}"
+        logger.warning(
+            "session store: transcript entries of session %s could not be written (%s); until a later turn of the "
+            "session on this worker writes them, other workers replay the conversation instead of resuming it",
+            session_id,
+            message.error,
+        )
 
     def _end(self) -> None:
         """Judge a turn whose messages all arrived."""
@@ -719,6 +787,8 @@ class CLITurn:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
             self._note_session(session_id)
         details[SESSION_SOURCE_KEY] = self.session_source
+        if self.store_fault is not None:
+            details[SESSION_STORE_KEY] = "incomplete"
         record_turn(details, parts)
         if logger.isEnabledFor(logging.INFO):
             logger.info(

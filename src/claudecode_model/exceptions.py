@@ -16,7 +16,9 @@ from pydantic_ai.exceptions import (
     ModelConnectionError,
     ModelContextWindowExceededError,
     ModelHTTPError,
+    ModelNotFoundError,
     ModelOverloadedError,
+    ModelQuotaExceededError,
     ModelRateLimitError,
     ModelRequestRejectedError,
     ModelServerError,
@@ -38,7 +40,9 @@ __all__ = [
     "ClaudeCodeConnectionError",
     "ClaudeCodeContextWindowExceededError",
     "ClaudeCodeError",
+    "ClaudeCodeModelNotFoundError",
     "ClaudeCodeOverloadedError",
+    "ClaudeCodeQuotaExceededError",
     "ClaudeCodeRateLimitError",
     "ClaudeCodeRequestRejectedError",
     "ClaudeCodeServerError",
@@ -165,7 +169,9 @@ class UnsupportedContentError(MessageConversionError):
 class ClaudeCodeAPIError(ClaudeCodeError, ModelHTTPError):
     """The Anthropic API answered the CLI with an error status.
 
-    Also a pydantic-ai ``ModelHTTPError``: ``status_code`` and ``body`` carry the status and the CLI's message.
+    Also a pydantic-ai ``ModelHTTPError``: ``status_code`` and ``body`` carry the status and the CLI's message;
+    ``provider_error_type`` the API's error ``type`` and ``provider_error_code`` its ``details.error_code`` where the
+    CLI reported them, ``details`` the error's details as far as the CLI passes them on (its ``error_code``).
     """
 
     def __init__(
@@ -176,11 +182,21 @@ class ClaudeCodeAPIError(ClaudeCodeError, ModelHTTPError):
         *,
         cli_message: str | None = None,
         result: dict[str, Any] | None = None,
+        details: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         ModelHTTPError.__init__(self, status_code, model_name, body, **kwargs)
         self.cli_message = cli_message
         self.result = result
+        self.details = details
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            **super().__getstate__(),
+            "cli_message": self.cli_message,
+            "result": self.result,
+            "details": self.details,
+        }
 
 
 class ClaudeCodeAuthenticationError(ClaudeCodeAPIError, ModelAuthenticationError):
@@ -194,6 +210,11 @@ class ClaudeCodeRateLimitError(ClaudeCodeAPIError, ModelRateLimitError):
     """
 
     resets_at: datetime | None = None
+
+
+class ClaudeCodeQuotaExceededError(ClaudeCodeAPIError, ModelQuotaExceededError):
+    """The account's usage credits or billing are exhausted (a 429 whose ``error_code`` is ``credits_required``,
+    a ``billing_error``, a 402, a credit balance too low): waiting does not help, ``FallbackModel`` can move on."""
 
 
 class ClaudeCodeOverloadedError(ClaudeCodeAPIError, ModelOverloadedError):
@@ -212,6 +233,10 @@ class ClaudeCodeRequestRejectedError(ClaudeCodeAPIError, ModelRequestRejectedErr
     """Any other 4xx status."""
 
 
+class ClaudeCodeModelNotFoundError(ClaudeCodeRequestRejectedError, ModelNotFoundError):
+    """404: the API does not know the model (or the account has no access to it)."""
+
+
 class ClaudeCodeContextWindowExceededError(ClaudeCodeRequestRejectedError, ModelContextWindowExceededError):
     """The prompt is longer than the model's context window; ``prompt_tokens`` and ``limit_tokens`` give the sizes
     where the CLI reported them. Not transient: retrying the same request fails the same way."""
@@ -228,6 +253,24 @@ class InvalidModelIdError(ClaudeCodeError, UserError):
     """A ``"claude-code:<model>"`` model id that names no model (or a model id that is not a Claude Code one)."""
 
 
+ERROR_TYPE_STATUS_CODES = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+"""The HTTP status of each Anthropic error ``type`` (what an error inside a stream is reported with)."""
+
+CREDITS_REQUIRED = "credits_required"
+"""The ``details.error_code`` of a 429 that only buying usage credits clears."""
+
+
 def api_error_for_status(
     status_code: int,
     model_name: str,
@@ -236,11 +279,33 @@ def api_error_for_status(
     cli_message: str | None = None,
     result: dict[str, Any] | None = None,
     in_stream: bool = False,
+    error_type: str | None = None,
+    error_code: str | None = None,
 ) -> ClaudeCodeAPIError:
-    """Build the API error class that matches ``status_code``."""
+    """Build the API error class that matches the API's error as ``AnthropicModel`` classifies it: by its error
+    ``type`` and ``details.error_code`` where known, else by ``status_code``.
+
+    An error reported inside a stream gets the status its ``type`` has before a stream opens.
+    """
+    if in_stream and error_type in ERROR_TYPE_STATUS_CODES:
+        status_code = ERROR_TYPE_STATUS_CODES[error_type]
+    message = cli_message or (body if isinstance(body, str) else "")
     cls: type[ClaudeCodeAPIError]
-    if status_code in (401, 403):
+    if (
+        error_code == CREDITS_REQUIRED
+        or error_type == "billing_error"
+        or status_code == 402
+        or "credit balance is too low" in message.lower()
+    ):
+        cls = ClaudeCodeQuotaExceededError
+    elif error_type == "rate_limit_error":
+        cls = ClaudeCodeRateLimitError
+    elif error_type == "overloaded_error":
+        cls = ClaudeCodeOverloadedError
+    elif status_code in (401, 403):
         cls = ClaudeCodeAuthenticationError
+    elif status_code == 404:
+        cls = ClaudeCodeModelNotFoundError
     elif status_code == 429:
         cls = ClaudeCodeRateLimitError
     elif status_code == 529:
@@ -253,7 +318,17 @@ def api_error_for_status(
         cls = ClaudeCodeRequestRejectedError
     else:
         cls = ClaudeCodeAPIError
-    return cls(status_code, model_name, body, cli_message=cli_message, result=result, in_stream=in_stream)
+    return cls(
+        status_code,
+        model_name,
+        body,
+        cli_message=cli_message,
+        result=result,
+        details={"error_code": error_code} if error_code else None,
+        provider_error_type=error_type,
+        provider_error_code=error_code,
+        in_stream=in_stream,
+    )
 
 
 # --- tools ----------------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from claudecode_model._streamed import (
 )
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
-from claudecode_model.stores._check import checked_session_store
+from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT, checked_session_store, checked_store_timeout
 
 if TYPE_CHECKING:
     from claude_agent_sdk import McpSdkServerConfig
@@ -88,6 +88,7 @@ class ClaudeCodeModel(Model):
         max_processes: int | None = None,
         tool_execution: ToolExecution = "agent",
         session_store: SessionStore | None = None,
+        session_store_timeout: float = DEFAULT_STORE_TIMEOUT,
     ) -> None:
         """Create a Claude Code model.
 
@@ -120,6 +121,12 @@ class ClaudeCodeModel(Model):
                 :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
                 process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
                 replaying the history. Workers must share the store and the working directory.
+            session_store_timeout: Seconds any one call of ``session_store`` may take. A turn whose store write
+                fails or times out still returns its answer: the response's ``provider_details`` says
+                ``"session_store": "incomplete"``, and the entries are written again with the session's next turn
+                here (or by :meth:`aclose`). A store read that fails or times out makes the turn go on from this
+                machine's copy, or replay the history. While a call that timed out goes on (at most 60 s), the
+                store is not asked again.
         """
         limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)
         check_model_arguments(limits, tool_transport=tool_transport, settings=settings)
@@ -132,6 +139,7 @@ class ClaudeCodeModel(Model):
             transport=tool_transport,
             execution=checked_tool_execution(tool_execution),
             session_store=checked_session_store(session_store),
+            session_store_timeout=checked_store_timeout(session_store_timeout),
         )
         super().__init__(settings=settings, profile=profile or default_profile(model_name))
 

@@ -66,12 +66,12 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     """Settings for a Claude Code request; every key is optional and provider-prefixed.
 
     Standard :class:`~pydantic_ai.settings.ModelSettings` keys that the CLI can honour are honoured:
-    ``max_tokens`` (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), ``timeout`` (a deadline for the whole CLI turn),
-    ``thinking``; pydantic-ai's ``request_timeout`` and ``first_event_timeout`` stop the CLI turn as any request. The
-    CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop_sequences``, penalties,
-    ``logit_bias``, ``parallel_tool_calls``, ``max_retries``, ``extra_headers``, ``extra_body`` or ``service_tier``:
-    ``ClaudeCodeModel.unsupported_settings`` declares them, and pydantic-ai warns (``UnsupportedSettingWarning``)
-    about those that change what a request guarantees.
+    ``max_tokens`` (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), ``max_retries`` (``CLAUDE_CODE_MAX_RETRIES``), ``timeout``
+    (a deadline for the whole CLI turn), ``thinking``; pydantic-ai's ``request_timeout`` and ``first_event_timeout``
+    stop the CLI turn as for any model. The CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``,
+    ``stop_sequences``, penalties, ``logit_bias``, ``parallel_tool_calls``, ``extra_headers``, ``extra_body`` or
+    ``service_tier``: ``ClaudeCodeModel.unsupported_settings`` declares them, and pydantic-ai warns
+    (``UnsupportedSettingWarning``) about those that change what a request guarantees.
     """
 
     claude_code_timeout: float
@@ -127,6 +127,11 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     claude_code_setting_sources: list[Literal["user", "project", "local"]]
     """Which Claude Code settings files (and CLAUDE.md, hooks, .mcp.json) to load; none by default."""
+
+    claude_code_interpret_prompts: bool
+    """Let Claude Code interpret the text it is sent (default ``False``: every prompt, history and queued message
+    reaches Claude exactly as written). ``True`` turns on what the CLI does to typed input: ``@path`` mentions
+    expanded into file contents, ``/command`` slash commands run. Only for text you trust."""
 
     claude_code_session: SessionMode
     """Whether to continue a CLI session the history came from (``"auto"``) or always start anew."""

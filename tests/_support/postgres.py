@@ -11,6 +11,7 @@ Durability is traded for speed (no fsync, no autovacuum): the data lives only as
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import re
@@ -221,6 +222,22 @@ class PostgresServer:
                 process.kill()
                 process.wait()
         self._remove_files()
+
+    def pause(self) -> None:
+        """Freeze the server and all its processes (SIGSTOP): a database that hangs, as on a lost network."""
+        self._signal_all(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused server go on."""
+        self._signal_all(signal.SIGCONT)
+
+    def _signal_all(self, sig: signal.Signals) -> None:
+        from tests._support.processes import live_descendants
+
+        assert self._process is not None, "the server is not started"
+        for pid in {self._process.pid, *live_descendants(self._process.pid)}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
 
     def _remove_files(self) -> None:
         if self.root is not None:

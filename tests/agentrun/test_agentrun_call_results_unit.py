@@ -104,13 +104,13 @@ def test_a_tool_return_value_reaches_the_result_as_its_return_value():
 
 
 def test_long_text_is_cut_below_the_inline_limit_with_a_marker():
-    long = "x" * 120_000
+    long = "x" * 1_200_000
     result = mcp_result(ToolReturnPart("big", long, tool_call_id="k"))
     [text] = _texts(result)
     assert len(text) == TEXT_LIMIT < CLI_INLINE_LIMIT
     assert text.startswith("xxxx")
     assert "tool result cut: showing the first" in text
-    assert "of 120,000 characters" in text
+    assert "of 1,200,000 characters" in text
 
 
 def test_text_that_fits_is_left_alone():
@@ -121,7 +121,7 @@ def test_text_that_fits_is_left_alone():
 
 def test_the_cut_covers_all_text_blocks_together_and_keeps_images():
     image = BinaryContent(PNG, media_type="image/png")
-    result = mcp_result(ToolReturnPart("t", ["a" * 30_000, image, "b" * 30_000], tool_call_id="l"))
+    result = mcp_result(ToolReturnPart("t", ["a" * 300_000, image, "b" * 300_000], tool_call_id="l"))
     texts = _texts(result)
     assert sum(len(text) for text in texts) <= TEXT_LIMIT
     assert any(isinstance(block, ImageContent) for block in result.content)

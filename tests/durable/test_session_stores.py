@@ -12,6 +12,7 @@ from claude_agent_sdk.testing.session_store_conformance import run_session_store
 from claude_agent_sdk.types import SessionKey
 
 from claudecode_model.stores import PostgresSessionStore, SQLiteSessionStore
+from tests._support.stores import delete_sqlite_file
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -176,3 +177,21 @@ async def test_two_sqlite_stores_on_one_file_share_it_like_two_processes(tmp_pat
         await second.aclose()
     assert loaded is not None
     assert sorted(entry["uuid"] for entry in loaded) == sorted(f"{n}-{t}" for n in "ab" for t in range(10))
+
+
+async def test_a_sqlite_file_deleted_while_in_use_is_noticed_and_opened_anew(tmp_path: Path):
+    path = tmp_path / "sessions.db"
+    store, other_worker = SQLiteSessionStore(path), SQLiteSessionStore(path)
+    try:
+        await store.append(KEY, [{"type": "user", "uuid": "before"}])
+        delete_sqlite_file(path)
+        with pytest.raises(FileNotFoundError, match="deleted or replaced while in use"):
+            await store.append(KEY, [{"type": "user", "uuid": "after"}])
+        await store.append(KEY, [{"type": "user", "uuid": "after"}])  # into a new file other workers see too
+        assert path.exists()
+        loaded = await other_worker.load(KEY)
+    finally:
+        await store.aclose()
+        await other_worker.aclose()
+    assert loaded is not None
+    assert [entry["uuid"] for entry in loaded] == ["after"]

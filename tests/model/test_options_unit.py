@@ -56,7 +56,9 @@ def test_safe_defaults_no_builtin_tools_no_settings_no_bypass():
     assert options.permission_mode == "dontAsk"
     assert options.allowed_tools == []
     assert options.include_partial_messages is True
-    assert options.system_prompt == "sys"
+    # Never recorded in the transcript (a resumed session gets the next request's prompt); prompts sent literally.
+    assert options.system_prompt == {"type": "custom", "prompt": "sys", "snapshot": False}
+    assert options.verbatim_prompts is True
 
 
 def test_settings_reach_the_options():
@@ -67,6 +69,7 @@ def test_settings_reach_the_options():
         claude_code_system_prompt_append="extra",
         claude_code_thinking="disabled",
         max_tokens=1000,
+        max_retries=0,
         claude_code_env={"FOO": "bar"},
     )
 
@@ -74,9 +77,10 @@ def test_settings_reach_the_options():
     assert options.allowed_tools == ["Read", "Grep"]
     assert options.max_turns == 3
     assert options.max_budget_usd == 0.5
-    assert options.system_prompt == "sys\n\nextra"
+    assert options.system_prompt == {"type": "custom", "prompt": "sys\n\nextra", "snapshot": False}
     assert options.thinking == {"type": "disabled"}
     assert options.env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "1000"
+    assert options.env["CLAUDE_CODE_MAX_RETRIES"] == "0"
     assert options.env["CLAUDE_CODE_DISABLE_THINKING"] == "1"
     assert options.env["FOO"] == "bar"
 
@@ -151,3 +155,26 @@ def test_built_options_keep_the_last_few_and_skip_what_cannot_be_kept():
     built.put(Uncopyable(), "never kept")
     built.put(Incomparable(), "kept")
     assert built.get(Incomparable()) is None  # comparing fails: a miss, not an error
+
+
+async def test_a_cli_that_cannot_deliver_prompts_literally_is_refused_unless_interpreting_is_chosen(tmp_path: Path):
+    from claudecode_model import ClaudeCodeSettingsError
+    from claudecode_model._options import require_literal_prompts
+
+    old = tmp_path / "claude"
+    old.write_text("#!/bin/sh\necho '2.1.200 (Claude Code)'\n")
+    old.chmod(0o755)
+
+    with pytest.raises(ClaudeCodeSettingsError, match=r"2\.1\.200.*2\.1\.248.*claude_code_interpret_prompts"):
+        await require_literal_prompts(old, {})
+    await require_literal_prompts(old, {"claude_code_interpret_prompts": True})
+    await require_literal_prompts(bundled_cli_path() or old, {})  # the bundled CLI delivers text literally
+    built, _ = build_options(
+        model_name=None,
+        cli_path=old,
+        settings={"claude_code_interpret_prompts": True},
+        needs=RequestNeeds(system_prompt=None),
+        base_env={},
+        stderr=lambda line: None,
+    )
+    assert built.verbatim_prompts is False

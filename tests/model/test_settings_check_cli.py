@@ -107,6 +107,7 @@ async def test_unsupported_standard_settings_are_declared_the_pydantic_ai_way(cl
 
     assert {"temperature", "stop_sequences", "seed", "extra_headers"} <= ClaudeCodeModel.unsupported_settings
     assert "max_tokens" not in ClaudeCodeModel.unsupported_settings
+    assert "max_retries" not in ClaudeCodeModel.unsupported_settings  # CLAUDE_CODE_MAX_RETRIES
     assert "timeout" not in ClaudeCodeModel.unsupported_settings  # the CLI turn's deadline
     unsupported = [str(w.message) for w in caught if issubclass(w.category, UnsupportedSettingWarning)]
     # pydantic-ai warns about a setting that changes what the request guarantees, and ignores a tuning knob.

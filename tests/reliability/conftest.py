@@ -70,3 +70,15 @@ async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
         yield harness
     finally:
         await model.aclose()
+
+
+@pytest.fixture
+async def agent_harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+    """:func:`harness` with the agent's tools run by pydantic-ai (a turn parks while they run)."""
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="agent", spare_sessions=0)
+    harness = Harness(claude_backend, model, Resources.now())
+    try:
+        yield harness
+    finally:
+        await model.aclose()

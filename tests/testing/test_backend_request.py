@@ -332,3 +332,43 @@ def test_assistant_response_round_trips_through_anthropic_blocks() -> None:
                 )
             case _:
                 raise AssertionError(original)
+
+
+EXPANDED_FILE_BODY = {
+    "messages": [
+        {"role": "user", "content": "<system-reminder>\nCalled the Read tool with: secret.txt\n</system-reminder>"},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "<system-reminder>\nResult of calling the Read tool:\n1\tSECRET\n</system-reminder>",
+                },
+                {"type": "text", "text": "Summarize @secret.txt"},
+            ],
+        },
+        {"role": "system", "content": [{"type": "text", "text": "# Environment\nToday's date is 2026-11-26."}]},
+    ]
+}
+"""What the CLI sends for a prompt whose ``@file`` it expanded: the file as reminders in the user turn."""
+
+
+def test_cli_additions_name_the_blocks_the_cli_wrote():
+    from claudecode_model.testing import CLIAddition, is_cli_addition
+
+    request = recorded(EXPANDED_FILE_BODY)
+    additions = request.cli_additions()
+    assert [(a.message_index, a.role) for a in additions] == [(0, "user"), (1, "user"), (2, "system")]
+    assert isinstance(additions[0], CLIAddition)
+    assert "SECRET" in additions[1].text
+    assert not is_cli_addition("Summarize @secret.txt")
+    # What a brain sees by default hides them; the recorded raw request keeps them.
+    assert request.user_texts() == ["Summarize @secret.txt"]
+
+
+def test_a_brain_can_be_shown_the_cli_additions():
+    shown = parse_request(EXPANDED_FILE_BODY, keep_cli_additions=True)
+    texts = [p.content for m in shown.messages for p in m.parts if isinstance(p, UserPromptPart)]
+    assert any("SECRET" in str(text) for text in texts)
+    hidden = parse_request(EXPANDED_FILE_BODY)
+    assert not any("SECRET" in str(p.content) for m in hidden.messages for p in m.parts)

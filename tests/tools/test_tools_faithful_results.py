@@ -123,6 +123,8 @@ async def test_low_level_server_lists_tools_with_read_only_hints() -> None:
         "description": "Echo a text.",
         "inputSchema": SCHEMA,
         "annotations": {"readOnlyHint": True},
+        # Claude Code shows results up to 500,000 characters inline (its default is 50,000).
+        "_meta": {"anthropic/maxResultSizeChars": 500_000},
     }
     assert "annotations" not in listed["fail"]
     assert listed["fail"]["inputSchema"] == {"type": "object", "properties": {}}

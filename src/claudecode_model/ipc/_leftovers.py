@@ -2,7 +2,8 @@
 
 Each IPC session's directory is named ``claudecode_ipc_<owner pid>_<random>``. When a new session starts, the
 directories of this user whose owner process is gone and whose socket nobody listens on are removed. A directory of
-a live process, of another user, or without an owner pid in its name is never touched.
+a live process, of another user, or without an owner pid in its name is never touched. Other private directories
+named the same way with another prefix (the CLI's temp folders, :mod:`claudecode_model._cli_temp`) are swept alike.
 """
 
 from __future__ import annotations
@@ -21,23 +22,23 @@ __all__ = ["directory_prefix", "remove_dead_leftovers"]
 
 logger = logging.getLogger(__name__)
 
-_OWNED = re.compile(rf"^{re.escape(SOCKET_FILE_PREFIX)}(\d+)_[^/]+$")
 
-
-def directory_prefix() -> str:
+def directory_prefix(prefix: str = SOCKET_FILE_PREFIX) -> str:
     """The ``mkdtemp`` prefix of this process's IPC directories (its pid recorded in the name)."""
-    return f"{SOCKET_FILE_PREFIX}{os.getpid()}_"
+    return f"{prefix}{os.getpid()}_"
 
 
-def remove_dead_leftovers(base: str | Path) -> list[Path]:
-    """Remove the IPC directories in ``base`` left by dead processes of this user; return what was removed."""
+def remove_dead_leftovers(base: str | Path, prefix: str = SOCKET_FILE_PREFIX) -> list[Path]:
+    """Remove the IPC directories (named with ``prefix``) in ``base`` left by dead processes of this user; return
+    what was removed."""
+    owned = re.compile(rf"^{re.escape(prefix)}(\d+)_[^/]+$")
     removed: list[Path] = []
     try:
         names = os.listdir(base)
     except OSError:
         return removed
     for name in names:
-        match = _OWNED.match(name)
+        match = owned.match(name)
         if match is None:
             continue
         directory = Path(base) / name
@@ -46,7 +47,7 @@ def remove_dead_leftovers(base: str | Path) -> list[Path]:
             continue
         shutil.rmtree(directory, ignore_errors=True)
         removed.append(directory)
-        logger.info("removed the IPC directory %s left by process %d, which is gone", directory, pid)
+        logger.info("removed the directory %s left by process %d, which is gone", directory, pid)
     return removed
 
 

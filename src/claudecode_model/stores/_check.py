@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
 
+DEFAULT_STORE_TIMEOUT = 5.0
+"""Seconds one session store call may take by default (a healthy store answers in milliseconds)."""
+
 
 def checked_session_store(store: object) -> SessionStore | None:
     """``store`` if it can serve as a claude-agent-sdk ``SessionStore`` (async ``append`` and ``load``), else a
@@ -21,3 +24,10 @@ def checked_session_store(store: object) -> SessionStore | None:
             f"{type(store).__name__} lacks async {' and '.join(f'{name}()' for name in missing)}"
         )
     return cast("SessionStore", store)
+
+
+def checked_store_timeout(timeout: object) -> float:
+    """``timeout`` as seconds, else a ``ValueError`` naming it."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+        raise ValueError(f"session_store_timeout must be a positive number of seconds, not {timeout!r}")
+    return float(timeout)

@@ -8,6 +8,7 @@ whatever its ``CLAUDE_CONFIG_DIR``; for workers on several machines use
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import threading
@@ -38,6 +39,8 @@ from claudecode_model.stores._common import (
 
 __all__ = ["SQLiteSessionStore"]
 
+logger = logging.getLogger(__name__)
+
 _T = TypeVar("_T")
 _BUSY_TIMEOUT_MS = 30_000
 
@@ -65,6 +68,8 @@ class SQLiteSessionStore(SessionStore):
         self._entries = f'"{prefix}entries"'
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None
+        """The device and inode of the file the connection opened (a file deleted or replaced since is noticed)."""
         self._prefix = prefix
 
     def __repr__(self) -> str:
@@ -201,8 +206,18 @@ class SQLiteSessionStore(SessionStore):
 
     def _locked(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         with self._lock:
+            if self._db is not None and self._file != _identity(self._path):
+                # Writes would go on into a file no other process sees (an unlinked one) and be lost with it.
+                self._db.close()
+                self._db = None
+                logger.warning("%r: the database file was deleted or replaced while in use", self)
+                raise FileNotFoundError(
+                    f"{self!r}: the database file was deleted or replaced while in use; the next call opens it anew "
+                    "(the sessions stored before are not in it)"
+                )
             if self._db is None:
                 self._db = self._open()
+                self._file = _identity(self._path)
             return work(self._db)
 
     def _open(self) -> sqlite3.Connection:
@@ -253,6 +268,14 @@ def _use_wal(db: sqlite3.Connection) -> None:
         if time.monotonic() > deadline:
             raise sqlite3.OperationalError(f"could not switch {db!r} to WAL mode (journal mode {mode})")
         time.sleep(0.01)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 def _columns(key: StoredKey) -> tuple[str, str, str]:

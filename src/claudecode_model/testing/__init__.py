@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     from ._brain import ScriptExhaustedError, ScriptItem
     from ._cache import PromptCache
     from ._env import DUMMY_API_KEY, quiet_cli_env
-    from ._request import RecordedRequest, ToolResult, strip_noise
+    from ._request import CLIAddition, RecordedRequest, ToolResult, is_cli_addition, strip_noise
     from ._script import Failure, ScriptedTurn
 
 __all__ = [
     "DUMMY_API_KEY",
+    "CLIAddition",
     "Failure",
     "OfflineBackend",
     "PromptCache",
@@ -32,12 +33,14 @@ __all__ = [
     "ScriptItem",
     "ScriptedTurn",
     "ToolResult",
+    "is_cli_addition",
     "quiet_cli_env",
     "strip_noise",
 ]
 
 _SOURCES = {
     "DUMMY_API_KEY": "._env",
+    "CLIAddition": "._request",
     "Failure": "._script",
     "OfflineBackend": "._backend",
     "PromptCache": "._cache",
@@ -46,6 +49,7 @@ _SOURCES = {
     "ScriptItem": "._brain",
     "ScriptedTurn": "._script",
     "ToolResult": "._request",
+    "is_cli_addition": "._request",
     "quiet_cli_env": "._env",
     "strip_noise": "._request",
 }

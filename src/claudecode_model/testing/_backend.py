@@ -157,6 +157,10 @@ class OfflineBackend:
     usage splits the input into ``cache_read_input_tokens``, ``cache_creation_input_tokens`` and ``input_tokens``,
     which the CLI prices (reads at a tenth of the input price, writes at 1.25 times) into its ``total_cost_usd``.
 
+    The brain sees the conversation without the CLI's ``<system-reminder>`` texts; ``keep_cli_additions=True`` shows
+    it everything the CLI sent, its own additions included (an ``@file`` the CLI expanded, a command's output).
+    Either way :meth:`RecordedRequest.cli_additions` names the blocks the CLI added.
+
     The server runs on 127.0.0.1 in a background thread with its own event loop; use it as a (sync or async)
     context manager or call :meth:`start` / :meth:`stop`.
     """
@@ -171,6 +175,7 @@ class OfflineBackend:
         model_name: str = DEFAULT_MODEL,
         port: int = 0,
         prompt_cache: bool | PromptCache = False,
+        keep_cli_additions: bool = False,
     ) -> None:
         if text_chunk_size < 1:
             raise ValueError("text_chunk_size must be at least 1")
@@ -180,6 +185,7 @@ class OfflineBackend:
         self.text_chunk_size = text_chunk_size
         self.delta_delay = delta_delay
         self.model_name = model_name
+        self.keep_cli_additions = keep_cli_additions
         self.answer_headers: dict[str, str] = {}
         """Headers added to every answer (not to failures), e.g. ``anthropic-ratelimit-unified-*`` headers that
         make Claude Code report a rate-limit state."""
@@ -469,7 +475,8 @@ class OfflineBackend:
         if failure is not None:
             return await self._serve_failure(failure, model, record.stream)
         try:
-            answer = await self._brain.answer(parsed.messages, parsed.tools)
+            seen = parse_request(body, keep_cli_additions=True) if self.keep_cli_additions else parsed
+            answer = await self._brain.answer(seen.messages, seen.tools)
         except ScriptExhaustedError as exc:
             return self._brain_error(str(exc))
         except Exception as exc:
@@ -551,7 +558,11 @@ class OfflineBackend:
         logger.debug("offline backend serving injected failure %s", failure)
         match failure.kind:
             case "http":
-                return _error_response(failure.status, failure.message, failure.error_type, failure.headers)
+                return JSONResponse(
+                    failure.error_body(),
+                    status_code=failure.status,
+                    headers={"request-id": _request_id(), **dict(failure.headers)},
+                )
             case "stall":
                 await self._wait(failure.seconds)
                 return _error_response(failure.status, failure.message, failure.error_type)

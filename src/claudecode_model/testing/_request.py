@@ -6,7 +6,7 @@ import base64
 import binascii
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
@@ -29,7 +29,15 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
-__all__ = ["ParsedRequest", "RecordedRequest", "ToolResult", "parse_request", "strip_noise"]
+__all__ = [
+    "CLIAddition",
+    "ParsedRequest",
+    "RecordedRequest",
+    "ToolResult",
+    "is_cli_addition",
+    "parse_request",
+    "strip_noise",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +53,28 @@ def strip_noise(text: str) -> str:
     """
     cleaned = _TOTAL_TOKENS_RE.sub("", _REMINDER_RE.sub("", text))
     return text if cleaned == text else cleaned.strip()
+
+
+class CLIAddition(NamedTuple):
+    """A block of a request that the CLI wrote itself, not the library: see :meth:`RecordedRequest.cli_additions`."""
+
+    message_index: int
+    """The index of the message in the request's ``messages``."""
+    role: str
+    """``"user"`` (a reminder in a user turn: an expanded file, a command's output, a hook's note) or ``"system"``
+    (the CLI's per-turn context: environment, date, model)."""
+    text: str
+    """The block's whole text."""
+
+
+_CLI_MARKERS = ("<system-reminder>", "<command-name>", "<command-message>", "<local-command-stdout>", "<bash-input>")
+
+
+def is_cli_addition(text: str) -> bool:
+    """Whether a user text block was written by the CLI (a reminder, a slash command's or a shell shortcut's
+    output) rather than sent by the library."""
+    stripped = text.lstrip()
+    return stripped.startswith(_CLI_MARKERS) or _TOTAL_TOKENS_RE.fullmatch(stripped.strip()) is not None
 
 
 class ToolResult(NamedTuple):
@@ -72,8 +102,12 @@ def _as_blocks(content: object) -> list[Mapping[str, Any]]:
     return []
 
 
-def _text_of(blocks: Sequence[Mapping[str, Any]]) -> str:
-    texts = [strip_noise(str(b.get("text", ""))) for b in blocks if b.get("type") == "text"]
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _text_of(blocks: Sequence[Mapping[str, Any]], clean: Callable[[str], str]) -> str:
+    texts = [clean(str(b.get("text", ""))) for b in blocks if b.get("type") == "text"]
     return "\n".join(t for t in texts if t)
 
 
@@ -108,10 +142,12 @@ def _media(block: Mapping[str, Any]) -> UserContent | None:
     return None
 
 
-def _tool_result_part(block: Mapping[str, Any], tool_names: Mapping[str, str]) -> ToolReturnPart:
+def _tool_result_part(
+    block: Mapping[str, Any], tool_names: Mapping[str, str], clean: Callable[[str], str]
+) -> ToolReturnPart:
     tool_use_id = str(block.get("tool_use_id", ""))
     blocks = _as_blocks(block.get("content", ""))
-    text = _text_of(blocks)
+    text = _text_of(blocks, clean)
     media = [m for b in blocks if b.get("type") in ("image", "document") and (m := _media(b)) is not None]
     content: str | list[Any] = [text, *media] if media else text
     return ToolReturnPart(
@@ -122,15 +158,17 @@ def _tool_result_part(block: Mapping[str, Any], tool_names: Mapping[str, str]) -
     )
 
 
-def _user_parts(blocks: Sequence[Mapping[str, Any]], tool_names: Mapping[str, str]) -> list[ModelRequestPart]:
+def _user_parts(
+    blocks: Sequence[Mapping[str, Any]], tool_names: Mapping[str, str], clean: Callable[[str], str]
+) -> list[ModelRequestPart]:
     parts: list[ModelRequestPart] = []
     content: list[UserContent] = []
     for block in blocks:
         match block.get("type"):
             case "tool_result":
-                parts.append(_tool_result_part(block, tool_names))
+                parts.append(_tool_result_part(block, tool_names, clean))
             case "text":
-                text = strip_noise(str(block.get("text", "")))
+                text = clean(str(block.get("text", "")))
                 if text:
                     content.append(text)
             case "image" | "document":
@@ -185,8 +223,12 @@ def system_blocks_of(body: Mapping[str, Any]) -> list[str]:
     return [str(b.get("text", "")) for b in _as_blocks(system) if b.get("type") == "text"]
 
 
-def parse_request(body: Mapping[str, Any]) -> ParsedRequest:
-    """Translate an Anthropic Messages API request body into what a pydantic-ai model sees."""
+def parse_request(body: Mapping[str, Any], *, keep_cli_additions: bool = False) -> ParsedRequest:
+    """Translate an Anthropic Messages API request body into what a pydantic-ai model sees.
+
+    The CLI's ``<system-reminder>`` and ``<total_tokens>`` texts are stripped unless ``keep_cli_additions``.
+    """
+    clean = _unchanged if keep_cli_additions else strip_noise
     system_blocks = system_blocks_of(body)
     system_parts = [SystemPromptPart(text) for text in system_blocks]
     tool_names: dict[str, str] = {}
@@ -209,7 +251,7 @@ def parse_request(body: Mapping[str, Any]) -> ParsedRequest:
                 texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
                 pending.extend(SystemPromptPart(text) for text in texts if text)
             case _:
-                pending.extend(_user_parts(blocks, tool_names))
+                pending.extend(_user_parts(blocks, tool_names, clean))
                 user_turn_open = True
     if pending or user_turn_open:
         messages.append(ModelRequest(parts=pending))
@@ -300,6 +342,24 @@ class RecordedRequest:
                     text = _text_content(part.content)
                     results.append(ToolResult(part.tool_call_id, text, part.outcome != "success"))
         return results
+
+    def cli_additions(self) -> list[CLIAddition]:
+        """Every block the CLI added to the conversation on its own, in order: text blocks of user turns that are
+        CLI reminders or command output (an ``@file`` the CLI expanded arrives as such blocks), and the blocks of
+        its ``system`` turns. Tool results are not searched: their text is the tool's."""
+        additions: list[CLIAddition] = []
+        raw_messages = self.raw.get("messages")
+        for index, message in enumerate(raw_messages if isinstance(raw_messages, list) else []):
+            if not isinstance(message, Mapping):
+                continue
+            role = str(message.get("role", ""))
+            for block in _as_blocks(message.get("content")):
+                if block.get("type") != "text":
+                    continue
+                text = str(block.get("text", ""))
+                if role == "system" or (role == "user" and is_cli_addition(text)):
+                    additions.append(CLIAddition(index, role, text))
+        return additions
 
     def has_image(self) -> bool:
         """Whether any user message or tool result carries an image."""

@@ -52,6 +52,8 @@ class Failure:
     seconds: float | None = None
     headers: tuple[tuple[str, str], ...] = ()
     """For :meth:`http`: extra response headers."""
+    details: Mapping[str, Any] | None = None
+    """The error's ``details`` object (such as ``{"error_code": "credits_required"}``), if it has one."""
     partial: ModelResponse | None = None
     """For :meth:`cut`: the answer whose stream is cut."""
     after_deltas: int = 0
@@ -67,8 +69,10 @@ class Failure:
         *,
         error_type: str | None = None,
         headers: dict[str, str] | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> Failure:
-        """An HTTP error status with Anthropic's error JSON body (type from the status unless given).
+        """An HTTP error status with Anthropic's error JSON body (type from the status unless given, and
+        ``details`` in the error object if given).
 
         ``headers`` are added to the response, e.g. the ``anthropic-ratelimit-unified-*`` headers of a
         subscription's usage limit, or ``retry-after``.
@@ -82,12 +86,19 @@ class Failure:
             error_type=kind,
             message=message or f"offline backend: injected {status}",
             headers=tuple((headers or {}).items()),
+            details=dict(details) if details is not None else None,
         )
 
     @classmethod
-    def sse_error(cls, error_type: str = "overloaded_error", message: str = "Overloaded") -> Failure:
-        """A 200 stream that sends ``message_start`` and then an SSE ``error`` event."""
-        return cls("sse_error", error_type=error_type, message=message)
+    def sse_error(
+        cls,
+        error_type: str = "overloaded_error",
+        message: str = "Overloaded",
+        *,
+        details: Mapping[str, Any] | None = None,
+    ) -> Failure:
+        """A 200 stream that sends ``message_start`` and then an SSE ``error`` event (with ``details``, if given)."""
+        return cls("sse_error", error_type=error_type, message=message, details=dict(details) if details else None)
 
     @classmethod
     def malformed_sse(cls) -> Failure:
@@ -145,7 +156,10 @@ class Failure:
 
     def error_body(self) -> dict[str, Any]:
         """Anthropic's error JSON for this failure."""
-        return {"type": "error", "error": {"type": self.error_type, "message": self.message}}
+        error: dict[str, Any] = {"type": self.error_type, "message": self.message}
+        if self.details is not None:
+            error["details"] = dict(self.details)
+        return {"type": "error", "error": error}
 
 
 @dataclass(frozen=True)
