@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+import anyio
 from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
@@ -235,7 +236,9 @@ class CLISession:
             await asyncio.shield(self._ready)
         except BaseException:
             self._kill_starting()  # a CLI that hangs at start never reads its end of input
-            await self.close()
+            # Shielded: an anyio deadline (pydantic-ai's request_timeout) cancels every await inside its scope again.
+            with anyio.CancelScope(shield=True):
+                await self.close()
             if self._ready.done() and not self._ready.cancelled():
                 self._ready.exception()  # the start was given up: its late failure is known, not "never retrieved"
             raise
