@@ -100,7 +100,7 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     claude_code_builtin_tool_policy: BuiltinToolPolicy
     """Decides each call of a built-in tool in code, before it runs (see ``docs/builtin-tools.md``); called once per
-    call, in the CLI session's task: keep it quick and synchronous."""
+    call, on the event loop (in the CLI session's task or the request's): keep it quick."""
 
     claude_code_tool_parameter_restrictions: dict[str, dict[str, Any]]
     """Forbidden argument values per tool, e.g. ``{"Bash": {"run_in_background": True}}``.
