@@ -10,6 +10,7 @@ from claudecode_model.ipc._lazy import lazy_exports
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs the bridge milliseconds
 if TYPE_CHECKING:
+    from claudecode_model.builtin_tools import BuiltinToolApprovals
     from claudecode_model.deps_support import (
         DepsContext,
         deserialize_deps,
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
     )
     from claudecode_model.model import ClaudeCodeModel, ClaudeCodeResponse, ClaudeCodeStreamedResponse
     from claudecode_model.resolve import ClaudeCodeModels
-    from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinition
+    from claudecode_model.settings import BuiltinToolPolicy, ClaudeCodeModelSettings, PolicyDecision, SubagentDefinition
     from claudecode_model.stores.postgres import PostgresSessionStore
     from claudecode_model.stores.sqlite import SQLiteSessionStore
     from claudecode_model.temporal import ClaudeCodePlugin
@@ -116,6 +117,9 @@ _EXPORTS: dict[str, str] = {
     "ClaudeCodeResponse": "claudecode_model.model",
     "ClaudeCodeStreamedResponse": "claudecode_model.model",
     "ClaudeCodeModelSettings": "claudecode_model.settings",
+    "BuiltinToolApprovals": "claudecode_model.builtin_tools",
+    "BuiltinToolPolicy": "claudecode_model.settings",
+    "PolicyDecision": "claudecode_model.settings",
     "PostgresSessionStore": "claudecode_model.stores.postgres",
     **dict.fromkeys(("DurableSetupError", "check_dbos_sqlite", "dbos_config"), "claudecode_model.durable"),
     "SQLiteSessionStore": "claudecode_model.stores.sqlite",
@@ -129,6 +133,8 @@ __all__ = [
     "DEFAULT_SERVER_NAME",
     "AgentToolset",
     "BridgeStartupError",
+    "BuiltinToolApprovals",
+    "BuiltinToolPolicy",
     "CLIConnectionError",
     "CLIInterruptedError",
     "CLINotFoundError",
@@ -165,6 +171,7 @@ __all__ = [
     "McpResponse",
     "McpTextContent",
     "MessageConversionError",
+    "PolicyDecision",
     "PostgresSessionStore",
     "PydanticAITool",
     "SQLiteSessionStore",

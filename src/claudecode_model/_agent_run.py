@@ -35,6 +35,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model._agent_tools import tool_specs
+from claudecode_model._builtin_approvals import approval_result, is_builtin_call, not_run_result
 from claudecode_model._call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
 from claudecode_model._execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
 from claudecode_model._mcp import McpResponse, ToolCallHandler, ToolSpec, text_result
@@ -127,7 +128,8 @@ def pending_calls(messages: Sequence[ModelMessage], provider_name: str) -> Pendi
 
 def deliver_answers(results: CallResults, pending: PendingCalls) -> list[str]:
     """Resolve the waiting handlers of ``pending`` with pydantic-ai's answers; the ids that had none (each gets a
-    "not executed" error, so that the CLI turn goes on)."""
+    "not executed" error, so that the CLI turn goes on). A built-in call's answer is the approval hook's decision
+    (an unanswered one is denied)."""
     answers = results_by_call(pending.new_parts)
     missing: list[str] = []
     for call in pending.calls:
@@ -135,6 +137,8 @@ def deliver_answers(results: CallResults, pending: PendingCalls) -> list[str]:
         if answer is None:
             missing.append(call.tool_call_id)
             results.resolve(call.tool_call_id, not_answered_result(call.tool_name))
+        elif is_builtin_call(call):
+            results.resolve(call.tool_call_id, approval_result(call, answer))
         else:
             results.resolve(call.tool_call_id, mcp_result(answer))
     if missing:
@@ -215,13 +219,17 @@ def resume_plan(entries: list[TranscriptEntry], pending: PendingCalls, prompt: l
     Claude Code re-runs one deferred call when a session is resumed with an empty prompt (the call's MCP handler is
     invoked again with the same ``tool_use`` id, then the turn goes on). So the last pending call is left to it, and
     each earlier pending call is answered in the transcript, in a reply of its own. With a new prompt along with the
-    answers, all answers go into the transcript and the prompt is the turn's message.
+    answers, all answers go into the transcript and the prompt is the turn's message. A built-in call answered in
+    the transcript did not run: Claude gets its denial, or an error saying the approved call did not run.
     """
     answers = results_by_call(pending.new_parts)
 
     def result_block(call: ToolCallPart) -> ContentBlock:
         answer = answers.get(call.tool_call_id)
-        result = mcp_result(answer) if answer is not None else not_answered_result(call.tool_name)
+        if is_builtin_call(call):
+            result = not_run_result(call, answer)  # only the deferred call runs again
+        else:
+            result = mcp_result(answer) if answer is not None else not_answered_result(call.tool_name)
         return anthropic_tool_result(call.tool_call_id, result)
 
     if not entries or entries[-1].role != "assistant":

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from pydantic_ai.tool_manager import ToolManager
     from pydantic_ai.tools import RunContext, ToolDefinition
 
+    from claudecode_model._builtin_approvals import BuiltinGate
+
 logger = logging.getLogger(__name__)
 
 AGENT_TOOLS_SERVER = DEFAULT_SERVER_NAME
@@ -67,6 +69,8 @@ class RunToolRouter:
     """The trace context of the request the router was bound to (the run's tool spans nest under it)."""
     results: CallResults = field(default_factory=CallResults)
     """Results of the calls pydantic-ai runs itself (agent-run execution): the waiting handlers read them here."""
+    builtin_gate: BuiltinGate | None = None
+    """The session's decisions on built-in calls (approvals, the policy); ``None`` if the session has none."""
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context

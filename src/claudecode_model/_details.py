@@ -29,3 +29,12 @@ FIRST_TOKEN_KEY = "first_token_seconds"
 SESSION_STORE_KEY = "session_store"
 """``"incomplete"`` when the session store's copy of the session lacks part of the conversation (a write failed or
 timed out): other workers replay the history instead of resuming it, until a later turn on this worker writes it."""
+
+APPROVED_CALL_KEY = "approved_call"
+"""Of a native tool return: it is what Claude Code made of a built-in call pydantic-ai approved or denied (that call
+has the approval as its ``ToolReturnPart`` already; this is its output)."""
+
+RATE_LIMIT_KEY = "rate_limit"
+"""The rate-limit state Claude Code reported during the turn: ``status`` (``allowed``, ``allowed_warning``,
+``rejected``), ``type`` (``five_hour``, ``seven_day``, ...), ``utilization`` (0..1), ``resets_at`` (Unix time), and
+the overage fields when known."""

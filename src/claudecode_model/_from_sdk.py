@@ -11,6 +11,7 @@ from typing import Any
 
 from claude_agent_sdk import (
     AssistantMessage,
+    RateLimitEvent,
     ResultMessage,
     StreamEvent,
     SystemMessage,
@@ -35,7 +36,13 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager, api_error_fields
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._details import (
+    APPROVED_CALL_KEY,
+    CLI_TOOL_NAME_KEY,
+    PARENT_TOOL_CALL_ID_KEY,
+    PROVIDER_NAME,
+    RATE_LIMIT_KEY,
+)
 from claudecode_model._native_tools import NativeToolPlan
 from claudecode_model._session import Delivery
 
@@ -70,6 +77,10 @@ class TurnOutcome:
     init_data: dict[str, Any] = field(default_factory=dict)
     last_entry_uuid: str | None = None
     """The transcript entry of the last conversation message of the turn (where a later turn may resume)."""
+    rate_limit: dict[str, Any] | None = None
+    """The last rate-limit state the CLI reported in the turn (it reports one when the state changes)."""
+    reply_model: str | None = None
+    """The model that wrote Claude's last reply (the fallback model, once Claude Code switched to it)."""
 
 
 class TurnTranslator:
@@ -97,17 +108,22 @@ class TurnTranslator:
         tool_prefixes: tuple[str, ...],
         output_tool_names: frozenset[str] = frozenset(),
         native_tools: NativeToolPlan | None = None,
-        denied: Callable[[str, dict[str, Any]], bool] | None = None,
+        denied: Callable[[str, dict[str, Any], str], bool] | None = None,
+        builtin_approvals: frozenset[str] = frozenset(),
     ) -> None:
-        """``denied(cli_name, arguments)`` tells a call of a tool pydantic-ai runs that the CLI will deny (a tool
-        parameter restriction): it is reported as a native call, so that pydantic-ai does not run it, and the CLI's
-        denial as its result."""
+        """``denied(cli_name, arguments, call_id)`` tells a call of a tool pydantic-ai runs (or approves) that the
+        CLI decides by itself (a tool parameter restriction, the built-in tool policy): it is reported as a native
+        call, so that pydantic-ai does not run it, and the CLI's result as its result.
+
+        ``builtin_approvals`` are built-in tools whose calls pydantic-ai approves: a call is a plain
+        ``ToolCallPart``, and what the CLI made of it once approved or denied is reported as a native return."""
         self._parts = parts
         self._tool_prefixes = tool_prefixes
         self._native_tools = native_tools or NativeToolPlan()
         self._output_tool_names = output_tool_names
         self._denied = denied
         self._denied_calls: set[str] = set()
+        self._builtin_approvals = builtin_approvals
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
         self._block_counts: dict[str, int] = {}
@@ -189,6 +205,8 @@ class TurnTranslator:
             case ResultMessage():
                 self.outcome.result = message
                 self.outcome.session_id = message.session_id
+            case RateLimitEvent():
+                self.outcome.rate_limit = rate_limit_details(message)
             case SystemMessage():
                 if message.subtype == "init":
                     self.outcome.init_data = message.data
@@ -297,6 +315,8 @@ class TurnTranslator:
             outcome.api_error_code = _text_or_none(reported.get("api_error_code"))
             outcome.api_error_in_stream = self._reply_unfinished
             return
+        if message.model:
+            self.outcome.reply_model = message.model
         message_id = message.message_id or f"anon-{id(message)}"
         if self._in_stream and message_id != self._message_id:
             # A reply that was not streamed (the retry of a cut stream): the streamed attempt was abandoned.
@@ -371,7 +391,7 @@ class TurnTranslator:
     def _denies(self, cli_name: str, args: dict[str, Any] | str, call_id: str) -> bool:
         if call_id in self._denied_calls:
             return True
-        return self._denied is not None and isinstance(args, dict) and self._denied(cli_name, args)
+        return self._denied is not None and isinstance(args, dict) and self._denied(cli_name, args, call_id)
 
     def _tool_results(self, message: UserMessage, parent_id: str | None) -> Iterator[ModelResponseStreamEvent]:
         if isinstance(message.content, str):
@@ -381,9 +401,12 @@ class TurnTranslator:
                 continue
             self.attempts.tool_result(block.tool_use_id)
             cli_name = self._tool_names.get(block.tool_use_id, "")
-            if cli_name in self._output_tool_names and block.tool_use_id not in self._denied_calls:
+            reported = cli_name in self._builtin_approvals or block.tool_use_id in self._denied_calls
+            if cli_name in self._output_tool_names and not reported:
                 continue
             details: dict[str, Any] = {CLI_TOOL_NAME_KEY: cli_name, "is_error": bool(block.is_error)}
+            if cli_name in self._builtin_approvals and block.tool_use_id not in self._denied_calls:
+                details[APPROVED_CALL_KEY] = True
             if parent_id is not None:
                 details[PARENT_TOOL_CALL_ID_KEY] = parent_id
             part = NativeToolReturnPart(
@@ -452,6 +475,8 @@ class TurnTranslator:
         )
         if result.model_usage:
             details["model_usage"] = _jsonable(result.model_usage)
+        if self.outcome.rate_limit is not None:
+            details[RATE_LIMIT_KEY] = self.outcome.rate_limit
         return details
 
 
@@ -491,6 +516,32 @@ def delivery_unless_streaming(message: Message) -> Delivery:
             return Delivery.DROP
         case _:
             return Delivery.HOLD
+
+
+def rate_limit_details(event: RateLimitEvent) -> dict[str, Any]:
+    """A rate-limit state for ``provider_details`` (logged: at WARNING when close to or over the limit)."""
+    info = event.rate_limit_info
+    state = {
+        "status": info.status,
+        "type": info.rate_limit_type,
+        "utilization": info.utilization,
+        "resets_at": info.resets_at,
+        "overage_status": info.overage_status,
+        "overage_resets_at": info.overage_resets_at,
+        "overage_disabled_reason": info.overage_disabled_reason,
+    }
+    state = {key: value for key, value in state.items() if value is not None}
+    level = logging.INFO if info.status == "allowed" else logging.WARNING
+    utilization = f"{info.utilization:.0%}" if info.utilization is not None else "unknown"
+    logger.log(
+        level,
+        "Claude Code reports its rate limit %s: %s (%s used%s)",
+        info.rate_limit_type or "",
+        info.status,
+        utilization,
+        f", resets at {info.resets_at}" if info.resets_at else "",
+    )
+    return state
 
 
 def request_usage(usage: Mapping[str, Any]) -> RequestUsage:

@@ -5,7 +5,8 @@ Histories edited by hand, trimmed by a history processor, or stitched together f
 a history is repaired, never silently: each change is logged at WARNING.
 
 - A tool result (or retry prompt) whose call is not earlier in the history is dropped.
-- A second result for the same call is dropped.
+- A second result for the same call is dropped (except the output of an approved built-in call, which follows
+  the approval).
 - A tool call id used again by a later call is renamed (``<id>~2``), and the results that follow it with that id
   are renamed with it.
 """
@@ -22,8 +23,11 @@ from pydantic_ai.messages import (
     BaseToolReturnPart,
     ModelMessage,
     ModelRequest,
+    NativeToolReturnPart,
     RetryPromptPart,
 )
+
+from claudecode_model._details import APPROVED_CALL_KEY
 
 __all__ = ["repair_history"]
 
@@ -36,6 +40,8 @@ class _Repair:
         """The id results carrying an original call id now refer to (renamed after a repeated id)."""
         self.uses: dict[str, int] = {}
         self.answered: set[str] = set()
+        self.outputs: set[str] = set()
+        """Approved built-in calls whose output (a second result) was seen."""
         self.changed = False
 
     def call(self, part: BaseToolCallPart) -> BaseToolCallPart:
@@ -70,7 +76,9 @@ class _Repair:
                 original,
             )
             return None
-        if target in self.answered and not isinstance(part, RetryPromptPart):
+        if target in self.answered and _is_approved_output(part) and target not in self.outputs:
+            self.outputs.add(target)
+        elif target in self.answered and not isinstance(part, RetryPromptPart):
             self.changed = True
             logger.warning(
                 "Message history repaired: dropped a second result of tool %r for call id %r", part.tool_name, original
@@ -82,6 +90,10 @@ class _Repair:
             return part
         self.changed = True
         return dataclasses.replace(part, tool_call_id=target)
+
+
+def _is_approved_output(part: BaseToolReturnPart | RetryPromptPart) -> bool:
+    return isinstance(part, NativeToolReturnPart) and bool((part.provider_details or {}).get(APPROVED_CALL_KEY))
 
 
 def repair_history(messages: Sequence[ModelMessage]) -> list[ModelMessage]:

@@ -14,6 +14,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._builtin_approvals import ApprovalPlan
 from claudecode_model._cli import cli_version_async
 from claudecode_model._digest import canonical_digest
 from claudecode_model._launcher import guarded_cli_path
@@ -53,6 +54,9 @@ class RequestNeeds:
     """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
     native_tools: NativeToolPlan = field(default_factory=NativeToolPlan)
     """Built-in tools (and their hooks) standing in for the request's native tools."""
+    approvals: ApprovalPlan = field(default_factory=ApprovalPlan)
+    """Built-in tools whose calls wait for pydantic-ai's approval, and the policy deciding calls in code (its hook
+    is added per CLI process: it waits on the process's call results)."""
 
 
 def build_options(
@@ -73,7 +77,9 @@ def build_options(
         tools = {"type": "preset", "preset": "claude_code"}
     else:
         builtin_names = list(builtin or [])
-        extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools]
+        extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools, *needs.approvals.tools]
+        if settings.get("claude_code_skills"):
+            extra.append("Skill")  # the tool Claude uses a skill with
         builtin_names += [name for name in dict.fromkeys(extra) if name not in builtin_names]
         tools = builtin_names
 
@@ -94,7 +100,12 @@ def build_options(
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
-    extra_allowed = [*needs.native_tools.builtin_tools, *needs.native_tools.allowed_tools, *subagents.allowed_tools]
+    extra_allowed = [
+        *needs.native_tools.builtin_tools,
+        *needs.native_tools.allowed_tools,
+        *subagents.allowed_tools,
+        *needs.approvals.tools,  # every call is held by the approval hook
+    ]
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     system_prompt = effective_system_prompt(settings, needs.system_prompt)
     literal = not settings.get("claude_code_interpret_prompts", False)
@@ -125,9 +136,16 @@ def build_options(
         output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
         resume=needs.resume,
         can_use_tool=needs.can_use_tool,
-        hooks=cast(Any, _hooks(restrictions, needs.native_tools)),
+        hooks=cast(Any, _hooks(restrictions, needs.native_tools, settings.get("claude_code_hooks"))),
         agents=subagents.agents,
         stderr=stderr,
+        fallback_model=settings.get("claude_code_fallback_model"),
+        add_dirs=list(settings.get("claude_code_add_dirs", [])),
+        sandbox=settings.get("claude_code_sandbox"),
+        skills=settings.get("claude_code_skills"),
+        plugins=[{"type": "local", "path": str(path)} for path in settings.get("claude_code_plugins", [])],
+        betas=cast(Any, list(settings.get("claude_code_betas", []))),
+        task_budget={"total": budget} if (budget := settings.get("claude_code_task_budget")) is not None else None,
         max_buffer_size=MAX_CLI_MESSAGE_BYTES,
     )
     signature_source = {
@@ -152,6 +170,15 @@ def build_options(
         "restrictions": restrictions,
         "native_tools": needs.native_tools.signature,
         "agents": subagents.signature,
+        "approvals": needs.approvals.signature,
+        "hooks": settings.get("claude_code_hooks"),
+        "fallback_model": options.fallback_model,
+        "add_dirs": [str(path) for path in options.add_dirs],
+        "sandbox": options.sandbox,
+        "skills": options.skills,
+        "plugins": options.plugins,
+        "betas": options.betas,
+        "task_budget": options.task_budget,
     }
     return options, canonical_digest(signature_source)
 
@@ -217,10 +244,14 @@ class BuiltOptions:
         del self._entries[self.SIZE :]
 
 
-def _hooks(restrictions: Any, native_tools: NativeToolPlan) -> dict[str, list[Any]] | None:
+def _hooks(
+    restrictions: Any, native_tools: NativeToolPlan, user_hooks: Mapping[Any, list[Any]] | None
+) -> dict[str, list[Any]] | None:
+    """The library's hooks (restrictions, native tool filters), then the user's."""
     hooks: dict[str, list[Any]] = dict(restriction_hooks(restrictions)) if restrictions else {}
-    for event, matchers in native_tools.hooks().items():
-        hooks[event] = [*hooks.get(event, []), *matchers]
+    for more in (native_tools.hooks(), user_hooks or {}):
+        for event, matchers in more.items():
+            hooks[event] = [*hooks.get(event, []), *matchers]
     return hooks or None
 
 

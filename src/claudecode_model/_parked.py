@@ -126,6 +126,7 @@ class _Parked(Generic[T]):
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
     stopped: bool = False
     """Its process was stopped by the clock's thread (its loop was not running): never handed out again."""
+    parked_at: float = field(default_factory=time.monotonic)
 
 
 class ParkingLot(Generic[T]):
@@ -267,6 +268,18 @@ class ParkingLot(Generic[T]):
                 entry.owner = owner
                 self._arm(entry, timeout)
                 return
+
+    async def close_oldest(self) -> bool:
+        """Close the turn of the running loop that has been parked longest (a request needs its process slot);
+        whether there was one. Its run continues later from the history, as after an expiry."""
+        loop = asyncio.get_running_loop()
+        entries = [entry for entry in self._entries() if entry.loop is loop]
+        if not entries:
+            return False
+        oldest = min(entries, key=lambda entry: entry.parked_at)
+        logger.info("closing a Claude Code turn waiting for tool results: a request needs its process slot")
+        await self.close(oldest.turn)
+        return True
 
     def close_soon(self, turn: T) -> bool:
         """Unpark ``turn`` and close it in the background; whether it was parked."""

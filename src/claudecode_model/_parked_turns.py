@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, cast
 
+import anyio
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
@@ -71,7 +72,8 @@ async def continue_parked(
         if pending.prompts:
             await turn.say(pending.prompts)
     except BaseException:
-        await turn.close_parked()
+        with anyio.CancelScope(shield=True):  # a request deadline's cancellation must not cut the close short
+            await turn.close_parked()
         raise
     turn.session.waiting_for_tools = False
     turn.session.on_failure = None

@@ -29,7 +29,7 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model._compat import session_transcript_path
-from claudecode_model._details import CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
+from claudecode_model._details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
 from claudecode_model._to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import ClaudeCodeError, MessageConversionError
 
@@ -47,6 +47,8 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
 
     A Claude Code response holds tool calls the CLI executed and their results in one ``ModelResponse``; on the
     wire these alternate between assistant ``tool_use`` and user ``tool_result`` messages, so they are split.
+    The result of an approved built-in call comes in the response after the approval: it takes the place of the
+    approval's text in the ``tool_result`` already written.
     """
     entries: list[TranscriptEntry] = []
 
@@ -58,11 +60,20 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
         else:
             entries.append(TranscriptEntry(role=role, content=list(blocks)))
 
+    def settle_earlier(part: NativeToolReturnPart) -> None:
+        for entry in reversed(entries):
+            for block in entry.content:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == part.tool_call_id:
+                    block["content"] = part.model_response_str()
+                    block["is_error"] = part.outcome != "success"
+                    return
+
     for message in history:
         if isinstance(message, ModelRequest):
             add("user", request_blocks(message))
             continue
         pending: list[ContentBlock] = []
+        called = {part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart | NativeToolCallPart)}
         for part in message.parts:
             if PARENT_TOOL_CALL_ID_KEY in (getattr(part, "provider_details", None) or {}):
                 continue  # a subagent's call or result: it happened inside the Agent call, which is replayed
@@ -83,6 +94,10 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
                             "input": part.args_as_dict(),
                         }
                     )
+                case NativeToolReturnPart() if part.tool_call_id not in called and APPROVED_CALL_KEY in (
+                    part.provider_details or {}
+                ):
+                    settle_earlier(part)
                 case NativeToolReturnPart():
                     add("assistant", pending)
                     pending = []

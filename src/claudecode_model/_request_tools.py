@@ -26,6 +26,7 @@ from claudecode_model._agent_tools import (
     output_tool_specs,
     tools_signature,
 )
+from claudecode_model._builtin_approvals import is_approval_tool
 from claudecode_model._mcp import allowed_tool_names, mcp_tool_name
 from claudecode_model._tool_servers import (
     ResolvedTransport,
@@ -129,8 +130,11 @@ class ToolNames:
 def plan_tool_servers(
     setup: ToolSetup, params: ModelRequestParameters, cli_path: Path, execution: ToolExecution | None = None
 ) -> list[ToolServerPlan]:
-    """The MCP servers this request needs: which tools each serves, over which transport, and who runs them."""
-    function_defs = list(params.function_tools)
+    """The MCP servers this request needs: which tools each serves, over which transport, and who runs them.
+
+    Tools standing for built-in tools that need approval (``BuiltinToolApprovals``) are not served: Claude Code
+    has them built in."""
+    function_defs = [tool for tool in params.function_tools if not is_approval_tool(tool)]
     output_defs = list(params.output_tools)
     if setup.registered_toolsets is None:
         if not function_defs and not output_defs:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
@@ -166,7 +167,10 @@ class ModelResources:
         try:
             yield turn
         finally:
-            await settle(turn, self.parked, self.pool.idle_timeout)
+            # Shielded: a request cancelled by an anyio deadline (pydantic-ai's request_timeout and
+            # first_event_timeout) is cancelled again at every await inside the scope, and the CLI must still stop.
+            with anyio.CancelScope(shield=True):
+                await settle(turn, self.parked, self.pool.idle_timeout)
 
     async def _start_turn(
         self,
@@ -193,7 +197,7 @@ class ModelResources:
             parked = await continue_parked(self.parked_if_created, messages, settings, params)
             if parked is not None:
                 return parked
-        check_request_settings(model, settings)
+        check_request_settings(settings)
         track(model, self.pool.kill_all)  # closed at interpreter exit if still alive
         runner = self._runner()
         # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
@@ -219,6 +223,7 @@ class ModelResources:
             self.pool,
             session_store=GuardedStore(store, timeout=self.session_store_timeout) if store is not None else None,
             slots=self.slots,
+            parked=self.parked,
         )
         return self._runner_if_created
 

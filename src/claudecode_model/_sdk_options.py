@@ -61,11 +61,8 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "max_turns": Exposed(("claude_code_max_turns",)),
     "max_budget_usd": Exposed(("claude_code_max_budget_usd",)),
     "model": Exposed(("model_name",)),
-    "fallback_model": NotExposed(
-        "pydantic-ai's FallbackModel chooses fallbacks across providers; the CLI flag stays reachable through "
-        "claude_code_extra_args"
-    ),
-    "betas": NotExposed("beta headers stay reachable through claude_code_extra_args ({'betas': ...})"),
+    "fallback_model": Exposed(("claude_code_fallback_model",)),
+    "betas": Exposed(("claude_code_betas",)),
     "permission_prompt_tool_name": NotExposed(
         "the CLI never prompts (dontAsk by default); approvals go through pydantic-ai's deferred tool calls"
     ),
@@ -75,24 +72,26 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
         "filesystem settings load through claude_code_setting_sources; a settings file stays reachable through "
         "claude_code_extra_args ({'settings': path})"
     ),
-    "add_dirs": NotExposed("extra directories stay reachable through claude_code_extra_args ({'add-dir': path})"),
+    "add_dirs": Exposed(("claude_code_add_dirs",)),
     "env": Exposed(("env", "claude_code_env")),
     "extra_args": Exposed(("claude_code_extra_args",)),
     "max_buffer_size": Internal("64 MiB (the SDK's 1 MiB default cut off a 1 MB tool argument)"),
     "debug_stderr": NotExposed("deprecated by the SDK and no longer read; stderr is collected through 'stderr'"),
     "stderr": Internal("collected per session for CLIProcessError and the logs"),
     "can_use_tool": Internal("tool parameter restrictions and the domain filters of native web tools"),
-    "hooks": Internal("tool parameter restrictions and native tool checks"),
+    "hooks": Exposed(("claude_code_hooks",)),  # beside the library's own: restrictions, built-in approvals
     "user": NotExposed("an identifier the CLI does not send to the API; nothing in pydantic-ai maps to it"),
     "include_partial_messages": Internal("always on: true streaming of text, thinking and tool arguments"),
     "include_hook_events": NotExposed("hook lifecycle messages carry nothing a pydantic-ai event or part shows"),
-    "forward_subagent_text": NotExposed("subagents' tool calls are reported; their text is not forwarded"),
+    "forward_subagent_text": NotExposed(
+        "a pydantic-ai response has no part for a subagent's intermediate text; its tool calls are reported"
+    ),
     "verbatim_prompts": Exposed(("claude_code_interpret_prompts",)),
     "agents": Exposed(("claude_code_agents",)),
     "setting_sources": Exposed(("claude_code_setting_sources",)),
-    "skills": NotExposed("skills load with the user's settings (claude_code_setting_sources)"),
-    "sandbox": NotExposed("sandbox settings stay reachable through claude_code_extra_args ({'settings': json})"),
-    "plugins": NotExposed("plugins load with the user's settings (claude_code_setting_sources)"),
+    "skills": Exposed(("claude_code_skills",)),
+    "sandbox": Exposed(("claude_code_sandbox",)),
+    "plugins": Exposed(("claude_code_plugins",)),
     "max_thinking_tokens": NotExposed("deprecated by the SDK; claude_code_thinking (or thinking) sets 'thinking'"),
     "thinking": Exposed(("claude_code_thinking", "thinking")),
     "effort": Exposed(("claude_code_effort",)),
@@ -101,8 +100,10 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
         "rewinding files needs ClaudeSDKClient.rewind_files(), which pydantic-ai has no call for"
     ),
     "session_store": Exposed(("session_store",)),
-    "session_store_flush": NotExposed("the SDK's default ('batched': one flush per turn)"),
+    "session_store_flush": Internal(
+        "'eager' with a session store: a turn parked for tool results is in the store before it goes on elsewhere"
+    ),
     "load_timeout_ms": NotExposed("the SDK's default (60 s); session_store_timeout bounds every store call first"),
-    "task_budget": NotExposed("an API beta (output_config.task_budget) with no setting yet"),
+    "task_budget": Exposed(("claude_code_task_budget",)),
     "client_app": NotExposed("the SDK's default User-Agent"),
 }

@@ -7,16 +7,17 @@ The allowed types come from :class:`~claudecode_model.settings.ClaudeCodeModelSe
 
 from __future__ import annotations
 
+import collections.abc
 import difflib
 import functools
 import logging
 import types
-import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import InstanceOf, TypeAdapter, ValidationError
+from pydantic_ai.settings import ModelSettingName
 
 from claudecode_model._builtin_tools import unknown_builtin_tools
 from claudecode_model.exceptions import ClaudeCodeSettingsError
@@ -26,11 +27,10 @@ if TYPE_CHECKING:
     from claudecode_model._resources import ProcessLimits
 
 __all__ = [
-    "IGNORED_STANDARD_SETTINGS",
+    "UNSUPPORTED_STANDARD_SETTINGS",
     "check_model_arguments",
     "check_request_settings",
     "check_settings",
-    "warn_ignored_settings",
 ]
 
 logger = logging.getLogger(__name__)
@@ -38,21 +38,25 @@ logger = logging.getLogger(__name__)
 PREFIX = "claude_code_"
 TRANSPORTS = ("auto", "sdk", "stdio")
 
-IGNORED_STANDARD_SETTINGS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "seed",
-    "stop_sequences",
-    "presence_penalty",
-    "frequency_penalty",
-    "logit_bias",
-    "parallel_tool_calls",
-    "extra_headers",
-    "extra_body",
-    "service_tier",
+UNSUPPORTED_STANDARD_SETTINGS: frozenset[ModelSettingName] = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "seed",
+        "stop_sequences",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "parallel_tool_calls",
+        "extra_headers",
+        "extra_body",
+        "service_tier",
+    }
 )
-"""Standard settings the Claude Code CLI has no way to honour (logged once per model at WARNING)."""
+"""Standard settings the Claude Code CLI has no way to honour: ``ClaudeCodeModel.unsupported_settings``, which
+pydantic-ai's ``prepare_request`` warns about (``UnsupportedSettingWarning``) for those that change what a request
+guarantees."""
 
 _READ_STANDARD_SETTINGS = ("max_tokens", "max_retries", "timeout", "thinking")
 """Standard settings the model turns into CLI options, checked like its own."""
@@ -77,6 +81,20 @@ def _non_empty_names(value: Any) -> str | None:
     return None if all(name for name in value) else "names must not be empty"
 
 
+def _existing_directories(value: Any) -> str | None:
+    missing = [str(path) for path in value if not Path(path).expanduser().is_dir()]
+    return f"{', '.join(map(repr, missing))} not an existing directory" if missing else None
+
+
+def _sandbox_keys(value: Any) -> str | None:
+    from claude_agent_sdk.types import SandboxSettings
+
+    unknown = sorted(set(value) - set(SandboxSettings.__annotations__))
+    if unknown:
+        return f"unknown sandbox settings {unknown} (known: {', '.join(sorted(SandboxSettings.__annotations__))})"
+    return None
+
+
 _RANGES: dict[str, Callable[[Any], str | None]] = {
     "claude_code_timeout": _positive,
     "timeout": _positive,
@@ -92,20 +110,54 @@ _RANGES: dict[str, Callable[[Any], str | None]] = {
         None if isinstance(value, str) else _non_empty_names(value) or unknown_builtin_tools(value)
     ),
     "claude_code_extra_args": _non_empty_names,
+    "claude_code_add_dirs": _existing_directories,
+    "claude_code_plugins": _existing_directories,
+    "claude_code_sandbox": _sandbox_keys,
+    "claude_code_betas": _non_empty_names,
+    "claude_code_skills": lambda value: None if isinstance(value, str) else _non_empty_names(value),
+    "claude_code_fallback_model": lambda value: None if value.strip() else "it must not be empty",
+    "claude_code_task_budget": _positive,
 }
 
 
+_SDK_TYPES = ("HookEvent", "HookMatcher", "SandboxSettings")
+"""claude-agent-sdk types some settings are declared with: the SDK is imported only to check those settings."""
+
+
 @functools.cache
-def _hints() -> dict[str, Any]:
-    hints = get_type_hints(ClaudeCodeModelSettings)
+def _hints(*, with_sdk: bool = False) -> dict[str, Any]:
+    if with_sdk:
+        import claude_agent_sdk.types as sdk_types
+
+        # The SDK's TypedDicts are typing's, which pydantic cannot check on Python 3.11: a hook matcher is checked
+        # as an instance, the sandbox settings as a dict whose keys are those of SandboxSettings.
+        names = {
+            "HookEvent": sdk_types.HookEvent,
+            "HookMatcher": InstanceOf[sdk_types.HookMatcher],
+            "SandboxSettings": dict[str, Any],
+        }
+    else:
+        names = dict.fromkeys(_SDK_TYPES, Any)
+    hints = get_type_hints(ClaudeCodeModelSettings, localns=names)
     checked = {name: hint for name, hint in hints.items() if name.startswith(PREFIX)}
     checked.update({name: _STANDARD_OVERRIDES.get(name, hints[name]) for name in _READ_STANDARD_SETTINGS})
     return checked
 
 
 @functools.cache
+def _needs_sdk(name: str) -> bool:
+    annotation = ClaudeCodeModelSettings.__annotations__.get(name)
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__forward_arg__", "")
+    return any(sdk_name in text for sdk_name in _SDK_TYPES)
+
+
+def _hint(name: str) -> Any:
+    return _hints(with_sdk=_needs_sdk(name))[name]
+
+
+@functools.cache
 def _adapter(name: str) -> TypeAdapter[Any]:
-    return TypeAdapter(_hints()[name])
+    return TypeAdapter(_hint(name))
 
 
 def describe(hint: Any) -> str:
@@ -119,6 +171,8 @@ def describe(hint: Any) -> str:
         if set(options) == {int, float}:
             return " or ".join(["a number", *none])
         return " or ".join([*(describe(arg) for arg in options), *none])
+    if origin is collections.abc.Callable:
+        return "a function"
     if origin is list:
         return f"a list of {_plural(get_args(hint)[0])}"
     if origin is dict:
@@ -137,12 +191,22 @@ def _plural(hint: Any) -> str:
     return text
 
 
+_DESCRIPTIONS = {
+    "claude_code_hooks": "a dict of hook event names ('PreToolUse', 'PostToolUse', ...) to lists of HookMatcher",
+    "claude_code_add_dirs": "a list of paths (str or Path)",
+    "claude_code_plugins": "a list of paths (str or Path)",
+    "claude_code_sandbox": "a dict of SandboxSettings (e.g. {'enabled': True})",
+}
+"""How the settings whose types read badly are described."""
+
+
 def _check_value(name: str, value: Any) -> None:
     try:
         _adapter(name).validate_python(value, strict=True)
     except ValidationError as error:
+        expected = _DESCRIPTIONS.get(name) or describe(_hint(name))
         raise ClaudeCodeSettingsError(
-            f"Invalid setting {name}={value!r}: it must be {describe(_hints()[name])}{_culprit(value, error)}."
+            f"Invalid setting {name}={value!r}: it must be {expected}{_culprit(value, error)}."
         ) from None
     check = _RANGES.get(name)
     problem = check(value) if check is not None else None
@@ -219,25 +283,7 @@ def check_model_arguments(limits: ProcessLimits, *, tool_transport: Any, setting
         )
 
 
-_WARNED: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
-
-
-def warn_ignored_settings(model: object, settings: Mapping[str, Any] | None) -> None:
-    """Log, once per model and setting, the standard settings the CLI cannot honour."""
-    if not settings:
-        return
-    warned = _WARNED.setdefault(model, set())
-    for name in IGNORED_STANDARD_SETTINGS:
-        if name in settings and name not in warned:
-            warned.add(name)
-            logger.warning(
-                "The %r setting is ignored: the Claude Code CLI has no way to pass it to the model "
-                "(logged once per model).",
-                name,
-            )
-
-
-def check_request_settings(model: object, settings: Mapping[str, Any] | None) -> None:
-    """Everything checked before a request starts: types and ranges, then the once-per-model warnings."""
+def check_request_settings(settings: Mapping[str, Any] | None) -> None:
+    """Everything checked before a request starts: types and ranges (pydantic-ai warns about the unsupported
+    standard settings, see ``UNSUPPORTED_STANDARD_SETTINGS``)."""
     check_settings(settings)
-    warn_ignored_settings(model, settings)

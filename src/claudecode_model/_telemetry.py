@@ -17,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 from pydantic_ai.messages import ModelResponsePart, NativeToolCallPart, NativeToolReturnPart
 
-from claudecode_model._details import PARENT_TOOL_CALL_ID_KEY
+from claudecode_model._details import PARENT_TOOL_CALL_ID_KEY, RATE_LIMIT_KEY
 from claudecode_model._subagents import AGENT_TOOL_NAMES
 
 __all__ = ["SESSION_SOURCE_KEY", "SessionSource", "record_turn", "turn_attributes"]
@@ -49,6 +49,11 @@ def turn_attributes(details: Mapping[str, Any]) -> dict[str, AttributeValue]:
         value = details.get(key)
         if isinstance(value, str | bool | int | float):
             attributes[name] = value
+    rate_limit = details.get(RATE_LIMIT_KEY)
+    if isinstance(rate_limit, Mapping):
+        for key, value in rate_limit.items():
+            if isinstance(value, str | bool | int | float):
+                attributes[f"claude_code.rate_limit.{key}"] = value
     denials = details.get("permission_denials")
     if denials:
         attributes["claude_code.permission_denials"] = json.dumps(denials, default=str)

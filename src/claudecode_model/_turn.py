@@ -36,6 +36,7 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._agent_run import PendingCalls, deliver_answers, pending_calls, resume_plan
 from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
+from claudecode_model._builtin_approvals import ApprovalPlan, BuiltinGate, approval_tool_names
 from claudecode_model._cli_temp import private_cli_temp
 from claudecode_model._compat import (
     ModelResponsePartsManager,
@@ -64,6 +65,7 @@ from claudecode_model._options import (
     effective_system_prompt,
     require_literal_prompts,
 )
+from claudecode_model._parked import ParkingLot
 from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
 from claudecode_model._pricing import list_price
 from claudecode_model._prompt_file import with_prompt_file
@@ -98,7 +100,12 @@ from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, recor
 from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._trace_context import traceparent_env
 from claudecode_model._transcripts import TranscriptFiles
-from claudecode_model.exceptions import ClaudeCodeError, CLITimeoutError, StructuredOutputError
+from claudecode_model.exceptions import (
+    ClaudeCodeError,
+    ClaudeCodeSettingsError,
+    CLITimeoutError,
+    StructuredOutputError,
+)
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 logger = logging.getLogger(__name__)
@@ -127,6 +134,9 @@ class TurnRunner:
     """The model's bound on live CLI processes (``None``: unbounded)."""
     built_options: BuiltOptions = field(default_factory=BuiltOptions)
     """The options of recent requests, reused for requests with the same inputs."""
+    parked: ParkingLot[CLITurn] | None = None
+    """The model's turns waiting for tool results: a request that waits too long for a process slot closes the
+    oldest of them (see :data:`PARKED_SLOT_GRACE`)."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +190,8 @@ async def start_turn(
         runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
     )
     names = tool_names(servers)
-    agent_runs_tools = any(server.agent_runs_tools for server in servers)
+    approvals = _approval_plan(settings, params, execution or runner.tools.execution)
+    agent_runs_tools = any(server.agent_runs_tools for server in servers) or bool(approvals.tools)
     pending = pending_calls(messages, PROVIDER_NAME) if agent_runs_tools else None
     if pending is not None:
         plan = _resume_pending(plan, messages, pending)
@@ -192,7 +203,7 @@ async def start_turn(
                 "This request carries function tools but no agent run context: run the model through an "
                 "Agent, or register the tools with set_agent_toolsets()."
             )
-    request, stderr = session_request(runner, settings, params, plan.system_prompt, servers)
+    request, stderr = session_request(runner, settings, params, plan.system_prompt, servers, approvals)
     needs = request.needs
     # Layered, not merged: the process environment is copied only if a transcript path is needed (not for a turn
     # that continues a live session).
@@ -214,12 +225,14 @@ async def start_turn(
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
+    gate = router.builtin_gate
     translator = TurnTranslator(
         new_parts_manager(params),
         tool_prefixes=names.prefixes,
-        output_tool_names=names.plain_calls,
+        output_tool_names=names.plain_calls | frozenset(approvals.tools),
         native_tools=needs.native_tools,
-        denied=_restriction_check(settings),
+        denied=gate.settled if gate is not None and approvals.tools else _restriction_check(settings),
+        builtin_approvals=frozenset(approvals.tools),
     )
     deferred = plan.deferred_call
     if deferred is not None:
@@ -258,6 +271,7 @@ def session_request(
     params: ModelRequestParameters,
     system_prompt: str | None,
     servers: Sequence[ToolServerPlan],
+    approvals: ApprovalPlan,
 ) -> tuple[SessionRequest, deque[str]]:
     """The options and signature of a request's CLI session (built once per request, or reused from an earlier
     request with the same inputs), and its stderr lines.
@@ -267,7 +281,7 @@ def session_request(
     stderr: deque[str] = deque(maxlen=STDERR_LINES)
     tools_signature = [server.signature for server in servers] if servers else None
     output_schema = _native_output_schema(params)
-    inputs = (settings, system_prompt, tools_signature, output_schema, params.thinking, params.native_tools)
+    inputs = (settings, system_prompt, tools_signature, output_schema, params.thinking, params.native_tools, approvals)
     built: tuple[ClaudeAgentOptions, str, RequestNeeds] | None = runner.built_options.get(inputs)
     if built is None:
         needs = RequestNeeds(
@@ -280,6 +294,7 @@ def session_request(
                 params.native_tools,
                 reserved_servers=(AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, runner.tools.server_name),
             ),
+            approvals=approvals,
         )
         options, signature = build_options(
             model_name=runner.model_name,
@@ -437,13 +452,32 @@ class _SlotWait:
         )
 
 
+PARKED_SLOT_GRACE = 5.0
+"""Seconds a request waits for a process slot before it closes the longest-parked turn to take its slot.
+
+A turn waiting for tool results keeps its process, so that the run's next request continues it. When every slot is
+held that way, waiting longer may never end: under a concurrency limiter (pydantic-ai's ``ConcurrencyLimitedModel``)
+the requests that would continue those turns wait for the limiter this request holds. A closed turn's run continues
+later from its history (a replay), as after an expiry."""
+
+
 async def _take_slot(runner: TurnRunner, slot_wait: _SlotWait) -> None:
-    """Wait for a free process slot (stopping idle processes first); the request's timeout bounds the wait."""
+    """Wait for a free process slot (stopping idle processes first, then, after :data:`PARKED_SLOT_GRACE`, the
+    longest-parked turn); the request's timeout bounds the wait."""
     slots = runner.slots
     if slots is None:
         return
     slot_wait.since = time.monotonic()
-    await slots.acquire(runner.pool.evict_idle)
+    while True:
+        try:
+            async with asyncio.timeout(PARKED_SLOT_GRACE if runner.parked is not None else None):
+                await slots.acquire(runner.pool.evict_idle)
+            break
+        except TimeoutError:
+            assert runner.parked is not None
+            if not await runner.parked.close_oldest():
+                await slots.acquire(runner.pool.evict_idle)
+                break
     slot_wait.since = None
 
 
@@ -475,6 +509,10 @@ async def spawn_session(
     remove_temp = _nothing
     try:
         router = RunToolRouter()
+        hooks = request.options.hooks
+        if request.needs.approvals:
+            router.builtin_gate = gate = BuiltinGate(request.needs.approvals)
+            hooks = _merged_hooks(hooks, gate.hooks(router.results.wait))
         served = await serve_tool_servers(runner.tools, request.servers, router)
         cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
         temp_env, remove_temp = private_cli_temp(request.options.env)
@@ -490,6 +528,7 @@ async def spawn_session(
                 **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
             },
             env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
+            hooks=hooks,
             stderr=stderr.append,
         )
         options, remove_prompt_file = with_prompt_file(options)
@@ -527,7 +566,8 @@ async def prewarm_turn(
     servers = plan_tool_servers(
         runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
     )
-    request, _ = session_request(runner, settings, params, plan.system_prompt, servers)
+    approvals = _approval_plan(settings, params, execution or runner.tools.execution)
+    request, _ = session_request(runner, settings, params, plan.system_prompt, servers, approvals)
     await require_literal_prompts(runner.cli_path, settings)
     start_spare(request)
     return await runner.pool.wait_spare(request.signature)
@@ -638,8 +678,9 @@ class CLITurn:
 
     @property
     def model_used(self) -> str:
-        """The model the CLI used (from its init message), else the name the model was created with."""
-        used = self.translator.outcome.init_data.get("model")
+        """The model that wrote the last reply, else the one the CLI was started with (its init message), else the
+        name the model was created with."""
+        used = self.translator.outcome.reply_model or self.translator.outcome.init_data.get("model")
         return used if isinstance(used, str) and used else self.runner.display_name
 
     def _user_message(self) -> dict[str, Any] | None:
@@ -826,12 +867,32 @@ def _is_token(message: Message) -> bool:
     return isinstance(message, AssistantMessage)
 
 
-def _restriction_check(settings: ClaudeCodeModelSettings) -> Callable[[str, dict[str, Any]], bool] | None:
+def _approval_plan(settings: ClaudeCodeModelSettings, params: ModelRequestParameters, execution: str) -> ApprovalPlan:
+    """The approvals of the request's built-in calls: the tools of its ``BuiltinToolApprovals`` and its policy."""
+    tools = approval_tool_names(params.function_tools)
+    if tools and execution == "cli":
+        raise ClaudeCodeSettingsError(
+            f"Built-in tool approvals ({', '.join(tools)}) need tool_execution='agent': with 'cli' no request "
+            "returns to pydantic-ai while Claude Code works, so nothing could ask for the approval."
+        )
+    policy = settings.get("claude_code_builtin_tool_policy")
+    restrictions = settings.get("claude_code_tool_parameter_restrictions") if tools or policy else None
+    return ApprovalPlan(tools, policy, restrictions)
+
+
+def _merged_hooks(hooks: dict[Any, list[Any]] | None, more: Mapping[str, list[Any]]) -> dict[Any, list[Any]]:
+    merged: dict[Any, list[Any]] = {event: list(matchers) for event, matchers in (hooks or {}).items()}
+    for event, matchers in more.items():
+        merged[event] = [*merged.get(event, []), *matchers]
+    return merged
+
+
+def _restriction_check(settings: ClaudeCodeModelSettings) -> Callable[[str, dict[str, Any], str], bool] | None:
     """Whether the CLI's restriction hook will deny a call (so pydantic-ai must not run it)."""
     restrictions = settings.get("claude_code_tool_parameter_restrictions")
     if not restrictions:
         return None
-    return lambda cli_name, arguments: forbidden_argument(restrictions, cli_name, arguments) is not None
+    return lambda cli_name, arguments, call_id: forbidden_argument(restrictions, cli_name, arguments) is not None
 
 
 def _resume_pending(plan: TurnPlan, messages: list[ModelMessage], pending: PendingCalls) -> TurnPlan:

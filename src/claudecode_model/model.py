@@ -26,7 +26,7 @@ from claudecode_model._execution import ToolExecution, checked_tool_execution
 from claudecode_model._exit import close_blocking
 from claudecode_model._profile import default_profile
 from claudecode_model._resources import ModelResources, ProcessLimits
-from claudecode_model._settings_check import check_model_arguments
+from claudecode_model._settings_check import UNSUPPORTED_STANDARD_SETTINGS, check_model_arguments
 from claudecode_model._streamed import (
     ClaudeCodeResponse,
     ClaudeCodeStreamedResponse,
@@ -69,6 +69,10 @@ class ClaudeCodeModel(Model):
         print(agent.run_sync("What is the capital of France?").output)
         ```
     """
+
+    unsupported_settings = UNSUPPORTED_STANDARD_SETTINGS
+    """The standard settings the Claude Code CLI has no way to pass on (pydantic-ai warns about those that change
+    what a request guarantees, such as ``stop_sequences``, and ignores the tuning knobs, such as ``temperature``)."""
 
     def __init__(
         self,

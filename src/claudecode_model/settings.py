@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolApproved, ToolDenied
 from typing_extensions import TypedDict  # pydantic validates these settings: on Python 3.11 it needs this one
 
-__all__ = ["BuiltinToolsSetting", "ClaudeCodeModelSettings", "SessionMode", "SubagentDefinition"]
+if TYPE_CHECKING:  # claude-agent-sdk is imported at the first request (or when one of these settings is checked)
+    from claude_agent_sdk.types import HookEvent, HookMatcher, SandboxSettings
+
+__all__ = [
+    "BuiltinToolPolicy",
+    "BuiltinToolsSetting",
+    "ClaudeCodeModelSettings",
+    "PolicyDecision",
+    "SessionMode",
+    "SubagentDefinition",
+]
 
 BuiltinToolsSetting = list[str] | Literal["claude_code"]
 """Claude Code's own tools to enable: a list of names (``["Read", "Grep"]``) or ``"claude_code"`` for the preset."""
+
+PolicyDecision = ToolApproved | ToolDenied | bool | None
+"""What a built-in tool policy says of a call: approve (``True``, or ``ToolApproved(override_args=...)`` to run it
+with other input), deny (``False``, or ``ToolDenied(message)``: Claude gets the message), or ``None``: no decision
+(pydantic-ai's approval decides if the tool is in a ``BuiltinToolApprovals`` toolset, else Claude Code's own
+permission rules)."""
+
+BuiltinToolPolicy = Callable[[ToolCallPart], PolicyDecision]
+"""A synchronous decision on each call of a Claude Code built-in tool, given as a ``ToolCallPart`` (tool name, input,
+``tool_use`` id)."""
 
 SessionMode = Literal["auto", "new"]
 """``"auto"`` continues a CLI session when the history allows it; ``"new"`` always starts a fresh one."""
@@ -43,9 +66,12 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     """Settings for a Claude Code request; every key is optional and provider-prefixed.
 
     Standard :class:`~pydantic_ai.settings.ModelSettings` keys that the CLI can honour are honoured:
-    ``max_tokens`` (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), ``timeout`` (a deadline for the whole CLI turn),
-    ``thinking``. The CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop_sequences``,
-    penalties, ``logit_bias`` or ``parallel_tool_calls``: those are ignored (a debug log says so).
+    ``max_tokens`` (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), ``max_retries`` (``CLAUDE_CODE_MAX_RETRIES``), ``timeout``
+    (a deadline for the whole CLI turn), ``thinking``; pydantic-ai's ``request_timeout`` and ``first_event_timeout``
+    stop the CLI turn as for any model. The CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``,
+    ``stop_sequences``, penalties, ``logit_bias``, ``parallel_tool_calls``, ``extra_headers``, ``extra_body`` or
+    ``service_tier``: ``ClaudeCodeModel.unsupported_settings`` declares them, and pydantic-ai warns
+    (``UnsupportedSettingWarning``) about those that change what a request guarantees.
     """
 
     claude_code_timeout: float
@@ -71,6 +97,10 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     claude_code_builtin_tools: BuiltinToolsSetting
     """Claude Code built-in tools to enable. None are enabled unless this is set."""
+
+    claude_code_builtin_tool_policy: BuiltinToolPolicy
+    """Decides each call of a built-in tool in code, before it runs (see ``docs/builtin-tools.md``); called once per
+    call, on the event loop (in the CLI session's task or the request's): keep it quick."""
 
     claude_code_tool_parameter_restrictions: dict[str, dict[str, Any]]
     """Forbidden argument values per tool, e.g. ``{"Bash": {"run_in_background": True}}``.
@@ -114,3 +144,30 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     """Who runs the agent's own tools: pydantic-ai (``"agent"``, the default: each Claude reply that calls tools is
     one model request, and pydantic-ai's approvals, deferred calls, retries, events, limits and traces apply) or Claude
     Code's loop (``"cli"``: one model request per turn, tools reported as built-in). See ``docs/tool-execution.md``."""
+
+    claude_code_hooks: dict[HookEvent, list[HookMatcher]]
+    """Your own Claude Code hooks (``PreToolUse``, ``PostToolUse``, ...), as claude-agent-sdk's ``HookMatcher`` s.
+    They run beside the library's own hooks (tool parameter restrictions, native tool filters, built-in tool
+    approvals), which come first; when several ``PreToolUse`` hooks decide, Claude Code lets a denial win."""
+
+    claude_code_fallback_model: str
+    """The model Claude Code switches to when the main model is overloaded (``--fallback-model``)."""
+
+    claude_code_add_dirs: list[str | Path]
+    """More directories the built-in tools may work in, besides the working directory (``--add-dir``)."""
+
+    claude_code_sandbox: SandboxSettings
+    """Claude Code's sandbox for Bash commands (claude-agent-sdk's ``SandboxSettings``, e.g. ``{"enabled": True}``)."""
+
+    claude_code_skills: list[str] | Literal["all"]
+    """The skills Claude may use (names, ``plugin:skill`` for a plugin's, or ``"all"``), with the ``Skill`` tool;
+    skills come from ``claude_code_plugins`` or the loaded setting sources."""
+
+    claude_code_plugins: list[str | Path]
+    """Directories of local Claude Code plugins to load (commands, agents, skills, hooks)."""
+
+    claude_code_betas: list[str]
+    """Anthropic API beta headers Claude Code sends (``--betas``), e.g. ``["context-1m-2025-08-07"]``."""
+
+    claude_code_task_budget: int
+    """A token budget for the task that Claude is told about, to pace itself (``--task-budget``)."""

@@ -221,3 +221,19 @@ def test_closed_result_is_an_error_naming_what_happened():
     result = closed_result()
     assert result.is_error
     assert "not executed" in _text(result)
+
+
+async def test_close_oldest_closes_the_turn_parked_longest():
+    lot = _lot()
+    first, second = Turn("first"), Turn("second")
+    lot.park(first, ["toolu_1"], timeout=60)
+    await asyncio.sleep(0.01)
+    lot.park(second, ["toolu_2"], timeout=60)
+
+    assert await lot.close_oldest()
+
+    assert first.closed
+    assert not second.closed
+    assert lot.find(["toolu_2"]) is second
+    assert await lot.close_oldest()
+    assert not await lot.close_oldest()

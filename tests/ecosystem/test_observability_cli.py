@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +139,36 @@ async def test_without_instrumentation_nothing_is_recorded(claude_backend: Offli
     response = result.all_messages()[-1]
     assert isinstance(response, ModelResponse)
     assert (response.provider_details or {})["session_source"] == "fresh"
+
+
+async def test_a_rate_limit_warning_reaches_the_details_the_span_and_the_log(
+    claude_backend: OfflineBackend, exporter: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
+):
+    resets = int(time.time()) + 3600
+    claude_backend.answer_headers = {
+        "anthropic-ratelimit-unified-status": "allowed_warning",
+        "anthropic-ratelimit-unified-reset": str(resets),
+        "anthropic-ratelimit-unified-representative-claim": "five_hour",
+        "anthropic-ratelimit-unified-5h-status": "allowed_warning",
+        "anthropic-ratelimit-unified-5h-reset": str(resets),
+        "anthropic-ratelimit-unified-5h-utilization": "0.91",
+        "anthropic-ratelimit-unified-5h-surpassed-threshold": "0.9",
+    }
+    env = {name: value for name, value in claude_backend.cli_env().items() if name != "ANTHROPIC_API_KEY"}
+    model = ClaudeCodeModel(env={**env, "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-offline-test"})
+    try:
+        with caplog.at_level(logging.WARNING, logger="claudecode_model"):
+            result = await Agent(model, capabilities=_instrumented(exporter)).run("hello")
+    finally:
+        await model.aclose()
+
+    state = result.response.provider_details["rate_limit"]
+    assert state["status"] == "allowed_warning"
+    assert state["type"] == "five_hour"
+    assert state["utilization"] == pytest.approx(0.91)
+    assert state["resets_at"] == resets
+    [span] = _chat_spans(exporter)
+    assert span.attributes is not None
+    assert span.attributes["claude_code.rate_limit.status"] == "allowed_warning"
+    assert span.attributes["claude_code.rate_limit.utilization"] == pytest.approx(0.91)
+    assert "rate limit five_hour: allowed_warning (91% used" in caplog.text

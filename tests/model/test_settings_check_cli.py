@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
+import warnings
 from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.exceptions import UserError
+from pydantic_ai.exceptions import UnsupportedSettingWarning, UserError
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeSettingsError, ToolValidationError
 from claudecode_model.testing import OfflineBackend
@@ -95,17 +95,22 @@ async def test_bad_run_settings_fail_before_the_cli_starts(
 
 
 @pytest.mark.cli
-async def test_ignored_standard_settings_are_logged_once_per_model(
-    claude_backend: OfflineBackend, caplog: pytest.LogCaptureFixture
-):
+async def test_unsupported_standard_settings_are_declared_the_pydantic_ai_way(claude_backend: OfflineBackend):
     model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)
     agent = Agent(model)
-    with caplog.at_level(logging.DEBUG, logger="claudecode_model"):
-        for _ in range(2):
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             await agent.run("hello", model_settings={"temperature": 0.2, "stop_sequences": ["x"], "max_tokens": 500})
-    await model.aclose()
+    finally:
+        await model.aclose()
 
-    ignored = [record for record in caplog.records if "is ignored" in record.getMessage()]
-    assert sorted(record.getMessage().split("'")[1] for record in ignored) == ["stop_sequences", "temperature"]
-    assert all(record.levelno == logging.WARNING for record in ignored)
-    assert len(claude_backend.requests) == 2
+    assert {"temperature", "stop_sequences", "seed", "extra_headers"} <= ClaudeCodeModel.unsupported_settings
+    assert "max_tokens" not in ClaudeCodeModel.unsupported_settings
+    assert "max_retries" not in ClaudeCodeModel.unsupported_settings  # CLAUDE_CODE_MAX_RETRIES
+    assert "timeout" not in ClaudeCodeModel.unsupported_settings  # the CLI turn's deadline
+    unsupported = [str(w.message) for w in caught if issubclass(w.category, UnsupportedSettingWarning)]
+    # pydantic-ai warns about a setting that changes what the request guarantees, and ignores a tuning knob.
+    assert len(unsupported) == 1
+    assert "`stop_sequences` setting is not supported" in unsupported[0]
+    assert len(claude_backend.requests) == 1

@@ -42,7 +42,7 @@ from ._sse import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Coroutine
+    from collections.abc import AsyncIterator, Coroutine, Mapping
     from types import TracebackType
 
     from pydantic_ai.models.function import StreamFunctionDef
@@ -190,6 +190,9 @@ class OfflineBackend:
         self.delta_delay = delta_delay
         self.model_name = model_name
         self.keep_cli_additions = keep_cli_additions
+        self.answer_headers: dict[str, str] = {}
+        """Headers added to every answer (not to failures), e.g. ``anthropic-ratelimit-unified-*`` headers that
+        make Claude Code report a rate-limit state."""
         self._port = port
         match prompt_cache:
             case PromptCache():
@@ -536,7 +539,7 @@ class OfflineBackend:
         if not stream:
             return JSONResponse(
                 message_json(answer.response, message_id=message_id, model=model, request_body=body, cached=cached),
-                headers={"request-id": _request_id()},
+                headers={"request-id": _request_id(), **self.answer_headers},
             )
         events = stream_events(
             answer.response,
@@ -548,7 +551,7 @@ class OfflineBackend:
         )
         with self._lock:
             hold = self._holds.popleft() if self._holds else None
-        return self._sse_response(self._paced(events, hold))
+        return self._sse_response(self._paced(events, hold), self.answer_headers)
 
     async def _paced(self, events: list[SSEEvent], hold: _Hold | None = None) -> AsyncIterator[bytes]:
         deltas = 0
@@ -571,8 +574,10 @@ class OfflineBackend:
         while not gate.is_set() and server is not None and not server.exit_requested.is_set():  # noqa: ASYNC110
             await asyncio.sleep(_HOLD_POLL_SECONDS)
 
-    def _sse_response(self, chunks: AsyncIterator[bytes]) -> StreamingResponse:
-        headers = {"request-id": _request_id(), "cache-control": "no-cache"}
+    def _sse_response(
+        self, chunks: AsyncIterator[bytes], extra_headers: Mapping[str, str] | None = None
+    ) -> StreamingResponse:
+        headers = {"request-id": _request_id(), "cache-control": "no-cache", **(extra_headers or {})}
         return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
 
     async def _serve_failure(self, failure: Failure, model: str, stream: bool) -> Response:
