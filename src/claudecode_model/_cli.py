@@ -33,7 +33,7 @@ COMMON_LOCATIONS = (
 
 _QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 
-TESTED_CLI_VERSIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 1, 330), (2, 1, 332))
+TESTED_CLI_VERSIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 1, 332), (2, 1, 332))
 """The oldest and newest Claude Code CLI versions the test suite has passed on (the locked suite and the canary).
 
 Raise the newest when ``make test-latest`` passes on a newer CLI; the oldest is the CLI bundled with the lowest
@@ -49,7 +49,8 @@ def version_text(version: tuple[int, ...]) -> str:
 def support_note(version: tuple[int, ...] | None) -> str | None:
     """Why a CLI of ``version`` is outside the tested range (``None`` inside it)."""
     oldest, newest = TESTED_CLI_VERSIONS
-    tested = f"this claudecode-model was tested with Claude Code {version_text(oldest)} to {version_text(newest)}"
+    versions = version_text(oldest) if oldest == newest else f"{version_text(oldest)} to {version_text(newest)}"
+    tested = f"this claudecode-model was tested with Claude Code {versions}"
     if version is None:
         return f"the CLI's version is unknown; {tested}"
     if version < oldest:
