@@ -728,7 +728,10 @@ class SessionPool(Generic[S]):
         return found
 
     def _loops(self) -> set[asyncio.AbstractEventLoop]:
-        return {s.loop for s in list(self._sessions.values())} | {s.loop for s in list(self._spares)}
+        """The open event loops the pool's sessions and spares belong to (those of a closed loop have no deadline:
+        the next trim on a running loop, or the exit hook, kills them)."""
+        loops = {s.loop for s in list(self._sessions.values())} | {s.loop for s in list(self._spares)}
+        return {loop for loop in loops if not loop.is_closed()}
 
     def _trim(self) -> None:
         """On the running loop: close what is out of the bounds now, then wait for the next deadline."""
@@ -763,7 +766,9 @@ class SessionPool(Generic[S]):
                 return
             if current is not None:
                 current.cancel()
-            self._clock = call_at(min(deadlines), self._tick)
+            # A deadline already past that the tick could not act on (a session still connecting on a loop that
+            # does not run) is looked at again a little later, not at once: the clock never spins.
+            self._clock = call_at(max(min(deadlines), time.monotonic() + _CLOCK_MIN_INTERVAL_SECONDS), self._tick)
 
     def _tick(self) -> None:
         """On the clock's thread, at a deadline: a running loop is asked to trim the pool; the overdue processes of
@@ -1007,6 +1012,7 @@ class SessionPool(Generic[S]):
 
 
 _CLOCK_RECHECK_SECONDS = 1.0
+_CLOCK_MIN_INTERVAL_SECONDS = 0.2
 """After asking a running loop to trim the pool, the clock checks again this much later (the loop may have stopped
 before it got to it)."""
 _SPARE_START_GRACE_SECONDS = 10.0

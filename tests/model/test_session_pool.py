@@ -229,3 +229,30 @@ def test_a_loop_that_does_not_run_gets_its_overdue_processes_stopped_from_the_cl
         loop.run_until_complete(pool.close_all())
     finally:
         loop.close()
+
+
+def test_sessions_of_a_closed_loop_do_not_keep_the_clock_busy() -> None:
+    """A model whose event loop is gone (a test's, an earlier asyncio.run()'s) leaves overdue sessions in its pool:
+    the clock must not call back again and again for them."""
+    loop = asyncio.new_event_loop()
+    pool = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.05)
+    ticks: list[float] = []
+    tick = pool._tick
+
+    def counted_tick() -> None:
+        ticks.append(time.monotonic())
+        tick()
+
+    pool._tick = counted_tick  # type: ignore[method-assign]
+
+    async def keep_two() -> None:
+        release = asyncio.Event()
+        release.set()
+        await pool.put(fake("older", release))
+        await pool.put(fake("newer", release))
+
+    loop.run_until_complete(keep_two())
+    loop.close()  # the older session is overdue in 0.05 s, on a loop that is gone
+    time.sleep(1.0)
+
+    assert len(ticks) <= 6, f"the clock called back {len(ticks)} times in 1 s"
