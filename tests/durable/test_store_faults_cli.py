@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from claude_agent_sdk import project_key_for_directory
 from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
-from pydantic_ai import Agent
+from pydantic_ai import Agent, AgentRunResult
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -97,6 +97,19 @@ def claude_replies(backend: OfflineBackend) -> list[str]:
     return [part.content for message in seen.messages for part in message.parts if isinstance(part, TextPart)]
 
 
+async def fourth_turn_on_worker(
+    worker: str, claude_backend: OfflineBackend, tmp_path: Path, store: Any, three: AgentRunResult[str]
+) -> AgentRunResult[str]:
+    """Turn four of the conversation on a new worker sharing ``store``: Claude saw all four prompts."""
+    four = await run_and_close(
+        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, worker), session_store=store),
+        "four",
+        message_history=three.all_messages(),
+    )
+    assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
+    return four
+
+
 def nothing_left() -> None:
     assert not list(Path(tempfile.gettempdir()).glob("claude-resume-*"))
 
@@ -123,12 +136,7 @@ async def test_a_store_write_that_fails_for_one_turn_is_written_by_the_next_and_
     finally:
         await worker_a.aclose()
 
-    four = await run_and_close(
-        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store),
-        "four",
-        message_history=three.all_messages(),
-    )
-    assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
+    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
     assert details(four)["session_source"] == "resume"  # from the store: whole again
     assert details(four)["session_id"] == details(one)["session_id"]
     nothing_left()
@@ -154,12 +162,7 @@ async def test_a_stored_transcript_with_a_gap_is_replayed_never_resumed(
     await store.delete(key)
     await store.append(key, [entry for entry in entries if "echo: two" not in str(entry.get("message"))])
 
-    four = await run_and_close(
-        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store),
-        "four",
-        message_history=three.all_messages(),
-    )
-    assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
+    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
     assert "echo: two (prompts seen: 2)" in claude_replies(claude_backend)
     assert details(four)["session_source"] == "replay"
     nothing_left()
@@ -205,13 +208,8 @@ async def test_a_database_that_hangs_during_a_turn_and_during_a_resume(
         await worker_a.aclose()
         await worker_b.aclose()
 
-    four = await run_and_close(
-        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "c"), session_store=store),
-        "four",
-        message_history=three.all_messages(),
-    )
+    four = await fourth_turn_on_worker("c", claude_backend, tmp_path, store, three)
     await store.aclose()
-    assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
     assert details(four)["session_source"] == "resume"
     nothing_left()
 
@@ -242,13 +240,8 @@ async def test_a_locked_sqlite_file_does_not_hold_the_answer_and_the_next_turn_w
     finally:
         await worker_a.aclose()
 
-    four = await run_and_close(
-        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store),
-        "four",
-        message_history=three.all_messages(),
-    )
+    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
     await store.aclose()
-    assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
     assert details(four)["session_source"] == "resume"
     nothing_left()
 
@@ -329,11 +322,6 @@ async def test_a_resume_on_the_worker_whose_write_failed_sends_the_missing_entri
     assert details(three)["session_source"] == "resume"  # not a replay: the store was made whole first
     assert "session_store" not in details(three)
 
-    four = await run_and_close(
-        ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store),
-        "four",
-        message_history=three.all_messages(),
-    )
-    assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
+    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
     assert details(four)["session_source"] == "resume"
     nothing_left()
