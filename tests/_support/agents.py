@@ -47,3 +47,12 @@ async def run_and_close(model: ClaudeCodeModel, prompt: str, **run_kwargs: Any) 
         return await Agent(model).run(prompt, **run_kwargs)
     finally:
         await model.aclose()
+
+
+def last_session_id(messages: list[Any]) -> str:
+    """The CLI session id of the last message of a run's messages dumped as JSON (it must be a response)."""
+    last = messages[-1]
+    assert last["kind"] == "response"
+    session_id = last["provider_details"]["session_id"]
+    assert isinstance(session_id, str)
+    return session_id

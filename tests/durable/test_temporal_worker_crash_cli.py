@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,9 @@ import pytest
 from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model.testing import OfflineBackend
+from tests._support.agents import last_session_id
 from tests._support.brains import CLI_CONTINUATION_PROMPT, ChainBrain
+from tests._support.polling import wait_until
 from tests._support.processes import process_table
 
 if TYPE_CHECKING:
@@ -87,23 +88,6 @@ def _ledger(path: Path) -> list[tuple[str, str, int]]:
     return [(str(tool), str(worker), int(value)) for tool, worker, value in rows]
 
 
-def _session_of(messages: list[Any]) -> str:
-    last = messages[-1]
-    assert last["kind"] == "response"
-    session_id = last["provider_details"]["session_id"]
-    assert isinstance(session_id, str)
-    return session_id
-
-
-def _eventually(check: Any, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return bool(check())
-
-
 @dataclass
 class Scenario:
     """What the scenario observed, run once for the tests of this module."""
@@ -149,7 +133,7 @@ def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPa
             os.killpg(worker_a.pid, signal.SIGKILL)
             worker_a.wait()
             brain.release.set()
-            _eventually(lambda: not _group_members(worker_a.pid))
+            wait_until(lambda: not _group_members(worker_a.pid), timeout=10)
             survivors = _group_members(worker_a.pid)
 
             worker_b = spawn(["worker", "--name", "worker-b"], "b")
@@ -197,7 +181,7 @@ def test_worker_b_took_the_run_up_from_the_store(scenario: Scenario):
     assert sources[:2] == ["fresh", "live"]
     assert sources[2] in ("fork", "replay")
     assert sources[3] == "live"
-    assert _session_of(responses[:3]) != _session_of(responses[:2])
+    assert last_session_id(responses[:3]) != last_session_id(responses[:2])
 
 
 def test_each_tool_ran_exactly_once(scenario: Scenario):
@@ -207,7 +191,7 @@ def test_each_tool_ran_exactly_once(scenario: Scenario):
 
 def test_a_follow_up_on_a_new_worker_continues_the_session_from_the_store(scenario: Scenario):
     assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
-    assert _session_of(scenario.followed["messages"]) == _session_of(scenario.finished["messages"])
+    assert last_session_id(scenario.followed["messages"]) == last_session_id(scenario.finished["messages"])
     assert scenario.followed["messages"][-1]["provider_details"]["session_source"] == "resume"
     prompts = [text for text in scenario.follow_up_request.user_texts() if text != CLI_CONTINUATION_PROMPT]
     assert prompts == ["Start the chain.", "Thanks!"]

@@ -15,7 +15,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,9 @@ import pytest
 from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model.testing import OfflineBackend
+from tests._support.agents import last_session_id
 from tests._support.brains import CLI_CONTINUATION_PROMPT, ChainBrain
+from tests._support.polling import wait_until
 from tests._support.processes import process_table
 
 if TYPE_CHECKING:
@@ -73,23 +74,6 @@ def _ledger(dsn: str) -> list[tuple[str, str, int]]:
     return [(str(tool), str(worker), int(value)) for tool, worker, value in rows]
 
 
-def _session_of(messages: list[Any]) -> str:
-    last = messages[-1]
-    assert last["kind"] == "response"
-    session_id = last["provider_details"]["session_id"]
-    assert isinstance(session_id, str)
-    return session_id
-
-
-def _eventually(check: Any, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return bool(check())
-
-
 @dataclass
 class Scenario:
     """What the scenario observed, run once for the tests of this module."""
@@ -130,7 +114,7 @@ def scenario(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathF
             if worker_a.poll() is None:
                 os.killpg(worker_a.pid, signal.SIGKILL)
                 worker_a.wait()
-        _eventually(lambda: not _group_members(worker_a.pid))
+        wait_until(lambda: not _group_members(worker_a.pid), timeout=10)
         survivors = _group_members(worker_a.pid)
 
         log_b = root / "worker-b.log"
@@ -166,7 +150,7 @@ def test_worker_b_recovers_the_workflow_and_finishes_it_with_the_right_answer(sc
 
 def test_a_follow_up_on_worker_b_continues_the_same_session_through_the_store(scenario: Scenario):
     assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
-    assert _session_of(scenario.followed["messages"]) == _session_of(scenario.recovered["messages"])
+    assert last_session_id(scenario.followed["messages"]) == last_session_id(scenario.recovered["messages"])
     prompts = [text for text in scenario.follow_up_request.user_texts() if text != CLI_CONTINUATION_PROMPT]
     assert prompts == ["Start the chain.", "Thanks!"]
     assert scenario.follow_up_transcripts == []  # resumed from the store, nothing replayed on this worker
