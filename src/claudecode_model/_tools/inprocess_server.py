@@ -7,7 +7,7 @@ the handler's text, not structured JSON), and turns a handler's exception into a
 its message (a raised exception would only show Claude "Internal server error"). ``asyncio.CancelledError``
 propagates, so Claude Code can cancel a call.
 
-Each call runs through :func:`~claudecode_model._mcp.run_tool_call`, as calls over the IPC bridge do, so both
+Each call runs through :func:`~claudecode_model._tools.core.run_tool_call`, as calls over the IPC bridge do, so both
 transports answer alike. The SDK serves the ``McpSdkServerConfig`` this returns over mcp's in-memory transport
 (one ``Server.run`` per CLI session), so every call goes through mcp's own request dispatch.
 """
@@ -31,8 +31,8 @@ from mcp.types import (
 )
 from pydantic import TypeAdapter
 
-from claudecode_model._call_results import RESULT_SIZE_META
-from claudecode_model._mcp import (
+from claudecode_model._tools.call_results import RESULT_SIZE_META
+from claudecode_model._tools.core import (
     TOOL_USE_ID_META_KEY,
     McpResponse,
     ToolSpec,

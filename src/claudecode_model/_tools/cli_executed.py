@@ -24,7 +24,7 @@ from pydantic_ai.exceptions import ToolFailedError, ToolRetryError, UnexpectedMo
 from pydantic_ai.messages import ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import ToolDenied
 
-from claudecode_model._mcp import (
+from claudecode_model._tools.core import (
     DEFAULT_SERVER_NAME,
     McpResponse,
     ToolCallHandler,
@@ -32,13 +32,13 @@ from claudecode_model._mcp import (
     format_result,
     text_result,
 )
-from claudecode_model._parked import CallResults
+from claudecode_model._tools.parked_calls import CallResults
 
 if TYPE_CHECKING:
     from pydantic_ai.tool_manager import ToolManager
     from pydantic_ai.tools import RunContext, ToolDefinition
 
-    from claudecode_model._builtin_approvals import BuiltinGate
+    from claudecode_model._tools.builtin_approvals import BuiltinGate
 
 logger = logging.getLogger(__name__)
 

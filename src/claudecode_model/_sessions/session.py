@@ -29,15 +29,15 @@ from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
-from claudecode_model._clock import ClockHandle, call_at
 from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields
-from claudecode_model._slots import starting_slots
-from claudecode_model._trace_context import untraced_context
+from claudecode_model._process.clock import ClockHandle, call_at
+from claudecode_model._process.slots import starting_slots
+from claudecode_model._sessions.trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
 
 if TYPE_CHECKING:
-    from claudecode_model._agent_tools import RunToolRouter
-    from claudecode_model._tool_servers import ServedTools
+    from claudecode_model._tools.cli_executed import RunToolRouter
+    from claudecode_model._tools.servers import ServedTools
 
 logger = logging.getLogger(__name__)
 
@@ -643,7 +643,8 @@ class SessionPool(Generic[S]):
     Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
     which no turn should wait for. :meth:`close_all` waits for those closes too. The bounds hold by time, whether
     or not another request comes and whether or not the sessions' event loop runs: the pool's next deadline is
-    kept by :mod:`claudecode_model._clock`, whose thread has a running loop trim the pool, and stops the processes
+    kept by :mod:`claudecode_model._process.clock`, whose thread has a running loop trim the pool, and stops the
+    processes
     of a loop that does not run (a ``run_sync`` program between calls) itself; that loop tidies up when it runs
     again.
     """

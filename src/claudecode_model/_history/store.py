@@ -10,7 +10,8 @@ transcript. :class:`GuardedStore` wraps the user's store so that
   :data:`STUCK_GRACE_SECONDS` for it, the others fail at once;
 * the entries of a failed ``append`` are kept and sent again ahead of the session's next ``append`` (its next turn
   here), or when the model closes, which makes the stored transcript whole again; until then the gap is there for
-  other workers to notice (:func:`~claudecode_model._transcripts.entries_position` calls such a transcript broken);
+  other workers to notice (:func:`~claudecode_model._history.transcripts.entries_position` calls such a transcript
+  broken);
 * the SDK's resume reads the transcript this library checked (:meth:`GuardedStore.staged`) instead of loading it
   again: what the CLI resumes is what was found whole, and a resume needs no second read.
 """

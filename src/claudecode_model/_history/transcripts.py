@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from claudecode_model._replay import transcript_path
+from claudecode_model._history.replay import transcript_path
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,8 @@
 Each API round trip the CLI makes is one pydantic-ai model request. When Claude's reply calls the agent's own tools
 (function tools or output tools), the request returns those calls as ordinary ``ToolCallPart`` s with Claude's
 ``tool_use`` ids, and the CLI turn is parked: the MCP handlers the CLI invokes for those calls do not run anything,
-they wait (:class:`~claudecode_model._parked.CallResults`). pydantic-ai then runs the calls itself (validation,
+they wait (:class:`~claudecode_model._tools.parked_calls.CallResults`). pydantic-ai then runs the calls itself
+(validation,
 retries, ``sequential``, approvals, deferred calls, ``end_strategy``, hooks, events, usage, instrumentation) and
 its next request carries the answers, which resolve the waiting handlers; the same CLI turn goes on.
 
@@ -34,14 +35,14 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
-from claudecode_model._agent_tools import tool_specs
-from claudecode_model._builtin_approvals import approval_result, is_builtin_call, not_run_result
-from claudecode_model._call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
-from claudecode_model._execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
-from claudecode_model._mcp import McpResponse, ToolCallHandler, ToolSpec, text_result
-from claudecode_model._parked import CallResults, ParkingLot
-from claudecode_model._replay import TranscriptEntry
-from claudecode_model._to_anthropic import ContentBlock
+from claudecode_model._history.replay import TranscriptEntry
+from claudecode_model._history.to_anthropic import ContentBlock
+from claudecode_model._tools.builtin_approvals import approval_result, is_builtin_call, not_run_result
+from claudecode_model._tools.call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
+from claudecode_model._tools.cli_executed import tool_specs
+from claudecode_model._tools.core import McpResponse, ToolCallHandler, ToolSpec, text_result
+from claudecode_model._tools.execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
+from claudecode_model._tools.parked_calls import CallResults, ParkingLot
 
 __all__ = [
     "TOOL_EXECUTIONS",

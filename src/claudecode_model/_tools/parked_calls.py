@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from mcp.types import CallToolResult, TextContent
 
-from claudecode_model._clock import ClockHandle, call_at
+from claudecode_model._process.clock import ClockHandle, call_at
 
 __all__ = ["CallResults", "ParkingLot", "closed_result"]
 
@@ -134,7 +134,8 @@ class ParkingLot(Generic[T]):
 
     ``close`` stops a turn (awaited by :meth:`close_all`, run in a tracked task on expiry); ``kill`` is the
     synchronous last resort for turns whose event loop is gone (interpreter exit). The lifetimes are kept by the
-    pools' clock (:mod:`claudecode_model._clock`), so they end on time in a ``run_sync`` program too: a turn whose
+    pools' clock (:mod:`claudecode_model._process.clock`), so they end on time in a ``run_sync`` program too: a turn
+    whose
     loop does not run when its time is up is stopped from the clock's thread with ``stop_now`` (thread-safe), and
     closed properly once its loop runs again.
     """

@@ -13,11 +13,11 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
-from claudecode_model._details import PROVIDER_NAME
+from claudecode_model._history.details import PROVIDER_NAME
 
 if TYPE_CHECKING:
-    from claudecode_model._parked import ParkingLot
-    from claudecode_model._turn import CLITurn
+    from claudecode_model._tools.parked_calls import ParkingLot
+    from claudecode_model._turns.turn import CLITurn
     from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = ["continue_parked", "settle"]
@@ -39,10 +39,10 @@ async def continue_parked(
     """
     if lot is None:
         return None
-    from claudecode_model._agent_run import current_run_scope, deliver_answers, pending_calls
     from claudecode_model._compat import new_parts_manager, request_instructions
-    from claudecode_model._options import effective_system_prompt
-    from claudecode_model._plan import system_prompt_of
+    from claudecode_model._history.plan import system_prompt_of
+    from claudecode_model._sessions.options import effective_system_prompt
+    from claudecode_model._tools.agent_executed import current_run_scope, deliver_answers, pending_calls
 
     lot.prune_dead_loops()
     pending = pending_calls(messages, PROVIDER_NAME)
@@ -91,7 +91,7 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     if not waiting:
         await turn.finish()
         return
-    from claudecode_model._agent_run import current_run_scope
+    from claudecode_model._tools.agent_executed import current_run_scope
 
     scope = current_run_scope()
     turn.session.waiting_for_tools = True
@@ -100,7 +100,7 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     def cli_died(error: BaseException) -> None:
         if not lot.close_soon(turn):
             return
-        from claudecode_model._errors import exit_description
+        from claudecode_model._stream.errors import exit_description
 
         logger.warning(
             "The Claude Code CLI of a turn waiting for %d tool result(s) ended (%s); the results will be given to "

@@ -14,13 +14,13 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
-from claudecode_model._builtin_approvals import ApprovalPlan
-from claudecode_model._cli import cli_version_async
-from claudecode_model._digest import canonical_digest
-from claudecode_model._launcher import guarded_cli_path
-from claudecode_model._native_tools import NativeToolPlan
-from claudecode_model._restrictions import restriction_hooks
-from claudecode_model._subagents import subagent_options
+from claudecode_model._history.digest import canonical_digest
+from claudecode_model._process.binary import cli_version_async
+from claudecode_model._process.launcher import guarded_cli_path
+from claudecode_model._sessions.subagents import subagent_options
+from claudecode_model._tools.builtin_approvals import ApprovalPlan
+from claudecode_model._tools.native import NativeToolPlan
+from claudecode_model._tools.restrictions import restriction_hooks
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 

@@ -19,21 +19,23 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-__all__ = ["close_blocking", "close_on", "track"]
+__all__ = ["Closable", "close_blocking", "close_on", "track"]
 
 logger = logging.getLogger(__name__)
 
 
-class _Closable(Protocol):
+class Closable(Protocol):
+    """What is closed at interpreter exit: a model."""
+
     async def aclose(self) -> None: ...
 
 
-_MODELS: weakref.WeakKeyDictionary[_Closable, Callable[[], None]] = weakref.WeakKeyDictionary()
+_MODELS: weakref.WeakKeyDictionary[Closable, Callable[[], None]] = weakref.WeakKeyDictionary()
 _registered = threading.Lock()
 _hook_registered = False
 
 
-def track(model: _Closable, kill: Callable[[], None]) -> None:
+def track(model: Closable, kill: Callable[[], None]) -> None:
     """Close ``model`` at interpreter exit if it is still alive then (``kill`` is the fallback that only kills).
 
     The exit hook is registered at the first request rather than at import: ``atexit`` runs hooks last-in first-out,

@@ -9,7 +9,8 @@ SESSION_ID_KEY = "session_id"
 """The CLI session that produced a response."""
 
 HISTORY_DIGEST_KEY = "history_digest"
-"""Digest of the conversation up to and including a response (see :func:`~claudecode_model._digest.history_digest`)."""
+"""Digest of the conversation up to and including a response (see
+:func:`~claudecode_model._history.digest.history_digest`)."""
 
 CLI_TOOL_NAME_KEY = "cli_tool_name"
 """The name the CLI gave a tool call (``mcp__<server>__<tool>`` for MCP tools), kept to replay it faithfully."""

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from claudecode_model._transcripts import remove_transcript
+from claudecode_model._history.transcripts import remove_transcript
 
 
 class SessionLedger:

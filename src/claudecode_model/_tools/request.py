@@ -1,7 +1,7 @@
 """The MCP servers one request needs, and serving them: the turn runner's one seam with the tool modules.
 
 A request's tools reach the CLI as up to three MCP servers: the run's own function tools (executed through the run
-context by a :class:`~claudecode_model._agent_tools.RunToolRouter`), the toolsets registered with
+context by a :class:`~claudecode_model._tools.cli_executed.RunToolRouter`), the toolsets registered with
 ``set_agent_toolsets`` (called without a run context), and pydantic-ai's output tools (a call is captured for the
 agent to validate). :func:`plan_tool_servers` decides which, over which transport; :func:`serve_tool_servers` starts
 them when a new CLI process needs them.
@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
-from claudecode_model._agent_run import ToolExecution, waiting_tool_specs
-from claudecode_model._agent_tools import (
+from claudecode_model._tools.agent_executed import ToolExecution, waiting_tool_specs
+from claudecode_model._tools.builtin_approvals import is_approval_tool
+from claudecode_model._tools.cli_executed import (
     AGENT_TOOLS_SERVER,
     OUTPUT_TOOLS_SERVER,
     RunToolRouter,
@@ -26,9 +27,8 @@ from claudecode_model._agent_tools import (
     output_tool_specs,
     tools_signature,
 )
-from claudecode_model._builtin_approvals import is_approval_tool
-from claudecode_model._mcp import allowed_tool_names, mcp_tool_name
-from claudecode_model._tool_servers import (
+from claudecode_model._tools.core import allowed_tool_names, mcp_tool_name
+from claudecode_model._tools.servers import (
     ResolvedTransport,
     ServedTools,
     checked_transport,
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     # Registered toolsets (``set_agent_toolsets``) only: their modules load when a model registers some.
     from claude_agent_sdk import McpSdkServerConfig
 
-    from claudecode_model.mcp_integration import ToolSource
-    from claudecode_model.tool_converter import PydanticAITool
+    from claudecode_model._tools.conversion import ToolSource
+    from claudecode_model._tools.core import PydanticAITool
 
 
 @dataclass
@@ -68,12 +68,12 @@ class ToolSetup:
 
     def registered_server(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
         """The in-process MCP server holding only the registered tools this request names."""
-        from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
+        from claudecode_model._tools.conversion import filter_tools_for_request, tool_server
 
         tools = filter_tools_for_request(self.registered_toolsets, function_tool_names)
         if not tools:
             return None
-        return create_mcp_server_from_tools(tools, self.server_name)
+        return tool_server(tools, self.server_name)
 
 
 @dataclass
@@ -142,7 +142,7 @@ def plan_tool_servers(
         transport = resolve_transport(setup.transport, cli_path)
         run_by = execution or setup.execution
         return [ToolServerPlan(AGENT_TOOLS_SERVER, transport, function_defs, output_defs, execution=run_by)]
-    from claudecode_model.mcp_integration import filter_tools_for_request
+    from claudecode_model._tools.conversion import filter_tools_for_request
 
     transport = resolve_transport(setup.registered_transport, cli_path)
     servers: list[ToolServerPlan] = []

@@ -34,17 +34,13 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RequestUsage
 
-from claudecode_model._agent_run import PendingCalls, deliver_answers, pending_calls, resume_plan
-from claudecode_model._agent_tools import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
-from claudecode_model._builtin_approvals import ApprovalPlan, BuiltinGate, approval_tool_names
-from claudecode_model._cli_temp import private_cli_temp
 from claudecode_model._compat import (
     ModelResponsePartsManager,
     current_run_context,
     new_parts_manager,
     request_instructions,
 )
-from claudecode_model._details import (
+from claudecode_model._history.details import (
     ABORTED_ATTEMPTS_KEY,
     FIRST_TOKEN_KEY,
     HISTORY_DIGEST_KEY,
@@ -52,35 +48,10 @@ from claudecode_model._details import (
     RESUME_AT_KEY,
     SESSION_STORE_KEY,
 )
-from claudecode_model._errors import map_error, result_error, timeout_error
-from claudecode_model._execution import checked_tool_execution
-from claudecode_model._failures import classify_failed_turn
-from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
-from claudecode_model._ledger import PROCESS_LEDGER, SessionLedger
-from claudecode_model._native_tools import plan_native_tools
-from claudecode_model._options import (
-    BuiltOptions,
-    RequestNeeds,
-    build_options,
-    effective_system_prompt,
-    require_literal_prompts,
-)
-from claudecode_model._parked import ParkingLot
-from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
-from claudecode_model._pricing import list_price
-from claudecode_model._prompt_file import with_prompt_file
-from claudecode_model._replay import transcript_of, write_branch_with_deferred_call, write_replay_transcript
-from claudecode_model._request_tools import (
-    ToolServerPlan,
-    ToolSetup,
-    plan_tool_servers,
-    serve_tool_servers,
-    tool_names,
-)
-from claudecode_model._restrictions import forbidden_argument
-from claudecode_model._session import CLISession, SessionPool, ToolsWaiting
-from claudecode_model._slots import ProcessSlots
-from claudecode_model._source import (
+from claudecode_model._history.ledger import PROCESS_LEDGER, SessionLedger
+from claudecode_model._history.plan import SessionPoint, TurnPlan, plan_turn
+from claudecode_model._history.replay import transcript_of, write_branch_with_deferred_call, write_replay_transcript
+from claudecode_model._history.source import (
     ForkSession,
     FreshSession,
     LiveSession,
@@ -88,18 +59,47 @@ from claudecode_model._source import (
     ResumeSession,
     choose_source,
 )
-from claudecode_model._store_guard import GuardedStore
-from claudecode_model._store_transcripts import (
+from claudecode_model._history.store import GuardedStore
+from claudecode_model._history.stored_transcripts import (
     SessionCopy,
     find_transcript,
     mirror_transcript,
     recorded_entries_up_to,
     store_key,
 )
-from claudecode_model._telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
-from claudecode_model._to_anthropic import ContentBlock, user_content_blocks
-from claudecode_model._trace_context import traceparent_env
-from claudecode_model._transcripts import TranscriptFiles
+from claudecode_model._history.to_anthropic import ContentBlock, user_content_blocks
+from claudecode_model._history.transcripts import TranscriptFiles
+from claudecode_model._process.prompt_file import with_prompt_file
+from claudecode_model._process.slots import ProcessSlots
+from claudecode_model._process.temp import private_cli_temp
+from claudecode_model._sessions.options import (
+    BuiltOptions,
+    RequestNeeds,
+    build_options,
+    effective_system_prompt,
+    require_literal_prompts,
+)
+from claudecode_model._sessions.session import CLISession, SessionPool, ToolsWaiting
+from claudecode_model._sessions.trace_context import traceparent_env
+from claudecode_model._stream.errors import map_error, result_error, timeout_error
+from claudecode_model._stream.failures import classify_failed_turn
+from claudecode_model._stream.pricing import list_price
+from claudecode_model._stream.telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
+from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
+from claudecode_model._tools.agent_executed import PendingCalls, deliver_answers, pending_calls, resume_plan
+from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate, approval_tool_names
+from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
+from claudecode_model._tools.execution import checked_tool_execution
+from claudecode_model._tools.native import plan_native_tools
+from claudecode_model._tools.parked_calls import ParkingLot
+from claudecode_model._tools.request import (
+    ToolServerPlan,
+    ToolSetup,
+    plan_tool_servers,
+    serve_tool_servers,
+    tool_names,
+)
+from claudecode_model._tools.restrictions import forbidden_argument
 from claudecode_model.exceptions import (
     ClaudeCodeError,
     ClaudeCodeSettingsError,
@@ -337,7 +337,8 @@ async def _acquire_session(
     slot_wait: _SlotWait,
 ) -> _Acquired:
     """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
-    replays it (see :mod:`claudecode_model._source`); a new conversation claims a spare with its signature first."""
+    replays it (see :mod:`claudecode_model._history.source`); a new conversation claims a spare with its signature
+    first."""
     runner = request.runner
     ledger = runner.ledger
 

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
-from claudecode_model._call_results import RESULT_SIZE_META
-from claudecode_model._cli import cli_version
-from claudecode_model._inprocess_server import build_inprocess_server
-from claudecode_model._mcp import ToolSpec, run_tool_call, tool_spec
+from claudecode_model._process.binary import cli_version
+from claudecode_model._tools.call_results import RESULT_SIZE_META
+from claudecode_model._tools.core import ToolSpec, run_tool_call, tool_spec
+from claudecode_model._tools.inprocess_server import build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
 from claudecode_model.ipc._constants import SECRET_ENV_VAR
@@ -96,7 +96,7 @@ class ServedTools:
 async def serve_tools(server_name: str, specs: Sequence[ToolSpec], transport: ResolvedTransport) -> ServedTools:
     """Serve ``specs`` as the MCP server ``server_name`` over ``transport`` (started, for ``"stdio"``).
 
-    Both transports run each call with :func:`~claudecode_model._mcp.run_tool_call`: the same handler, the same
+    Both transports run each call with :func:`~claudecode_model._tools.core.run_tool_call`: the same handler, the same
     ``tool_use`` id, the same error results.
     """
     if transport == "sdk":

@@ -4,7 +4,7 @@ The agent names the built-in tools that need approval with :class:`~claudecode_m
 toolset whose tools stand for them (each ``ToolDefinition`` carries :data:`APPROVAL_TOOL_KEY` in its metadata and
 requires approval). Such a definition is not served over MCP: the tool is enabled in the CLI, and a ``PreToolUse``
 hook holds each of its calls until it has a decision, keyed by the call's ``tool_use`` id on the session's
-:class:`~claudecode_model._parked.CallResults`, exactly as a waiting MCP handler does. Claude's call reaches
+:class:`~claudecode_model._tools.parked_calls.CallResults`, exactly as a waiting MCP handler does. Claude's call reaches
 pydantic-ai as a plain ``ToolCallPart``, the run ends with ``DeferredToolRequests``, and the answer of the next
 request (approved, possibly with changed arguments, or denied) is the hook's permission decision: ``allow`` with
 the approved input, or ``deny`` with the denial's message. The CLI then runs the call (or tells Claude it was
@@ -25,8 +25,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic_ai.messages import ModelRequestPart, RetryPromptPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.tools import ToolApproved, ToolDefinition, ToolDenied
 
-from claudecode_model._details import CLI_TOOL_NAME_KEY
-from claudecode_model._restrictions import ToolParameterRestrictions, forbidden_argument
+from claudecode_model._history.details import CLI_TOOL_NAME_KEY
+from claudecode_model._tools.restrictions import ToolParameterRestrictions, forbidden_argument
 from claudecode_model.builtin_tools import APPROVAL_TOOL_KEY, APPROVED_INPUT_KEY
 from claudecode_model.settings import BuiltinToolPolicy, PolicyDecision
 

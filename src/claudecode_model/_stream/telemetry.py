@@ -17,8 +17,8 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 from pydantic_ai.messages import ModelResponsePart, NativeToolCallPart, NativeToolReturnPart
 
-from claudecode_model._details import PARENT_TOOL_CALL_ID_KEY, RATE_LIMIT_KEY
-from claudecode_model._subagents import AGENT_TOOL_NAMES
+from claudecode_model._history.details import PARENT_TOOL_CALL_ID_KEY, RATE_LIMIT_KEY
+from claudecode_model._sessions.subagents import AGENT_TOOL_NAMES
 
 __all__ = ["SESSION_SOURCE_KEY", "SessionSource", "record_turn", "turn_attributes"]
 

@@ -13,15 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from claudecode_model._plan import SessionPoint, TurnPlan
-from claudecode_model._replay import TranscriptEntry
-from claudecode_model._transcripts import PointPosition
+from claudecode_model._history.plan import SessionPoint, TurnPlan
+from claudecode_model._history.replay import TranscriptEntry
+from claudecode_model._history.transcripts import PointPosition
 
 S = TypeVar("S")
 
 
 class Transcripts(Protocol):
-    """Where session transcripts are kept (the CLI's files: :class:`~claudecode_model._transcripts.TranscriptFiles`)."""
+    """Where session transcripts are kept (the CLI's files:
+    :class:`~claudecode_model._history.transcripts.TranscriptFiles`)."""
 
     def position(self, session_id: str, message_uuid: str) -> PointPosition:
         """Where the entry ``message_uuid`` lies in the transcript of ``session_id``."""

@@ -34,17 +34,17 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.usage import RequestUsage
 
-from claudecode_model._attempts import AttemptTracker
 from claudecode_model._compat import ModelResponsePartsManager, api_error_fields
-from claudecode_model._details import (
+from claudecode_model._history.details import (
     APPROVED_CALL_KEY,
     CLI_TOOL_NAME_KEY,
     PARENT_TOOL_CALL_ID_KEY,
     PROVIDER_NAME,
     RATE_LIMIT_KEY,
 )
-from claudecode_model._native_tools import NativeToolPlan
-from claudecode_model._session import Delivery
+from claudecode_model._sessions.session import Delivery
+from claudecode_model._stream.attempts import AttemptTracker
+from claudecode_model._tools.native import NativeToolPlan
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,8 @@ class TurnTranslator:
     the response ends there and the CLI turn waits for pydantic-ai's results. :meth:`next_response` then starts the
     next response of the same turn.
 
-    Parts of an aborted attempt (a response whose stream was cut, see :mod:`claudecode_model._attempts`) stay in the
+    Parts of an aborted attempt (a response whose stream was cut, see :mod:`claudecode_model._stream.attempts`) stay in
+    the
     parts manager, whose events were already sent, but :meth:`kept` leaves them out of the response.
     """
 

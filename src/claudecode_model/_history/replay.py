@@ -29,8 +29,13 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model._compat import session_transcript_path
-from claudecode_model._details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY, PARENT_TOOL_CALL_ID_KEY, PROVIDER_NAME
-from claudecode_model._to_anthropic import ContentBlock, request_blocks
+from claudecode_model._history.details import (
+    APPROVED_CALL_KEY,
+    CLI_TOOL_NAME_KEY,
+    PARENT_TOOL_CALL_ID_KEY,
+    PROVIDER_NAME,
+)
+from claudecode_model._history.to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import ClaudeCodeError, MessageConversionError
 
 

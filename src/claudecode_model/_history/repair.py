@@ -27,7 +27,7 @@ from pydantic_ai.messages import (
     RetryPromptPart,
 )
 
-from claudecode_model._details import APPROVED_CALL_KEY
+from claudecode_model._history.details import APPROVED_CALL_KEY
 
 __all__ = ["repair_history"]
 

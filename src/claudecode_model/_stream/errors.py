@@ -16,8 +16,8 @@ from claude_agent_sdk import CLINotFoundError as SDKCLINotFoundError
 from claude_agent_sdk import ProcessError as SDKProcessError
 from claude_agent_sdk import ResultMessage
 
-from claudecode_model._failures import map_sdk_error
-from claudecode_model._from_sdk import TurnOutcome
+from claudecode_model._stream.failures import map_sdk_error
+from claudecode_model._stream.translator import TurnOutcome
 from claudecode_model.exceptions import (
     ClaudeCodeConnectionError,
     ClaudeCodeError,

@@ -4,7 +4,8 @@ A history whose last response came from a Claude Code session carries the point 
 it ends (:class:`SessionPoint`). The request goes on from that point, in the live process, by ``--resume`` or by a
 fork of the transcript cut at the point; a history without a point (or whose transcript is gone) is replayed into a
 new session. :func:`plan_turn` reads the history and returns a :class:`TurnPlan`; which of these the turn takes is
-decided when it starts (:mod:`claudecode_model._source`), because it depends on the sessions alive at that moment.
+decided when it starts (:mod:`claudecode_model._history.source`), because it depends on the sessions alive at that
+moment.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart
 
-from claudecode_model._details import HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY, SESSION_ID_KEY
-from claudecode_model._digest import DigestedHistory
-from claudecode_model._replay import TranscriptEntry, transcript_of
-from claudecode_model._to_anthropic import ContentBlock, request_blocks
+from claudecode_model._history.details import HISTORY_DIGEST_KEY, PROVIDER_NAME, RESUME_AT_KEY, SESSION_ID_KEY
+from claudecode_model._history.digest import DigestedHistory
+from claudecode_model._history.replay import TranscriptEntry, transcript_of
+from claudecode_model._history.to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import MessageConversionError
 
 

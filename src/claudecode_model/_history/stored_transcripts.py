@@ -1,7 +1,8 @@
 """Session transcripts kept in a session store, for a turn whose session is not (whole) on this machine's disk.
 
 The turn runner decides between resuming a session, branching it and replaying the history from where the history's
-last message lies in the session's transcript (:mod:`claudecode_model._source`). Without a store the CLI's own files
+last message lies in the session's transcript (:mod:`claudecode_model._history.source`). Without a store the CLI's own
+files
 answer that; with one, :func:`find_transcript` looks at both copies, the store's (another worker's sessions, and
 what the SDK would resume) and this machine's, and goes on from one that holds the history whole: every entry from
 the start to the history's end (a store write that failed leaves a gap). :func:`mirror_transcript` puts a
@@ -22,9 +23,9 @@ from typing import Any, Literal
 from claude_agent_sdk import project_key_for_directory
 from claude_agent_sdk.types import SessionKey
 
-from claudecode_model._plan import SessionPoint
-from claudecode_model._store_guard import GuardedStore
-from claudecode_model._transcripts import PointPosition, TranscriptFiles, entries_position
+from claudecode_model._history.plan import SessionPoint
+from claudecode_model._history.store import GuardedStore
+from claudecode_model._history.transcripts import PointPosition, TranscriptFiles, entries_position
 
 logger = logging.getLogger(__name__)
 
