@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
     from claudecode_model.model import ClaudeCodeModel
 
+__all__ = ["DEMO_PROMPT", "LOGIN_COMMAND", "main", "seconds_since_process_start"]
+
 DEMO_PROMPT = "In one sentence: what does claudecode-model do?"
 LOGIN_COMMAND = "claudecode-model login"
 

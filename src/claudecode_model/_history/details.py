@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "ABORTED_ATTEMPTS_KEY",
+    "APPROVED_CALL_KEY",
+    "CLI_TOOL_NAME_KEY",
+    "FIRST_TOKEN_KEY",
+    "HISTORY_DIGEST_KEY",
+    "PARENT_TOOL_CALL_ID_KEY",
+    "PROVIDER_NAME",
+    "RATE_LIMIT_KEY",
+    "RESUME_AT_KEY",
+    "SESSION_ID_KEY",
+    "SESSION_STORE_KEY",
+]
+
 PROVIDER_NAME = "claude-code"
 """``ModelResponse.provider_name`` (and the provider of thinking and native tool parts) of Claude Code responses."""
 

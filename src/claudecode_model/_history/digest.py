@@ -32,6 +32,8 @@ from pydantic_ai.messages import (
     VideoUrl,
 )
 
+__all__ = ["DigestedHistory", "canonical_digest", "history_digest", "message_digest"]
+
 
 def canonical_digest(value: Any) -> str:
     """SHA-256 of ``value`` as canonical JSON (sorted keys, non-JSON values as their ``str``).

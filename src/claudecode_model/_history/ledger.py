@@ -16,6 +16,8 @@ from pathlib import Path
 
 from claudecode_model._history.transcripts import remove_transcript
 
+__all__ = ["PROCESS_LEDGER", "SessionLedger"]
+
 
 class SessionLedger:
     """Uses of session ids and the transcripts to remove once unused (thread-safe)."""

@@ -21,6 +21,8 @@ from claudecode_model._history.replay import TranscriptEntry, transcript_of
 from claudecode_model._history.to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import MessageConversionError
 
+__all__ = ["SessionPoint", "TurnPlan", "plan_turn", "system_prompt_of"]
+
 
 @dataclass(frozen=True)
 class SessionPoint:

@@ -38,6 +38,14 @@ from claudecode_model._history.details import (
 from claudecode_model._history.to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import ClaudeCodeError, MessageConversionError
 
+__all__ = [
+    "TranscriptEntry",
+    "transcript_of",
+    "transcript_path",
+    "write_branch_with_deferred_call",
+    "write_replay_transcript",
+]
+
 
 @dataclass(frozen=True)
 class TranscriptEntry:

@@ -17,6 +17,17 @@ from claudecode_model._history.plan import SessionPoint, TurnPlan
 from claudecode_model._history.replay import TranscriptEntry
 from claudecode_model._history.transcripts import PointPosition
 
+__all__ = [
+    "ForkSession",
+    "FreshSession",
+    "LiveSession",
+    "ReplayHistory",
+    "ResumeSession",
+    "SessionSource",
+    "Transcripts",
+    "choose_source",
+]
+
 S = TypeVar("S")
 
 

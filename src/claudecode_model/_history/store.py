@@ -38,6 +38,15 @@ from claude_agent_sdk.types import (
 
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 
+__all__ = [
+    "MAX_UNSENT_ENTRIES",
+    "MAX_UNSENT_SESSIONS",
+    "STUCK_CALL_SECONDS",
+    "STUCK_GRACE_SECONDS",
+    "GuardedStore",
+    "StoreUnavailableError",
+]
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")

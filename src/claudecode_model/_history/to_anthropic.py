@@ -25,6 +25,8 @@ from pydantic_ai.messages import (
 
 from claudecode_model.exceptions import MessageConversionError, UnsupportedContentError
 
+__all__ = ["ContentBlock", "request_blocks", "user_content_blocks"]
+
 ContentBlock = dict[str, Any]
 """One Anthropic content block (``{"type": "text", ...}``, ``tool_result``, ``image``, ...)."""
 

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from claudecode_model._history.replay import transcript_path
 
+__all__ = ["PointPosition", "TranscriptFiles", "entries_position", "remove_transcript"]
+
 logger = logging.getLogger(__name__)
 
 PointPosition = Literal["end", "inside", "broken", "missing"]

@@ -15,6 +15,21 @@ from pathlib import Path
 from claudecode_model._compat import bundled_cli_dir, bundled_cli_version
 from claudecode_model.exceptions import CLINotFoundError
 
+__all__ = [
+    "COMMON_LOCATIONS",
+    "INSTALL_HINT",
+    "TESTED_CLI_VERSIONS",
+    "bundled_cli_path",
+    "cli_version",
+    "cli_version_async",
+    "cli_version_text",
+    "find_cli",
+    "log_support",
+    "parse_version",
+    "support_note",
+    "version_text",
+]
+
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = (

@@ -16,6 +16,15 @@ import os
 from collections import deque
 from collections.abc import Callable
 
+__all__ = [
+    "CLI_PROCESS_MB",
+    "PROCESSES_PER_CPU",
+    "STARTS_PER_CPU",
+    "ProcessSlots",
+    "default_max_processes",
+    "starting_slots",
+]
+
 logger = logging.getLogger(__name__)
 
 CLI_PROCESS_MB = 250

@@ -18,6 +18,15 @@ from collections.abc import Callable, Mapping
 
 from claudecode_model.ipc._leftovers import directory_prefix, remove_dead_leftovers
 
+__all__ = [
+    "CLI_TEMP_PREFIX",
+    "SOCKET_PATH_ROOM",
+    "SWEEP_INTERVAL_SECONDS",
+    "TEMP_DIR_VARIABLE",
+    "private_cli_temp",
+    "sweep_dead_leftovers",
+]
+
 CLI_TEMP_PREFIX = "claudecode_cli_"
 """Prefix of a CLI process's private temp folder."""
 

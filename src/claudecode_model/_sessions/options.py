@@ -24,6 +24,17 @@ from claudecode_model._tools.restrictions import restriction_hooks
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
+__all__ = [
+    "DEFAULT_PERMISSION_MODE",
+    "LITERAL_PROMPTS_VERSION",
+    "MAX_CLI_MESSAGE_BYTES",
+    "BuiltOptions",
+    "RequestNeeds",
+    "build_options",
+    "effective_system_prompt",
+    "require_literal_prompts",
+]
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_PERMISSION_MODE = "dontAsk"

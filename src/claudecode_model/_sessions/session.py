@@ -39,6 +39,18 @@ if TYPE_CHECKING:
     from claudecode_model._tools.cli_executed import RunToolRouter
     from claudecode_model._tools.servers import ServedTools
 
+__all__ = [
+    "SPARE_START_DELAY",
+    "WARM_UP_TIMEOUT",
+    "CLISession",
+    "Delivery",
+    "PooledSession",
+    "SessionPool",
+    "SpareFactory",
+    "ToolsWaiting",
+    "warm_up_client",
+]
+
 logger = logging.getLogger(__name__)
 
 keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+__all__ = ["AttemptTracker"]
+
 
 @dataclass
 class _Attempt:

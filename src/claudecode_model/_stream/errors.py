@@ -28,6 +28,8 @@ from claudecode_model.exceptions import (
     api_error_for_status,
 )
 
+__all__ = ["api_error", "exit_description", "map_error", "result_error", "timeout_error"]
+
 
 def map_error(
     error: BaseException, *, outcome: TurnOutcome | None, stderr: Iterable[str], model_name: str

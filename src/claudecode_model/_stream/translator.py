@@ -46,6 +46,8 @@ from claudecode_model._sessions.session import Delivery
 from claudecode_model._stream.attempts import AttemptTracker
 from claudecode_model._tools.native import NativeToolPlan
 
+__all__ = ["TurnOutcome", "TurnTranslator", "delivery_unless_streaming", "rate_limit_details", "request_usage"]
+
 logger = logging.getLogger(__name__)
 
 _FINISH_REASONS: dict[str, FinishReason] = {

@@ -40,6 +40,16 @@ if TYPE_CHECKING:
 
     from claudecode_model._tools.builtin_approvals import BuiltinGate
 
+__all__ = [
+    "AGENT_TOOLS_SERVER",
+    "OUTPUT_TOOLS_SERVER",
+    "RunToolRouter",
+    "agent_tool_specs",
+    "output_tool_specs",
+    "tool_specs",
+    "tools_signature",
+]
+
 logger = logging.getLogger(__name__)
 
 AGENT_TOOLS_SERVER = DEFAULT_SERVER_NAME

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from claudecode_model._tools.conversion import ToolSource
     from claudecode_model._tools.core import PydanticAITool
 
+__all__ = ["ToolNames", "ToolServerPlan", "ToolSetup", "plan_tool_servers", "serve_tool_servers", "tool_names"]
+
 
 @dataclass
 class ToolSetup:

@@ -108,6 +108,21 @@ from claudecode_model.exceptions import (
 )
 from claudecode_model.settings import ClaudeCodeModelSettings
 
+__all__ = [
+    "PARKED_SLOT_GRACE",
+    "STDERR_LINES",
+    "CLITurn",
+    "NoSlotError",
+    "SessionRequest",
+    "TurnRunner",
+    "TurnSummary",
+    "prewarm_turn",
+    "session_request",
+    "spawn_session",
+    "start_spare",
+    "start_turn",
+]
+
 logger = logging.getLogger(__name__)
 
 STDERR_LINES = 50
