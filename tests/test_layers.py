@@ -14,7 +14,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "claudecode_model"
 CORE_LAYERS = ("_process", "_history", "_tools", "_sessions", "_stream", "_turns")
 """The core's folders, lowest first: a module may import from its own folder and the folders before it."""
 
-FOUNDATION = ("exceptions", "settings", "builtin_tools", "deps_support", "_compat", "_version", "ipc", "stores")
+FOUNDATION = (
+    "exceptions",
+    "settings",
+    "builtin_tools",
+    "deps_support",
+    "_compat",
+    "_version",
+    "ipc",
+    "stores",
+    "toolkit",  # the cut-result reader keeps texts in the tool output cache's store
+)
 """Root modules and subsystems any layer may import: they import no core folder."""
 
 

@@ -414,6 +414,15 @@ class CLISession:
 
         await client.query(one_message())
 
+    async def relist_tools(self, server_name: str) -> None:
+        """Have the CLI list the tools of MCP server ``server_name`` again (it turns the server off and on), also
+        during a turn: its next API request offers the tools listed now."""
+        client = self._client
+        if client is None or self.closed:
+            raise CLIInterruptedError("The Claude Code session is closed")
+        await client.toggle_mcp_server(server_name, False)
+        await client.toggle_mcp_server(server_name, True)
+
     def interrupt_soon(self) -> None:
         """Ask the CLI to stop the turn in progress (from any task; returns at once)."""
         client = self._client

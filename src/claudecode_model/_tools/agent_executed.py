@@ -43,6 +43,7 @@ from claudecode_model._tools.cli_executed import tool_specs
 from claudecode_model._tools.core import McpResponse, ToolCallHandler, ToolSpec, text_result
 from claudecode_model._tools.execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
 from claudecode_model._tools.parked_calls import CallResults, ParkingLot
+from claudecode_model._tools.result_reader import ResultReader
 
 __all__ = [
     "TOOL_EXECUTIONS",
@@ -69,18 +70,23 @@ def mcp_response(result: CallToolResult) -> McpResponse:
     return cast("McpResponse", {"content": dumped["content"], "isError": bool(result.is_error)})
 
 
-def waiting_tool_specs(tool_defs: Sequence[ToolDefinition], results: CallResults) -> list[ToolSpec]:
+def waiting_tool_specs(
+    tool_defs: Sequence[ToolDefinition], results: CallResults, reader: ResultReader | None = None
+) -> list[ToolSpec]:
     """The agent's tools (function and output tools) as MCP tool specs whose handlers wait for pydantic-ai's results.
 
     Every tool is marked read-only, so that the CLI invokes the handlers of all calls of a reply at once (pydantic-ai
-    itself decides what runs sequentially).
+    itself decides what runs sequentially). Before a handler answers, ``reader`` offers its tools if a result was cut.
     """
 
     def handler(name: str) -> ToolCallHandler:
         async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
             if tool_use_id is None:
                 return text_result(f"Tool {name!r} cannot run: Claude Code sent no tool_use id.", is_error=True)
-            return mcp_response(await results.wait(tool_use_id))
+            response = mcp_response(await results.wait(tool_use_id))
+            if reader is not None:
+                await reader.announce()
+            return response
 
         return handle
 

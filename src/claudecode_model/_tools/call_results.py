@@ -12,7 +12,9 @@ it skipped) or a legacy ``RetryPromptPart``. Each becomes the result of the MCP 
 * text above what Claude Code shows Claude of one tool result is cut, with a marker saying so. The CLI's limit is
   50,000 characters unless the tool's listing raises it (``_meta["anthropic/maxResultSizeChars"]``), as the tool
   servers of this package do, to the most the CLI allows, 500,000 (:data:`RESULT_SIZE_META`); above its limit the
-  CLI would show Claude a 2 KB preview and the path of a file Claude cannot read without the ``Read`` tool.
+  CLI would show Claude a 2 KB preview and the path of a file Claude cannot read without the ``Read`` tool. The
+  marker of a cut result names the call's ``tool_use`` id and the tools that read the rest
+  (:data:`READ_RESULT_TOOL`, :data:`SEARCH_RESULT_TOOL`, served by :mod:`.result_reader`).
 """
 
 from __future__ import annotations
@@ -45,12 +47,16 @@ from pydantic_ai.messages import (
 __all__ = [
     "CLI_INLINE_LIMIT",
     "NOT_ANSWERED_TEXT",
+    "READ_RESULT_TOOL",
+    "RESULT_READER_SERVER",
     "RESULT_SIZE_META",
+    "SEARCH_RESULT_TOOL",
     "TEXT_LIMIT",
     "anthropic_tool_result",
     "cap_text",
     "mcp_result",
     "not_answered_result",
+    "result_text",
     "results_by_call",
 ]
 
@@ -71,16 +77,39 @@ NOT_ANSWERED_TEXT = "The tool call was not executed: the agent did not return a 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
-def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
-    """``text`` unchanged if it fits ``limit`` characters, else its start and a marker, ``limit`` in all."""
+RESULT_READER_SERVER = "claudecode_results"
+"""The MCP server of the tools that read the whole text of a cut tool result (it lists them once there is one)."""
+
+READ_RESULT_TOOL = f"mcp__{RESULT_READER_SERVER}__read_tool_result"
+"""Claude Code's name of the tool that reads a cut result by character offset."""
+
+SEARCH_RESULT_TOOL = f"mcp__{RESULT_READER_SERVER}__search_tool_result"
+"""Claude Code's name of the tool that searches a cut result."""
+
+
+def cap_text(text: str, limit: int = TEXT_LIMIT, *, tool_use_id: str | None = None) -> str:
+    """``text`` unchanged if it fits ``limit`` characters, else its start and a marker, ``limit`` in all.
+
+    With ``tool_use_id`` the marker tells Claude how to read the rest (:data:`READ_RESULT_TOOL` and
+    :data:`SEARCH_RESULT_TOOL` for that call's result).
+    """
     if len(text) <= limit:
         return text
-    marker = (
-        f"\n[tool result cut: showing the first {{shown:,}} of {len(text):,} characters; "
-        f"Claude Code shows at most {CLI_INLINE_LIMIT:,} characters of a tool result]"
-    )
-    shown = max(limit - len(marker.format(shown=limit)), 0)
-    return text[:shown] + marker.format(shown=shown)
+
+    def marker(shown: int) -> str:
+        note = (
+            f"\n[tool result cut: showing the first {shown:,} of {len(text):,} characters; "
+            f"Claude Code shows at most {CLI_INLINE_LIMIT:,} characters of a tool result"
+        )
+        if tool_use_id is not None:
+            note += (
+                f". Read the rest with {READ_RESULT_TOOL}(tool_use_id={tool_use_id!r}, offset={shown}) "
+                f"or search all of it with {SEARCH_RESULT_TOOL}"
+            )
+        return note + "]"
+
+    shown = max(limit - len(marker(limit)), 0)
+    return text[:shown] + marker(shown)
 
 
 def _text(text: str) -> TextContent:
@@ -107,32 +136,38 @@ def _file_block(item: object) -> ContentBlock:
             return _text(str(item))
 
 
-def _capped(blocks: list[ContentBlock], limit: int) -> list[ContentBlock]:
+def _joined_text(blocks: Sequence[ContentBlock]) -> str:
+    return "\n".join(block.text for block in blocks if isinstance(block, TextContent))
+
+
+def _capped(blocks: list[ContentBlock], limit: int, tool_use_id: str | None = None) -> list[ContentBlock]:
     """The blocks with their text cut so that all text together fits ``limit`` characters."""
     total = sum(len(block.text) for block in blocks if isinstance(block, TextContent))
     if total <= limit:
         return blocks
-    joined = "\n".join(block.text for block in blocks if isinstance(block, TextContent))
     others = [block for block in blocks if not isinstance(block, TextContent)]
-    return [_text(cap_text(joined, limit)), *others]
+    return [_text(cap_text(_joined_text(blocks), limit, tool_use_id=tool_use_id)), *others]
 
 
 def mcp_result(part: ModelRequestPart, *, limit: int = TEXT_LIMIT) -> CallToolResult:
     """The MCP result for pydantic-ai's answer ``part`` to one tool call (a ``ToolReturnPart`` or ``RetryPromptPart``).
 
+    A tool return whose text is cut names the tools that read the rest (:func:`result_text` is what they read).
+
     Raises:
         TypeError: ``part`` answers no tool call.
     """
     if isinstance(part, ToolReturnPart):
-        return _return_result(part, limit)
+        return CallToolResult(
+            content=_capped(_return_blocks(part), limit, part.tool_call_id), is_error=part.outcome in ERROR_OUTCOMES
+        )
     if isinstance(part, RetryPromptPart) and part.tool_name is not None:
         text = part.model_response()
         return CallToolResult(content=[_text(cap_text(text, limit))], is_error=True)
     raise TypeError(f"{type(part).__name__} is not the answer to a tool call")
 
 
-def _return_result(part: ToolReturnPart[Any], limit: int) -> CallToolResult:
-    is_error = part.outcome in ERROR_OUTCOMES
+def _return_blocks(part: ToolReturnPart[Any]) -> list[ContentBlock]:
     blocks: list[ContentBlock] = []
     for item in part.content_items(mode="str", wrap_if_error=False):
         if isinstance(item, str):
@@ -142,7 +177,14 @@ def _return_result(part: ToolReturnPart[Any], limit: int) -> CallToolResult:
             blocks.append(_file_block(item))
     if not blocks:
         blocks.append(_text(""))
-    return CallToolResult(content=_capped(blocks, limit), is_error=is_error)
+    return blocks
+
+
+def result_text(part: ToolReturnPart[Any]) -> str:
+    """All the text of a tool return as Claude Code gets it (its text blocks joined): what :func:`mcp_result` cuts."""
+    if isinstance(part.content, str):
+        return part.content
+    return _joined_text(_return_blocks(part))
 
 
 def not_answered_result(tool_name: str | None = None) -> CallToolResult:

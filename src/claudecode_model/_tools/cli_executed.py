@@ -33,6 +33,7 @@ from claudecode_model._tools.core import (
     text_result,
 )
 from claudecode_model._tools.parked_calls import CallResults
+from claudecode_model._tools.result_reader import ResultReader
 
 if TYPE_CHECKING:
     from pydantic_ai.tool_manager import ToolManager
@@ -81,6 +82,8 @@ class RunToolRouter:
     """Results of the calls pydantic-ai runs itself (agent-run execution): the waiting handlers read them here."""
     builtin_gate: BuiltinGate | None = None
     """The session's decisions on built-in calls (approvals, the policy); ``None`` if the session has none."""
+    reader: ResultReader = field(default_factory=ResultReader)
+    """The whole text of the session's cut tool results, and the tools that read them."""
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context
@@ -151,8 +154,8 @@ class RunToolRouter:
         if isinstance(result, ToolDenied):
             return text_result(result.message, is_error=True)
         if isinstance(result, ToolReturn):
-            return format_result(result.return_value)
-        return format_result(result)
+            return await self.reader.fit(format_result(result.return_value, limit=None), tool_use_id)
+        return await self.reader.fit(format_result(result, limit=None), tool_use_id)
 
     def _count_failure(self, manager: ToolManager[Any], name: str) -> UnexpectedModelBehavior | None:
         """Count a failed attempt; the error pydantic-ai raises once the tool's retry budget is spent."""

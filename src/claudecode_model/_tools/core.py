@@ -236,20 +236,22 @@ def _is_mcp_shaped(value: object) -> TypeGuard[dict[str, Any]]:
     )
 
 
-def format_result(value: object) -> McpResponse:
-    """Turn a tool's return value into a :data:`McpResponse` (the rules are in the module documentation)."""
+def format_result(value: object, *, limit: int | None = TEXT_LIMIT) -> McpResponse:
+    """Turn a tool's return value into a :data:`McpResponse` (the rules are in the module documentation); text above
+    ``limit`` characters is cut with a marker (``None``: never cut)."""
     if _is_mcp_shaped(value):
         texts = [str(item["text"]) for item in value["content"]]
         is_error = bool(value.get("isError", False) or value.get("is_error", False))
-        if sum(len(text) for text in texts) > TEXT_LIMIT:
-            return text_result(cap_text("\n".join(texts)), is_error=is_error)
+        if limit is not None and sum(len(text) for text in texts) > limit:
+            return text_result(cap_text("\n".join(texts), limit), is_error=is_error)
         items: list[McpContent] = [{"type": "text", "text": text} for text in texts]
         return {"content": items, "isError": is_error}
     part = ToolReturnPart(tool_name="", content=value)
     if part.files:
         kinds = ", ".join(sorted({type(file).__name__ for file in part.files}))
         raise ValueError(f"The tool returned files ({kinds}); tools served over MCP here can only return text.")
-    return text_result(cap_text(part.model_response_str()))
+    text = part.model_response_str()
+    return text_result(text if limit is None else cap_text(text, limit))
 
 
 def sdk_result(response: McpResponse) -> dict[str, Any]:

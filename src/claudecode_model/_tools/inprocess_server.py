@@ -14,7 +14,7 @@ transports answer alike. The SDK serves the ``McpSdkServerConfig`` this returns 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from claude_agent_sdk import McpSdkServerConfig
@@ -61,8 +61,13 @@ def _content_block(item: Mapping[str, Any]) -> ContentBlock:
 _CONTENT_BLOCK: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
 
 
-def build_inprocess_server(name: str, tools: Sequence[ToolSpec], *, version: str = "1.0.0") -> McpSdkServerConfig:
+def build_inprocess_server(
+    name: str, tools: Sequence[ToolSpec], *, version: str = "1.0.0", listed: Callable[[], bool] | None = None
+) -> McpSdkServerConfig:
     """Build an in-process MCP server config (``type="sdk"``) serving ``tools`` with mcp's low-level Server.
+
+    ``listed``, when given, is asked each time the CLI lists the tools: ``False`` lists none (and calls fail as
+    calls of unknown tools), so that a server can be connected before its tools are offered.
 
     Raises:
         ToolValidationError: an empty server or tool name, or two tools with the same name.
@@ -83,10 +88,10 @@ def build_inprocess_server(name: str, tools: Sequence[ToolSpec], *, version: str
     )
 
     async def on_list_tools(ctx: object, params: PaginatedRequestParams | None) -> ListToolsResult:
-        return listing
+        return listing if listed is None or listed() else ListToolsResult(tools=[])
 
     async def on_call_tool(ctx: object, params: CallToolRequestParams) -> CallToolResult:
-        spec = specs.get(params.name)
+        spec = specs.get(params.name) if listed is None or listed() else None
         if spec is None:
             unknown = f"Unknown tool {params.name!r}. Available tools: {', '.join(specs) or 'none'}."
             return _result(text_result(unknown, is_error=True))

@@ -19,6 +19,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model._tools.agent_executed import ToolExecution, waiting_tool_specs
 from claudecode_model._tools.builtin_approvals import is_approval_tool
+from claudecode_model._tools.call_results import RESULT_READER_SERVER
 from claudecode_model._tools.cli_executed import (
     AGENT_TOOLS_SERVER,
     OUTPUT_TOOLS_SERVER,
@@ -45,7 +46,15 @@ if TYPE_CHECKING:
     from claudecode_model._tools.conversion import ToolSource
     from claudecode_model._tools.core import PydanticAITool
 
-__all__ = ["ToolNames", "ToolServerPlan", "ToolSetup", "plan_tool_servers", "serve_tool_servers", "tool_names"]
+__all__ = [
+    "ToolNames",
+    "ToolServerPlan",
+    "ToolSetup",
+    "plan_tool_servers",
+    "reads_cut_results",
+    "serve_tool_servers",
+    "tool_names",
+]
 
 
 @dataclass
@@ -165,10 +174,17 @@ def plan_tool_servers(
     return servers
 
 
+def reads_cut_results(servers: Sequence[ToolServerPlan]) -> bool:
+    """Whether the request's session serves the tools that read a cut result (:data:`RESULT_READER_SERVER`): it does
+    whenever it serves the agent's own tools (registered toolsets cut their results without them)."""
+    return any(server.registered is None for server in servers)
+
+
 def tool_names(servers: Sequence[ToolServerPlan]) -> ToolNames:
     """The CLI's names for the servers and tools of a request."""
+    served = [server.name for server in servers] + ([RESULT_READER_SERVER] if reads_cut_results(servers) else [])
     return ToolNames(
-        servers=tuple(name for server in servers for name in allowed_tool_names(server.name)),
+        servers=tuple(name for server in served for name in allowed_tool_names(server)),
         prefixes=tuple(mcp_tool_name("", server.name) for server in servers),
         output_tools=frozenset(
             mcp_tool_name(tool.name, server.name) for server in servers for tool in server.output_defs
@@ -199,7 +215,7 @@ async def serve_tool_servers(
 
 async def _serve(setup: ToolSetup, server: ToolServerPlan, router: RunToolRouter) -> ServedTools:
     if server.agent_runs_tools:
-        specs = waiting_tool_specs(server.function_defs + server.output_defs, router.results)
+        specs = waiting_tool_specs(server.function_defs + server.output_defs, router.results, router.reader)
         return await serve_tools(server.name, specs, server.transport)
     if server.registered is None:
         specs = agent_tool_specs(server.function_defs, router) + output_tool_specs(server.output_defs, router)

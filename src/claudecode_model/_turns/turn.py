@@ -88,6 +88,7 @@ from claudecode_model._stream.telemetry import SESSION_SOURCE_KEY, SessionSource
 from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
 from claudecode_model._tools.agent_executed import PendingCalls, deliver_answers, pending_calls, resume_plan
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate, approval_tool_names
+from claudecode_model._tools.call_results import RESULT_READER_SERVER
 from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._tools.execution import checked_tool_execution
 from claudecode_model._tools.native import plan_native_tools
@@ -96,6 +97,7 @@ from claudecode_model._tools.request import (
     ToolServerPlan,
     ToolSetup,
     plan_tool_servers,
+    reads_cut_results,
     serve_tool_servers,
     tool_names,
 )
@@ -240,6 +242,9 @@ async def start_turn(
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
+    # The history's results that Claude Code gets cut can be read in full in this session too (resumed, forked).
+    await router.reader.keep_history(messages)
+    await router.reader.announce()
     gate = router.builtin_gate
     translator = TurnTranslator(
         new_parts_manager(params),
@@ -542,6 +547,7 @@ async def spawn_session(
             mcp_servers={
                 **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
+                **({RESULT_READER_SERVER: router.reader.server()} if reads_cut_results(request.servers) else {}),
             },
             env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
             hooks=hooks,
@@ -560,7 +566,8 @@ async def spawn_session(
         remove_temp()
         raise
     session.stderr = stderr
-    session.on_closed.extend((release, on_closed, remove_prompt_file, remove_temp))
+    router.reader.relist = session.relist_tools
+    session.on_closed.extend((release, on_closed, remove_prompt_file, remove_temp, router.reader.clear))
     await session.start(warm_up=warm_up)
     return session
 

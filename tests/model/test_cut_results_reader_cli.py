@@ -1,0 +1,199 @@
+"""A tool result longer than Claude Code shows is cut, and Claude reads the rest without anyone opting in: the marker
+names the call's ``tool_use`` id and the tools of the library's ``claudecode_results`` server, which the CLI offers
+from the next API request of the same turn on (and never before a result is cut).
+
+End to end through the real Claude Code CLI, both tool transports and both execution modes, asserting on what the
+offline backend received.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from claudecode_model import ClaudeCodeModel
+from claudecode_model._tools.call_results import READ_RESULT_TOOL, SEARCH_RESULT_TOOL, TEXT_LIMIT
+from claudecode_model._tools.core import run_tool_call
+from claudecode_model._tools.result_reader import ResultReader
+from claudecode_model.testing import OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+DUMP = "mcp__pydantic_tools__dump"
+TAIL = 1_000
+
+
+def output_of(size: int) -> str:
+    """``size`` characters of numbered lines (so that every span says where it comes from)."""
+    lines = "".join(f"line {i:07d} of the output\n" for i in range(size // 27 + 1))
+    return lines[:size]
+
+
+def last_result_text(messages: list[ModelMessage]) -> str:
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    [part] = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    return str(part.content)
+
+
+def reads_the_tail(size: int):
+    """A brain: call ``dump``; on the cut result, read its last characters with the tool the marker names; then
+    answer with what it read."""
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        results = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+        if not results:
+            return ModelResponse(parts=[ToolCallPart(DUMP, {})])
+        text = last_result_text(messages)
+        if len(results) == 1:
+            match = re.search(r"read_tool_result\(tool_use_id='([^']+)', offset=(\d+)\)", text)
+            assert match is not None, text[-600:]
+            args = {"tool_use_id": match.group(1), "offset": size - TAIL, "length": TAIL}
+            return ModelResponse(parts=[ToolCallPart(READ_RESULT_TOOL, args)])
+        return ModelResponse(parts=[TextPart(f"read {len(text)} characters")])
+
+    return brain
+
+
+def config_of(backend: OfflineBackend) -> str:
+    path = Path(backend.cli_env()["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+    return path.read_text() if path.exists() else ""
+
+
+@pytest.mark.parametrize("execution", ["agent", "cli"])
+@pytest.mark.parametrize("transport", ["sdk", "stdio"])
+async def test_claude_reads_the_tail_of_a_3_mb_result_with_the_tool_its_marker_names(
+    claude_backend: OfflineBackend, transport: str, execution: str, monkeypatch: pytest.MonkeyPatch
+):
+    readers: list[ResultReader] = []
+    original_init = ResultReader.__init__
+
+    def recording_init(self: ResultReader) -> None:
+        original_init(self)
+        readers.append(self)
+
+    monkeypatch.setattr(ResultReader, "__init__", recording_init)
+    size = 3_000_000
+    output = output_of(size)
+    claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
+    model = ClaudeCodeModel(
+        env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport, tool_execution=execution
+    )
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def dump() -> str:
+        return output
+
+    try:
+        result = await agent.run("dump it")
+    finally:
+        await model.aclose()
+
+    first, after_cut, after_read = claude_backend.requests
+    # Before a result is cut Claude is offered exactly the agent's tools.
+    assert first.tool_names == [DUMP]
+    assert sorted(after_cut.tool_names) == sorted([DUMP, READ_RESULT_TOOL, SEARCH_RESULT_TOOL])
+    [(dump_id, cut, _)] = after_cut.tool_results()
+    assert len(cut) <= TEXT_LIMIT
+    assert output.startswith(cut[: cut.index("\n[tool result cut")])
+    assert f"tool_use_id={dump_id!r}" in cut
+    # The reader's answer holds the tail of the result, exactly.
+    read = after_read.tool_results()[-1]
+    assert not read.is_error
+    assert read.text.startswith(output[-TAIL:])
+    assert f"characters {size - TAIL:,} to {size:,} of {size:,}; the end of the result" in read.text
+    assert result.output == f"read {len(read.text)} characters"
+    # The agent's history keeps the result whole (agent-run execution: the run's own tool return).
+    if execution == "agent":
+        [returned] = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+        assert returned.content == output
+    # Nothing is left: the texts are dropped with the session, and the server is not left disabled in the config.
+    assert readers
+    assert all(not reader.kept for reader in readers)
+    assert "claudecode_results" not in config_of(claude_backend)
+
+
+async def test_search_finds_text_past_the_cut_and_reports_its_offset(claude_backend: OfflineBackend):
+    size = 1_000_000
+    output = output_of(size)
+    needle = "line 0030000 of the output"
+    offset = output.index(needle)
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(DUMP, {})])
+        text = last_result_text(messages)
+        if "[tool result cut" in text:
+            tool_use_id = re.search(r"tool_use_id='([^']+)'", text)
+            assert tool_use_id is not None
+            args = {"tool_use_id": tool_use_id.group(1), "pattern": needle, "context": 10}
+            return ModelResponse(parts=[ToolCallPart(SEARCH_RESULT_TOOL, args)])
+        return ModelResponse(parts=[TextPart("found")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def dump() -> str:
+        return output
+
+    try:
+        await agent.run("dump it")
+    finally:
+        await model.aclose()
+
+    found = claude_backend.requests[-1].tool_results()[-1]
+    assert offset > TEXT_LIMIT
+    assert (
+        found.text == f"[match at offset {offset}; text from offset {offset - 10}]\n{output[offset - 10 : offset + 36]}"
+    )
+
+
+@pytest.mark.parametrize("execution", ["agent", "cli"])
+async def test_results_claude_code_shows_whole_leave_the_tool_list_alone(
+    claude_backend: OfflineBackend, execution: str
+):
+    calls = iter([ToolCallPart(DUMP, {}), ToolCallPart(DUMP, {})])
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        call = next(calls, None)
+        return ModelResponse(parts=[call if call is not None else TextPart("done")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_execution=execution)
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def dump() -> str:
+        return output_of(TEXT_LIMIT)
+
+    try:
+        await agent.run("dump it")
+    finally:
+        await model.aclose()
+
+    assert [request.tool_names for request in claude_backend.requests] == [[DUMP]] * 3
+    assert all("[tool result cut" not in r.text for request in claude_backend.requests for r in request.tool_results())
+    assert "claudecode_results" not in config_of(claude_backend)
+
+
+async def test_reading_a_tool_result_needs_the_id_of_a_cut_one() -> None:
+    """An unknown id is an error naming the ids that can be read (checked here without a CLI)."""
+    reader = ResultReader()
+    reader.server()
+    await reader.keep("toolu_a", "x" * (TEXT_LIMIT + 1))
+    read = next(tool for tool in reader.tools() if tool.name == "read_tool_result")
+
+    answer = await run_tool_call(read, {"tool_use_id": "toolu_b"}, None)
+
+    assert answer["isError"]
+    assert answer["content"][0]["text"].startswith("No cut tool result has tool_use_id 'toolu_b'")
+    assert "cut results: toolu_a" in answer["content"][0]["text"]
+    assert reader.kept == {"toolu_a"}
