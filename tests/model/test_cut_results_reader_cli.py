@@ -197,3 +197,45 @@ async def test_reading_a_tool_result_needs_the_id_of_a_cut_one() -> None:
     assert answer["content"][0]["text"].startswith("No cut tool result has tool_use_id 'toolu_b'")
     assert "cut results: toolu_a" in answer["content"][0]["text"]
     assert reader.kept == {"toolu_a"}
+
+
+async def test_a_conversation_continued_on_another_model_instance_still_reads_the_cut_result(
+    claude_backend: OfflineBackend,
+):
+    size = 3_000_000
+    output = output_of(size)
+    claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
+    first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    agent = Agent(first_model)
+
+    @agent.tool_plain
+    def dump() -> str:
+        return output
+
+    try:
+        first = await agent.run("dump it")
+    finally:
+        await first_model.aclose()
+    [dump_id] = [p.tool_call_id for m in first.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+
+    def reads_the_middle(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if isinstance(messages[-1], ModelRequest) and any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            return ModelResponse(parts=[TextPart("read it again")])
+        args = {"tool_use_id": dump_id, "offset": 2_000_000, "length": 500}
+        return ModelResponse(parts=[ToolCallPart(READ_RESULT_TOOL, args)])
+
+    claude_backend.reset()
+    claude_backend.set_brain(FunctionModel(reads_the_middle))
+    second_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    try:
+        second = await agent.run("read the middle", message_history=first.all_messages(), model=second_model)
+    finally:
+        await second_model.aclose()
+
+    assert second.output == "read it again"
+    asked, answered = claude_backend.requests
+    assert READ_RESULT_TOOL in asked.tool_names
+    read = answered.tool_results()[-1]
+    assert read.tool_use_id != dump_id
+    assert not read.is_error
+    assert read.text.startswith(output[2_000_000:2_000_500])
