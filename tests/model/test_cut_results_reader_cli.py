@@ -8,6 +8,7 @@ offline backend received.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._tools.call_results import READ_RESULT_TOOL, SEARCH_RESULT_TOOL, TEXT_LIMIT
+from claudecode_model._history.cut_results import READ_RESULT_TOOL, SEARCH_RESULT_TOOL, TEXT_LIMIT
 from claudecode_model._tools.core import run_tool_call
 from claudecode_model._tools.result_reader import ResultReader
 from claudecode_model.testing import OfflineBackend
@@ -199,9 +200,12 @@ async def test_reading_a_tool_result_needs_the_id_of_a_cut_one() -> None:
     assert reader.kept == {"toolu_a"}
 
 
+@pytest.mark.parametrize("path", ["resumed", "replayed"])
 async def test_a_conversation_continued_on_another_model_instance_still_reads_the_cut_result(
-    claude_backend: OfflineBackend,
+    claude_backend: OfflineBackend, path: str, tmp_path: Path
 ):
+    """Resumed from the CLI's transcript, or replayed from the history (another config dir: no transcript to
+    resume), Claude sees the result cut as before, not whole (which made the CLI compact the conversation away)."""
     size = 3_000_000
     output = output_of(size)
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
@@ -226,14 +230,21 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
 
     claude_backend.reset()
     claude_backend.set_brain(FunctionModel(reads_the_middle))
-    second_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    env = claude_backend.cli_env(tmp_path / "config" if path == "replayed" else None)
+    second_model = ClaudeCodeModel(env=env, spare_sessions=0)
     try:
         second = await agent.run("read the middle", message_history=first.all_messages(), model=second_model)
     finally:
         await second_model.aclose()
 
     assert second.output == "read it again"
+    details = second.all_messages()[-1].provider_details or {}
+    assert details["session_source"] in ({"replay"} if path == "replayed" else {"resume", "fork"})
     asked, answered = claude_backend.requests
+    [(_, cut, _), *_] = asked.tool_results()
+    assert len(cut) <= TEXT_LIMIT
+    assert f"read_tool_result(tool_use_id={dump_id!r}" in cut
+    assert "continued from a previous conversation" not in json.dumps(asked.raw)
     assert READ_RESULT_TOOL in asked.tool_names
     read = answered.tool_results()[-1]
     assert read.tool_use_id != dump_id

@@ -23,6 +23,7 @@ from pydantic_ai.messages import (
     VideoUrl,
 )
 
+from claudecode_model._history.cut_results import cap_text
 from claudecode_model.exceptions import MessageConversionError, UnsupportedContentError
 
 __all__ = ["ContentBlock", "request_blocks", "user_content_blocks"]
@@ -55,11 +56,13 @@ def request_blocks(
             case ToolReturnPart() if part.tool_call_id in answered_calls:
                 blocks.append({"type": "text", "text": _answered_call_text(part)})
             case ToolReturnPart():
+                # Cut as in a live turn: Claude sees the same conversation whichever way it reaches the CLI (a
+                # result longer than the CLI shows would make it compact the conversation away).
                 blocks.append(
                     {
                         "type": "tool_result",
                         "tool_use_id": part.tool_call_id,
-                        "content": part.model_response_str(),
+                        "content": cap_text(part.model_response_str(), tool_use_id=part.tool_call_id),
                         "is_error": part.outcome in ("failed", "denied", "retried"),
                     }
                 )
@@ -79,7 +82,7 @@ def _answered_call_text(part: ToolReturnPart) -> str:
             f"Your call to {part.tool_name} was not accepted: {part.model_response_str(wrap_if_error=False)}\n"
             f"Fix the errors and call {part.tool_name} again."
         )
-    return f"{part.tool_name}: {part.model_response_str()}"
+    return f"{part.tool_name}: {cap_text(part.model_response_str(), tool_use_id=part.tool_call_id)}"
 
 
 def user_content_blocks(content: str | Sequence[UserContent]) -> list[ContentBlock]:

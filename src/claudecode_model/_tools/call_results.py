@@ -14,7 +14,7 @@ it skipped) or a legacy ``RetryPromptPart``. Each becomes the result of the MCP 
   servers of this package do, to the most the CLI allows, 500,000 (:data:`RESULT_SIZE_META`); above its limit the
   CLI would show Claude a 2 KB preview and the path of a file Claude cannot read without the ``Read`` tool. The
   marker of a cut result names the call's ``tool_use`` id and the tools that read the rest
-  (:data:`READ_RESULT_TOOL`, :data:`SEARCH_RESULT_TOOL`, served by :mod:`.result_reader`).
+  (:mod:`claudecode_model._history.cut_results`, served by :mod:`.result_reader`).
 """
 
 from __future__ import annotations
@@ -44,16 +44,12 @@ from pydantic_ai.messages import (
     VideoUrl,
 )
 
+from claudecode_model._history.cut_results import CLI_INLINE_LIMIT, TEXT_LIMIT, cap_text
+
 __all__ = [
-    "CLI_INLINE_LIMIT",
     "NOT_ANSWERED_TEXT",
-    "READ_RESULT_TOOL",
-    "RESULT_READER_SERVER",
     "RESULT_SIZE_META",
-    "SEARCH_RESULT_TOOL",
-    "TEXT_LIMIT",
     "anthropic_tool_result",
-    "cap_text",
     "mcp_result",
     "not_answered_result",
     "result_text",
@@ -62,54 +58,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CLI_INLINE_LIMIT = 500_000
-"""Claude Code shows Claude a tool result inline up to this many characters of text (the most a tool's listing can
-ask for: the CLI's default is 50,000); a longer one is saved to a file."""
-
 RESULT_SIZE_META = {"anthropic/maxResultSizeChars": CLI_INLINE_LIMIT}
 """The ``_meta`` of a tool's listing that has Claude Code show its results inline up to :data:`CLI_INLINE_LIMIT`."""
-
-TEXT_LIMIT = 495_000
-"""The text of one tool result is cut to this many characters (marker included), safely below the inline limit."""
 
 NOT_ANSWERED_TEXT = "The tool call was not executed: the agent did not return a result for it."
 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-
-
-RESULT_READER_SERVER = "claudecode_results"
-"""The MCP server of the tools that read the whole text of a cut tool result (it lists them once there is one)."""
-
-READ_RESULT_TOOL = f"mcp__{RESULT_READER_SERVER}__read_tool_result"
-"""Claude Code's name of the tool that reads a cut result by character offset."""
-
-SEARCH_RESULT_TOOL = f"mcp__{RESULT_READER_SERVER}__search_tool_result"
-"""Claude Code's name of the tool that searches a cut result."""
-
-
-def cap_text(text: str, limit: int = TEXT_LIMIT, *, tool_use_id: str | None = None) -> str:
-    """``text`` unchanged if it fits ``limit`` characters, else its start and a marker, ``limit`` in all.
-
-    With ``tool_use_id`` the marker tells Claude how to read the rest (:data:`READ_RESULT_TOOL` and
-    :data:`SEARCH_RESULT_TOOL` for that call's result).
-    """
-    if len(text) <= limit:
-        return text
-
-    def marker(shown: int) -> str:
-        note = (
-            f"\n[tool result cut: showing the first {shown:,} of {len(text):,} characters; "
-            f"Claude Code shows at most {CLI_INLINE_LIMIT:,} characters of a tool result"
-        )
-        if tool_use_id is not None:
-            note += (
-                f". Read the rest with {READ_RESULT_TOOL}(tool_use_id={tool_use_id!r}, offset={shown}) "
-                f"or search all of it with {SEARCH_RESULT_TOOL}"
-            )
-        return note + "]"
-
-    shown = max(limit - len(marker(limit)), 0)
-    return text[:shown] + marker(shown)
 
 
 def _text(text: str) -> TextContent:

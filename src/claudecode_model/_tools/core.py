@@ -10,7 +10,7 @@ call is run, on both transports (the in-process server and the IPC session): a h
 Results follow what pydantic-ai sends any other model: a ``str`` unchanged, ``None`` as ``""``, anything else
 as compact JSON in insertion order; a value that is already MCP-shaped (text blocks only) is passed through;
 files cannot be sent this way and raise ``ValueError``. Text longer than Claude Code shows of one result is cut with
-a marker (:func:`~claudecode_model._tools.call_results.cap_text`).
+a marker (:func:`~claudecode_model._history.cut_results.cap_text`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import jsonschema
 import pydantic
 from pydantic_ai.messages import ToolReturnPart
 
-from claudecode_model._tools.call_results import TEXT_LIMIT, cap_text
+from claudecode_model._history.cut_results import TEXT_LIMIT, cap_text
 from claudecode_model.exceptions import MissingDepsError, ToolValidationError
 from claudecode_model.ipc._constants import TOOL_USE_ID_META_KEY
 from claudecode_model.ipc._types import ToolResult, ToolResultContent, ToolResultImage, ToolResultResource

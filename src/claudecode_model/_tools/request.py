@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
+from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._tools.agent_executed import ToolExecution, waiting_tool_specs
 from claudecode_model._tools.builtin_approvals import is_approval_tool
-from claudecode_model._tools.call_results import RESULT_READER_SERVER
 from claudecode_model._tools.cli_executed import (
     AGENT_TOOLS_SERVER,
     OUTPUT_TOOLS_SERVER,

@@ -1,9 +1,9 @@
 """Reading a tool result Claude Code could not show whole: the text kept per session, and two tools offered on demand.
 
 Claude Code shows Claude at most 500,000 characters of one tool result, so a longer one is cut (its start and a
-marker naming the call's ``tool_use`` id, :func:`~claudecode_model._tools.call_results.cap_text`). The whole text stays
+marker naming the call's ``tool_use`` id, :func:`~claudecode_model._history.cut_results.cap_text`). The whole text stays
 in pydantic-ai's history, and a CLI session that serves the agent's tools also serves the MCP server
-:data:`~claudecode_model._tools.call_results.RESULT_READER_SERVER`, in process, whose two tools read it:
+:data:`~claudecode_model._history.cut_results.RESULT_READER_SERVER`, in process, whose two tools read it:
 ``read_tool_result`` (a span by character offset, so that a one-line JSON result reads as well as a log) and
 ``search_tool_result`` (matches with their offsets and the text around them).
 
@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
-from claudecode_model._tools.call_results import (
+from claudecode_model._history.cut_results import (
     READ_RESULT_TOOL,
     RESULT_READER_SERVER,
     SEARCH_RESULT_TOOL,
     TEXT_LIMIT,
     cap_text,
-    result_text,
 )
+from claudecode_model._tools.call_results import result_text
 from claudecode_model._tools.core import McpResponse, ToolSpec, text_result
 
 if TYPE_CHECKING:

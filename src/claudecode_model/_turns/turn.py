@@ -40,6 +40,7 @@ from claudecode_model._compat import (
     new_parts_manager,
     request_instructions,
 )
+from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._history.details import (
     ABORTED_ATTEMPTS_KEY,
     FIRST_TOKEN_KEY,
@@ -88,7 +89,6 @@ from claudecode_model._stream.telemetry import SESSION_SOURCE_KEY, SessionSource
 from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
 from claudecode_model._tools.agent_executed import PendingCalls, deliver_answers, pending_calls, resume_plan
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate, approval_tool_names
-from claudecode_model._tools.call_results import RESULT_READER_SERVER
 from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._tools.execution import checked_tool_execution
 from claudecode_model._tools.native import plan_native_tools
