@@ -250,3 +250,72 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
     assert read.tool_use_id != dump_id
     assert not read.is_error
     assert read.text.startswith(output[2_000_000:2_000_500])
+
+
+@pytest.mark.parametrize("execution", ["agent", "cli"])
+async def test_two_results_cut_in_one_reply_are_both_read(claude_backend: OfflineBackend, execution: str):
+    outputs = {"a": output_of(700_000), "b": output_of(900_000).upper()}
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart(DUMP, {"which": "a"}), ToolCallPart(DUMP, {"which": "b"})])
+        ids = [match for p in returns for match in re.findall(r"tool_use_id='([^']+)'", str(p.content))]
+        if len(ids) == 2:
+            return ModelResponse(
+                parts=[ToolCallPart(READ_RESULT_TOOL, {"tool_use_id": i, "offset": 600_000, "length": 50}) for i in ids]
+            )
+        return ModelResponse(parts=[TextPart("both read")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_execution=execution)
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def dump(which: str) -> str:
+        return outputs[which]
+
+    try:
+        result = await agent.run("dump both")
+    finally:
+        await model.aclose()
+
+    assert result.output == "both read"
+    reads = [r.text for r in claude_backend.requests[-1].tool_results()[-2:]]
+    assert sorted(text[:50] for text in reads) == sorted(text[600_000:600_050] for text in outputs.values())
+    assert "claudecode_results" not in config_of(claude_backend)
+
+
+async def test_a_reader_left_off_in_the_config_by_a_killed_cli_is_turned_on_again(claude_backend: OfflineBackend):
+    """A CLI killed between turning the server off and on leaves it listed as disabled in Claude Code's config."""
+    size = 600_000
+    output = output_of(size)
+    claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
+
+    async def run_once() -> str:
+        model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+        agent = Agent(model)
+
+        @agent.tool_plain
+        def dump() -> str:
+            return output
+
+        try:
+            return (await agent.run("dump it")).output
+        finally:
+            await model.aclose()
+
+    await run_once()  # creates the project's entry in the config
+    path = Path(claude_backend.cli_env()["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+    config = json.loads(path.read_text())
+    for project in config["projects"].values():
+        project["disabledMcpServers"] = ["claudecode_results"]
+    path.write_text(json.dumps(config))
+    claude_backend.reset()
+
+    assert (await run_once()).startswith("read ")
+    *_, read = claude_backend.requests
+    assert read.tool_results()[-1].text.startswith(output[-TAIL:])
+    assert "claudecode_results" not in config_of(claude_backend)
