@@ -8,6 +8,7 @@ offline backend received.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -17,8 +18,9 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, CLITimeoutError
 from claudecode_model._history.cut_results import READ_RESULT_TOOL, SEARCH_RESULT_TOOL, TEXT_LIMIT
+from claudecode_model._sessions.session import CLISession
 from claudecode_model._tools.core import run_tool_call
 from claudecode_model._tools.result_reader import ResultReader
 from claudecode_model.testing import OfflineBackend
@@ -319,3 +321,37 @@ async def test_a_reader_left_off_in_the_config_by_a_killed_cli_is_turned_on_agai
     *_, read = claude_backend.requests
     assert read.tool_results()[-1].text.startswith(output[-TAIL:])
     assert "claudecode_results" not in config_of(claude_backend)
+
+
+async def test_the_timeout_covers_offering_the_reader_at_the_start_of_a_turn(
+    claude_backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
+):
+    """A CLI that never answers the request to offer the reading tools (for a history holding a cut result) is
+    stopped when the request's timeout runs out; no process is left (the project's leak guard checks)."""
+    size = 600_000
+    output = output_of(size)
+    claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
+    first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    agent = Agent(first_model)
+
+    @agent.tool_plain
+    def dump() -> str:
+        return output
+
+    try:
+        first = await agent.run("dump it")
+    finally:
+        await first_model.aclose()
+
+    async def never_answers(self: CLISession, server_name: str) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(CLISession, "relist_tools", never_answers)
+    second_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    try:
+        with pytest.raises(CLITimeoutError):
+            await agent.run(
+                "again", message_history=first.all_messages(), model=second_model, model_settings={"timeout": 5}
+            )
+    finally:
+        await second_model.aclose()

@@ -242,9 +242,17 @@ async def start_turn(
     router = session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
     router.bind(run_context if runs_agent_tools else None)
-    # The history's results that Claude Code gets cut can be read in full in this session too (resumed, forked).
-    await router.reader.keep_history(messages)
-    await router.reader.announce()
+    try:
+        # The history's results that Claude Code gets cut can be read whole in this session too (resumed, forked).
+        async with asyncio.timeout_at(deadline):
+            await router.reader.keep_history(messages)
+            await router.reader.announce()
+    except BaseException as error:  # nothing owns the session yet: stop it
+        acquired.release_source()
+        await session.abort()
+        if isinstance(error, TimeoutError):
+            raise timeout_error(timeout or 0) from error
+        raise
     gate = router.builtin_gate
     translator = TurnTranslator(
         new_parts_manager(params),
