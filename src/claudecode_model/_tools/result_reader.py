@@ -28,7 +28,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ToolReturnPart
 
 from claudecode_model._history.cut_results import (
     READ_RESULT_TOOL,
@@ -92,17 +92,20 @@ class ResultReader:
     async def keep_history(self, messages: Sequence[ModelMessage]) -> None:
         """Keep the text of every tool return of ``messages`` that Claude Code gets cut (pydantic-ai's history holds
         each whole), so that the markers in any transcript of this conversation can be followed."""
+        for message in messages:
+            if isinstance(message, ModelRequest):
+                await self.keep_parts(message.parts)
+
+    async def keep_parts(self, parts: Sequence[ModelRequestPart]) -> None:
+        """Keep the text of every tool return of ``parts`` that Claude Code gets cut."""
         if not self.served:
             return
-        for message in messages:
-            if not isinstance(message, ModelRequest):
+        for part in parts:
+            if not isinstance(part, ToolReturnPart):
                 continue
-            for part in message.parts:
-                if not isinstance(part, ToolReturnPart):
-                    continue
-                text = result_text(part)  # a string content is the text itself: no copy
-                if len(text) > TEXT_LIMIT:
-                    await self.keep(part.tool_call_id, text)
+            text = result_text(part)  # a string content is the text itself: no copy
+            if len(text) > TEXT_LIMIT:
+                await self.keep(part.tool_call_id, text)
 
     async def fit(self, response: McpResponse, tool_use_id: str | None) -> McpResponse:
         """A tool's response as Claude Code can show it: text above the limit cut, with the whole kept and the reading

@@ -77,7 +77,8 @@ async def continue_parked(
         raise
     turn.session.waiting_for_tools = False
     turn.session.on_failure = None
-    await turn.router.reader.keep_history(messages)  # the answers Claude Code gets cut: their handlers offer the reader
+    # The answers Claude Code gets cut (earlier ones were kept as they were delivered): their handlers offer the reader.
+    await turn.router.reader.keep_parts(pending.new_parts)
     deliver_answers(turn.router.results, pending)
     turn.continue_with(messages, new_parts_manager(params))
     return turn
