@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +68,7 @@ class RunToolRouter:
     output_call: ToolCallPart | None = None
     """The output tool call Claude made in this turn: it ends the turn and goes to pydantic-ai to validate."""
     stop_turn: Callable[[], None] | None = None
-    """Stops the CLI turn early (the session sets it): after a fatal error or an output tool call."""
+    """Stops the CLI turn early (see :meth:`attach`): after a fatal error or an output tool call."""
     failures: dict[str, int] = field(default_factory=dict)
     """Failed attempts per tool in this turn, since its last success.
 
@@ -84,6 +84,19 @@ class RunToolRouter:
     """The session's decisions on built-in calls (approvals, the policy); ``None`` if the session has none."""
     reader: ResultReader = field(default_factory=ResultReader)
     """The whole text of the session's cut tool results, and the tools that read them."""
+
+    def attach(
+        self,
+        *,
+        stop_turn: Callable[[], None],
+        on_wait: Callable[[frozenset[str]], None],
+        relist: Callable[[str], Awaitable[None]],
+    ) -> None:
+        """Route to the session that owns this router: how it stops a turn early, what it is told when handlers
+        start waiting for pydantic-ai's results, and how it has the CLI list a server's tools again."""
+        self.stop_turn = stop_turn
+        self.results.tell_waits(on_wait)
+        self.reader.attach(relist)
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context

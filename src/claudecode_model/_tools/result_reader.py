@@ -67,8 +67,11 @@ class ResultReader:
         self._announcing: asyncio.Lock | None = None
         self.served = False
         """Whether the session's CLI was given :meth:`server` (only then are texts kept and tools announced)."""
-        self.relist: Callable[[str], Awaitable[None]] | None = None
-        """Makes the CLI list a server's tools again (the session sets it)."""
+        self._relist: Callable[[str], Awaitable[None]] | None = None
+
+    def attach(self, relist: Callable[[str], Awaitable[None]]) -> None:
+        """How the session that owns this reader makes its CLI list a server's tools again."""
+        self._relist = relist
 
     # --- keeping texts ------------------------------------------------------------------------------------------
 
@@ -141,7 +144,7 @@ class ResultReader:
     async def announce(self) -> None:
         """Have the CLI offer the reading tools from its next API request on, if a result was cut and they are not
         offered yet (a failure is logged: Claude then gets the marker without the tools)."""
-        if not self._kept or self._listed or self.relist is None:
+        if not self._kept or self._listed or self._relist is None:
             return
         if self._announcing is None:
             self._announcing = asyncio.Lock()
@@ -149,7 +152,7 @@ class ResultReader:
             if self._listed:
                 return
             try:
-                await self.relist(RESULT_READER_SERVER)
+                await self._relist(RESULT_READER_SERVER)
             except Exception as error:
                 logger.warning("Claude Code could not be offered the tools that read a cut tool result: %s", error)
                 return
