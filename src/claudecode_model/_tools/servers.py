@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
-from claudecode_model._process.binary import cli_version
+from claudecode_model._process.binary import cli_version, cli_version_async
 from claudecode_model._tools.call_results import RESULT_SIZE_META
 from claudecode_model._tools.core import ToolSpec, run_tool_call, tool_spec
 from claudecode_model._tools.execution import TransportType
@@ -40,6 +40,7 @@ __all__ = [
     "registered_tool_specs",
     "resolve_transport",
     "serve_tools",
+    "serves_inprocess",
 ]
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,13 @@ def resolve_transport(transport: TransportType, cli_path: Path) -> ResolvedTrans
         return "sdk"
     logger.info("Claude Code %s predates in-process MCP servers: serving tools over the IPC bridge", version)
     return "stdio"
+
+
+async def serves_inprocess(cli_path: Path) -> bool:
+    """Whether the CLI at ``cli_path`` serves in-process MCP servers (a CLI whose version is unknown is assumed to);
+    asks a binary other than the bundled one without blocking the event loop."""
+    version = await cli_version_async(cli_path)
+    return version is None or version >= SDK_SERVER_MINIMUM_CLI
 
 
 @dataclass

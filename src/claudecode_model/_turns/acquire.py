@@ -50,6 +50,7 @@ from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate
 from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._tools.native import plan_native_tools
 from claudecode_model._tools.request import ToolServerPlan, reads_cut_results, serve_tool_servers, tool_names
+from claudecode_model._tools.servers import serves_inprocess
 from claudecode_model._turns.runner import STDERR_LINES, SessionRequest, TurnRunner, nothing
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -315,6 +316,8 @@ async def spawn_session(
         hooks = request.options.hooks
         if gate is not None:
             hooks = _merged_hooks(hooks, gate.hooks(router.results.wait))
+        # The tools that read a cut result are served in process, whatever the agent's tools use.
+        reader = reads_cut_results(request.servers) and await serves_inprocess(runner.cli_path)
         served = await serve_tool_servers(runner.tools, request.servers, router)
         cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
         temp_env, remove_temp = private_cli_temp(request.options.env)
@@ -328,7 +331,7 @@ async def spawn_session(
             mcp_servers={
                 **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
                 **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
-                **({RESULT_READER_SERVER: router.reader.server()} if reads_cut_results(request.servers) else {}),
+                **({RESULT_READER_SERVER: router.reader.server()} if reader else {}),
             },
             env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
             hooks=hooks,
