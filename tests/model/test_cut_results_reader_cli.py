@@ -21,7 +21,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel, CLITimeoutError
 from claudecode_model._history.cut_results import READ_RESULT_TOOL, SEARCH_RESULT_TOOL, TEXT_LIMIT
 from claudecode_model._sessions.session import CLISession
-from claudecode_model._tools.core import run_tool_call
 from claudecode_model._tools.result_reader import ResultReader
 from claudecode_model.testing import OfflineBackend
 
@@ -185,21 +184,6 @@ async def test_results_claude_code_shows_whole_leave_the_tool_list_alone(
     assert [request.tool_names for request in claude_backend.requests] == [[DUMP]] * 3
     assert all("[tool result cut" not in r.text for request in claude_backend.requests for r in request.tool_results())
     assert "claudecode_results" not in config_of(claude_backend)
-
-
-async def test_reading_a_tool_result_needs_the_id_of_a_cut_one() -> None:
-    """An unknown id is an error naming the ids that can be read (checked here without a CLI)."""
-    reader = ResultReader()
-    reader.server()
-    await reader.keep("toolu_a", "x" * (TEXT_LIMIT + 1))
-    read = next(tool for tool in reader.tools() if tool.name == "read_tool_result")
-
-    answer = await run_tool_call(read, {"tool_use_id": "toolu_b"}, None)
-
-    assert answer["isError"]
-    assert answer["content"][0]["text"].startswith("No cut tool result has tool_use_id 'toolu_b'")
-    assert "cut results: toolu_a" in answer["content"][0]["text"]
-    assert reader.kept == {"toolu_a"}
 
 
 @pytest.mark.parametrize("path", ["resumed", "replayed"])
