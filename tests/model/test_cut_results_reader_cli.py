@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    NativeToolReturnPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, CLITimeoutError
@@ -111,10 +119,13 @@ async def test_claude_reads_the_tail_of_a_3_mb_result_with_the_tool_its_marker_n
     assert read.text.startswith(output[-TAIL:])
     assert f"characters {size - TAIL:,} to {size:,} of {size:,}; the end of the result" in read.text
     assert result.output == f"read {len(read.text)} characters"
-    # The agent's history keeps the result whole (agent-run execution: the run's own tool return).
-    if execution == "agent":
-        [returned] = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
-        assert returned.content == output
+    # The agent's history keeps the result whole: the run's own tool return, or (in Claude Code's loop) the
+    # native return that reports the call.
+    kind = ToolReturnPart if execution == "agent" else NativeToolReturnPart
+    [returned] = [
+        p for m in result.all_messages() for p in m.parts if isinstance(p, kind) and p.tool_call_id == dump_id
+    ]
+    assert returned.content == output
     # Nothing is left: the texts are dropped with the session, and the server is not left disabled in the config.
     assert readers
     assert all(not reader.kept for reader in readers)
@@ -186,16 +197,16 @@ async def test_results_claude_code_shows_whole_leave_the_tool_list_alone(
     assert "claudecode_results" not in config_of(claude_backend)
 
 
-@pytest.mark.parametrize("path", ["resumed", "replayed"])
+@pytest.mark.parametrize(("path", "execution"), [("resumed", "agent"), ("replayed", "agent"), ("replayed", "cli")])
 async def test_a_conversation_continued_on_another_model_instance_still_reads_the_cut_result(
-    claude_backend: OfflineBackend, path: str, tmp_path: Path
+    claude_backend: OfflineBackend, path: str, execution: str, tmp_path: Path
 ):
     """Resumed from the CLI's transcript, or replayed from the history (another config dir: no transcript to
     resume), Claude sees the result cut as before, not whole (which made the CLI compact the conversation away)."""
     size = 3_000_000
     output = output_of(size)
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
-    first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_execution=execution)
     agent = Agent(first_model)
 
     @agent.tool_plain
@@ -206,7 +217,12 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
         first = await agent.run("dump it")
     finally:
         await first_model.aclose()
-    [dump_id] = [p.tool_call_id for m in first.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+    [dump_id] = [
+        p.tool_call_id
+        for m in first.all_messages()
+        for p in m.parts
+        if isinstance(p, ToolReturnPart | NativeToolReturnPart) and p.tool_name == "dump"
+    ]
 
     def reads_the_middle(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if isinstance(messages[-1], ModelRequest) and any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
@@ -217,7 +233,7 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
     claude_backend.reset()
     claude_backend.set_brain(FunctionModel(reads_the_middle))
     env = claude_backend.cli_env(tmp_path / "config" if path == "replayed" else None)
-    second_model = ClaudeCodeModel(env=env, spare_sessions=0)
+    second_model = ClaudeCodeModel(env=env, spare_sessions=0, tool_execution=execution)
     try:
         second = await agent.run("read the middle", message_history=first.all_messages(), model=second_model)
     finally:

@@ -120,8 +120,9 @@ async def test_a_reader_not_served_keeps_nothing_and_cuts_without_naming_the_too
     reader = ResultReader()
     response: McpResponse = {"content": [{"type": "text", "text": WHOLE}], "isError": False}
 
-    fitted = await reader.fit(response, "toolu_a")
+    fitted, whole = await reader.fit(response, "toolu_a")
 
     assert reader.kept == frozenset()
-    assert "read_tool_result" not in text_of(fitted)
     assert text_of(fitted) == cap_text(WHOLE)
+    assert "read_tool_result" not in text_of(fitted)
+    assert whole == WHOLE

@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model._compat import session_transcript_path
+from claudecode_model._history.cut_results import cap_text
 from claudecode_model._history.details import (
     APPROVED_CALL_KEY,
     CLI_TOOL_NAME_KEY,
@@ -121,7 +122,8 @@ def transcript_of(history: Sequence[ModelMessage]) -> list[TranscriptEntry]:
                             {
                                 "type": "tool_result",
                                 "tool_use_id": part.tool_call_id,
-                                "content": part.model_response_str(),
+                                # Cut as Claude saw it in the turn that ran the tool (see to_anthropic).
+                                "content": cap_text(part.model_response_str(), tool_use_id=part.tool_call_id),
                                 "is_error": is_error,
                             }
                         ],

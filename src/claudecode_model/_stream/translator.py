@@ -112,13 +112,17 @@ class TurnTranslator:
         native_tools: NativeToolPlan | None = None,
         denied: Callable[[str, dict[str, Any], str], bool] | None = None,
         builtin_approvals: frozenset[str] = frozenset(),
+        whole_results: Mapping[str, str] | None = None,
     ) -> None:
         """``denied(cli_name, arguments, call_id)`` tells a call of a tool pydantic-ai runs (or approves) that the
         CLI decides by itself (a tool parameter restriction, the built-in tool policy): it is reported as a native
         call, so that pydantic-ai does not run it, and the CLI's result as its result.
 
         ``builtin_approvals`` are built-in tools whose calls pydantic-ai approves: a call is a plain
-        ``ToolCallPart``, and what the CLI made of it once approved or denied is reported as a native return."""
+        ``ToolCallPart``, and what the CLI made of it once approved or denied is reported as a native return.
+
+        ``whole_results`` holds the whole text of results Claude Code got cut, by ``tool_use`` id (filled while the
+        turn runs): the native return reports that instead of the cut."""
         self._parts = parts
         self._tool_prefixes = tool_prefixes
         self._native_tools = native_tools or NativeToolPlan()
@@ -126,6 +130,7 @@ class TurnTranslator:
         self._denied = denied
         self._denied_calls: set[str] = set()
         self._builtin_approvals = builtin_approvals
+        self._whole_results = whole_results if whole_results is not None else {}
         self.outcome = TurnOutcome()
         self._message_id: str | None = None
         self._block_counts: dict[str, int] = {}
@@ -413,7 +418,7 @@ class TurnTranslator:
                 details[PARENT_TOOL_CALL_ID_KEY] = parent_id
             part = NativeToolReturnPart(
                 tool_name=self.display_tool_name(cli_name),
-                content=_tool_result_text(block.content),
+                content=self._whole_results.get(block.tool_use_id) or _tool_result_text(block.content),
                 tool_call_id=block.tool_use_id,
                 provider_name=PROVIDER_NAME,
                 provider_details=details,

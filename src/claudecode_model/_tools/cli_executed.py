@@ -84,6 +84,8 @@ class RunToolRouter:
     """The session's decisions on built-in calls (approvals, the policy); ``None`` if the session has none."""
     reader: ResultReader = field(default_factory=ResultReader)
     """The whole text of the session's cut tool results, and the tools that read them."""
+    whole_results: dict[str, str] = field(default_factory=dict)
+    """The whole text of this turn's results that Claude Code got cut, by ``tool_use`` id (the response reports it)."""
 
     def attach(
         self,
@@ -105,6 +107,7 @@ class RunToolRouter:
         self.fatal_error = None
         self.output_call = None
         self.failures = {}
+        self.whole_results = {}
 
     def _fail(self, error: BaseException) -> McpResponse:
         self.fatal_error = error
@@ -166,9 +169,11 @@ class RunToolRouter:
         self.failures.pop(name, None)
         if isinstance(result, ToolDenied):
             return text_result(result.message, is_error=True)
-        if isinstance(result, ToolReturn):
-            return await self.reader.fit(format_result(result.return_value, limit=None), tool_use_id)
-        return await self.reader.fit(format_result(result, limit=None), tool_use_id)
+        value = result.return_value if isinstance(result, ToolReturn) else result
+        response, whole = await self.reader.fit(format_result(value, limit=None), tool_use_id)
+        if whole is not None and tool_use_id is not None:
+            self.whole_results[tool_use_id] = whole
+        return response
 
     def _count_failure(self, manager: ToolManager[Any], name: str) -> UnexpectedModelBehavior | None:
         """Count a failed attempt; the error pydantic-ai raises once the tool's retry budget is spent."""

@@ -28,7 +28,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, NativeToolReturnPart, ToolReturnPart
 
 from claudecode_model._history.cut_results import (
     READ_RESULT_TOOL,
@@ -94,10 +94,15 @@ class ResultReader:
 
     async def keep_history(self, messages: Sequence[ModelMessage]) -> None:
         """Keep the text of every tool return of ``messages`` that Claude Code gets cut (pydantic-ai's history holds
-        each whole), so that the markers in any transcript of this conversation can be followed."""
+        each whole: a ``ToolReturnPart``, or a ``NativeToolReturnPart`` of a tool run inside Claude Code's loop), so
+        that the markers in any transcript of this conversation can be followed."""
         for message in messages:
             if isinstance(message, ModelRequest):
                 await self.keep_parts(message.parts)
+                continue
+            for part in message.parts:
+                if isinstance(part, NativeToolReturnPart) and len(text := part.model_response_str()) > TEXT_LIMIT:
+                    await self.keep(part.tool_call_id, text)
 
     async def keep_parts(self, parts: Sequence[ModelRequestPart]) -> None:
         """Keep the text of every tool return of ``parts`` that Claude Code gets cut."""
@@ -110,19 +115,19 @@ class ResultReader:
             if len(text) > TEXT_LIMIT:
                 await self.keep(part.tool_call_id, text)
 
-    async def fit(self, response: McpResponse, tool_use_id: str | None) -> McpResponse:
-        """A tool's response as Claude Code can show it: text above the limit cut, with the whole kept and the reading
-        tools announced first (``tool_use_id`` ``None``: cut without them)."""
+    async def fit(self, response: McpResponse, tool_use_id: str | None) -> tuple[McpResponse, str | None]:
+        """A tool's response as Claude Code can show it, and its whole text if it was cut: text above the limit is
+        cut, with the whole kept and the reading tools announced first (``tool_use_id`` ``None``: cut without them)."""
         texts = [str(item["text"]) for item in response["content"] if item["type"] == "text"]
         if sum(len(text) for text in texts) <= TEXT_LIMIT:
-            return response
+            return response, None
         whole = "\n".join(texts)
         is_error = bool(response.get("isError", False))
         if tool_use_id is None or not self.served:
-            return text_result(cap_text(whole), is_error=is_error)
+            return text_result(cap_text(whole), is_error=is_error), whole
         await self.keep(tool_use_id, whole)
         await self.announce()
-        return text_result(cap_text(whole, tool_use_id=tool_use_id), is_error=is_error)
+        return text_result(cap_text(whole, tool_use_id=tool_use_id), is_error=is_error), whole
 
     @property
     def kept(self) -> frozenset[str]:

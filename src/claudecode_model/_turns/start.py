@@ -165,6 +165,7 @@ async def start_turn(
         native_tools=request.needs.native_tools,
         denied=gate.settled if gate is not None and approvals.tools else _restriction_check(settings),
         builtin_approvals=frozenset(approvals.tools),
+        whole_results=router.whole_results,
     )
     deferred = plan.deferred_call
     if deferred is not None:
