@@ -27,6 +27,8 @@ class Harness:
     backend: OfflineBackend
     model: ClaudeCodeModel
     before: Resources
+    tool_execution: str
+    """Who runs the agent's tools: ``"cli"`` (inside Claude Code's loop) or ``"agent"`` (pydantic-ai)."""
 
     def new_cli_processes(self) -> list[int]:
         """CLI processes started since the snapshot and still alive."""
@@ -61,11 +63,13 @@ class Harness:
 
 
 @pytest.fixture
-async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+async def harness(request: pytest.FixtureRequest, claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+    """The matrix's model: tools run in Claude Code's loop, unless a test asks for ``"agent"`` (``indirect``)."""
+    tool_execution = getattr(request, "param", "cli")
     claude_backend.set_brain(FunctionModel(brain))
-    # The in-loop matrix; no spares: it counts its CLIs exactly.
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli", spare_sessions=0)
-    harness = Harness(claude_backend, model, Resources.now())
+    # No spares: the matrix counts its CLIs exactly.
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution=tool_execution, spare_sessions=0)
+    harness = Harness(claude_backend, model, Resources.now(), tool_execution)
     try:
         yield harness
     finally:
@@ -77,7 +81,7 @@ async def agent_harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness
     """:func:`harness` with the agent's tools run by pydantic-ai (a turn parks while they run)."""
     claude_backend.set_brain(FunctionModel(brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="agent", spare_sessions=0)
-    harness = Harness(claude_backend, model, Resources.now())
+    harness = Harness(claude_backend, model, Resources.now(), "agent")
     try:
         yield harness
     finally:
