@@ -27,8 +27,6 @@ class Harness:
     backend: OfflineBackend
     model: ClaudeCodeModel
     before: Resources
-    tool_execution: str
-    """Who runs the agent's tools: ``"cli"`` (inside Claude Code's loop) or ``"agent"`` (pydantic-ai)."""
 
     def new_cli_processes(self) -> list[int]:
         """CLI processes started since the snapshot and still alive."""
@@ -64,24 +62,13 @@ class Harness:
 
 @pytest.fixture
 async def harness(request: pytest.FixtureRequest, claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
-    """The matrix's model: tools run in Claude Code's loop, unless a test asks for ``"agent"`` (``indirect``)."""
+    """A model on the backend whose tools run in Claude Code's loop, unless a test asks for ``"agent"`` (pydantic-ai
+    runs them; a turn parks while they run) with ``parametrize("harness", ["agent"], indirect=True)``."""
     tool_execution = getattr(request, "param", "cli")
     claude_backend.set_brain(FunctionModel(brain))
-    # No spares: the matrix counts its CLIs exactly.
+    # No spares: the tests count their CLIs exactly.
     model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution=tool_execution, spare_sessions=0)
-    harness = Harness(claude_backend, model, Resources.now(), tool_execution)
-    try:
-        yield harness
-    finally:
-        await model.aclose()
-
-
-@pytest.fixture
-async def agent_harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
-    """:func:`harness` with the agent's tools run by pydantic-ai (a turn parks while they run)."""
-    claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="agent", spare_sessions=0)
-    harness = Harness(claude_backend, model, Resources.now(), "agent")
+    harness = Harness(claude_backend, model, Resources.now())
     try:
         yield harness
     finally:
