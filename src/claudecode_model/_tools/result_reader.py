@@ -96,6 +96,8 @@ class ResultReader:
         """Keep the text of every tool return of ``messages`` that Claude Code gets cut (pydantic-ai's history holds
         each whole: a ``ToolReturnPart``, or a ``NativeToolReturnPart`` of a tool run inside Claude Code's loop), so
         that the markers in any transcript of this conversation can be followed."""
+        if not self.served:
+            return
         for message in messages:
             if isinstance(message, ModelRequest):
                 await self.keep_parts(message.parts)
