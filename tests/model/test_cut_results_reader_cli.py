@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -355,3 +355,42 @@ async def test_the_timeout_covers_offering_the_reader_at_the_start_of_a_turn(
             )
     finally:
         await second_model.aclose()
+
+
+async def test_an_approved_call_continued_on_another_model_instance_has_its_cut_result_read(
+    claude_backend: OfflineBackend,
+):
+    """The approved call's result reaches Claude through the call Claude Code re-runs on resume (no parked turn on
+    this model): the reading tools are offered from inside that call as in a live turn."""
+    size = 3_000_000
+    output = output_of(size)
+    claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
+    first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    agent = Agent(first_model, output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def dump() -> str:
+        return output
+
+    try:
+        first = await agent.run("dump it")
+    finally:
+        await first_model.aclose()
+    assert isinstance(first.output, DeferredToolRequests)
+    [call] = first.output.approvals
+
+    second_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    try:
+        second = await agent.run(
+            message_history=first.all_messages(),
+            deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}),
+            model=second_model,
+        )
+    finally:
+        await second_model.aclose()
+
+    *_, after_cut, after_read = claude_backend.requests
+    assert READ_RESULT_TOOL in after_cut.tool_names
+    assert f"tool_use_id={call.tool_call_id!r}" in after_cut.tool_results()[-1].text
+    assert after_read.tool_results()[-1].text.startswith(output[-TAIL:])
+    assert second.output == f"read {len(after_read.tool_results()[-1].text)} characters"
