@@ -49,6 +49,18 @@ async def run_and_close(model: ClaudeCodeModel, prompt: str, **run_kwargs: Any) 
         await model.aclose()
 
 
+async def converse(model: ClaudeCodeModel, *prompts: str) -> list[AgentRunResult[str]]:
+    """A conversation on ``model``, one run per prompt, each continuing the messages of the last; closes the model."""
+    agent = Agent(model)
+    results: list[AgentRunResult[str]] = []
+    try:
+        for prompt in prompts:
+            results.append(await agent.run(prompt, message_history=results[-1].all_messages() if results else None))
+    finally:
+        await model.aclose()
+    return results
+
+
 def last_session_id(messages: list[Any]) -> str:
     """The CLI session id of the last message of a run's messages dumped as JSON (it must be a response)."""
     last = messages[-1]
