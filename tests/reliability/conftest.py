@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pytest
 from pydantic_ai import Agent
@@ -60,25 +61,26 @@ class Harness:
         await assert_nothing_leaked(self.before)
 
 
-@pytest.fixture
-async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
-    claude_backend.set_brain(FunctionModel(brain))
-    # The in-loop matrix; no spares: it counts its CLIs exactly.
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli", spare_sessions=0)
-    harness = Harness(claude_backend, model, Resources.now())
+@asynccontextmanager
+async def _harness(backend: OfflineBackend, tool_execution: Literal["cli", "agent"]) -> AsyncIterator[Harness]:
+    """A :class:`Harness` on ``backend`` with no spares (the tests count its CLIs exactly), closed afterwards."""
+    backend.set_brain(FunctionModel(brain))
+    model = ClaudeCodeModel(env=backend.cli_env(), tool_execution=tool_execution, spare_sessions=0)
     try:
-        yield harness
+        yield Harness(backend, model, Resources.now())
     finally:
         await model.aclose()
+
+
+@pytest.fixture
+async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+    """The in-loop matrix: the agent's tools run inside Claude Code's loop."""
+    async with _harness(claude_backend, "cli") as made:
+        yield made
 
 
 @pytest.fixture
 async def agent_harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
     """:func:`harness` with the agent's tools run by pydantic-ai (a turn parks while they run)."""
-    claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="agent", spare_sessions=0)
-    harness = Harness(claude_backend, model, Resources.now())
-    try:
-        yield harness
-    finally:
-        await model.aclose()
+    async with _harness(claude_backend, "agent") as made:
+        yield made
