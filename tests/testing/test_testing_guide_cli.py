@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests._support.postgres import PostgresServer, PostgresUnavailableError
+from tests._support.subprocesses import run_python
 
 pytestmark = pytest.mark.cli
 
@@ -43,15 +44,7 @@ def test_the_guide_has_a_block_for_each_subject():
 def test_each_script_of_the_guide_runs_quietly(code: str, tmp_path: Path):
     script = tmp_path / "example.py"
     script.write_text(code)
-    completed = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=user_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    completed = run_python(str(script), cwd=tmp_path, env=user_env(), timeout=240)
 
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == ""
@@ -61,14 +54,8 @@ def test_the_pytest_module_of_the_guide_passes(tmp_path: Path):
     name = PYTEST_MODULE.splitlines()[0].removeprefix("# ").strip()
     (tmp_path / name).write_text(PYTEST_MODULE)
     (tmp_path / "pyproject.toml").write_text(PYTEST_CONFIG)
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name],
-        cwd=tmp_path,
-        env=user_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
+    completed = run_python(
+        "-m", "pytest", "-q", "-p", "no:cacheprovider", name, cwd=tmp_path, env=user_env(), timeout=240
     )
     output = completed.stdout + completed.stderr
 
