@@ -33,18 +33,15 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
 
     from claudecode_model._process.slots import ProcessSlots
-    from claudecode_model._sessions.session import CLISession, SessionPool
+    from claudecode_model._sessions.pool import SessionPool
+    from claudecode_model._sessions.session import CLISession
+    from claudecode_model._tools.execution import TransportType
     from claudecode_model._tools.parked_calls import ParkingLot
     from claudecode_model._tools.request import ToolSetup
-    from claudecode_model._turns.turn import CLITurn, TurnRunner
-    from claudecode_model.ipc._types import TransportType
+    from claudecode_model._turns.runner import TurnRunner
+    from claudecode_model._turns.turn import CLITurn
 
-__all__ = [
-    "DEFAULT_KEEP_SESSIONS",
-    "SPARES_PER_SIGNATURE_TOTAL",
-    "SURPLUS_IDLE_SECONDS",
-    "ModelResources",
-]
+__all__ = ["DEFAULT_KEEP_SESSIONS", "SPARES_PER_SIGNATURE_TOTAL", "SURPLUS_IDLE_SECONDS", "ModelResources"]
 
 DEFAULT_KEEP_SESSIONS = 4
 SURPLUS_IDLE_SECONDS = 60.0
@@ -90,7 +87,7 @@ class ModelResources:
         With the default ``keep_sessions``, idle sessions beyond it are kept for :data:`SURPLUS_IDLE_SECONDS`.
         """
         if self._pool is None:
-            from claudecode_model._sessions.session import SessionPool
+            from claudecode_model._sessions.pool import SessionPool
 
             keep, spares = self.limits.keep_sessions, self.limits.spare_sessions
             self._pool = SessionPool(
@@ -148,7 +145,7 @@ class ModelResources:
         """The CLI turn of one request of ``model``; at the end it is parked if it waits for tool results, else
         finished. ``content_events=False``: the request does not stream (its content comes in whole messages)."""
         turn = await self._start_turn(model, messages, settings, params, run_context)
-        turn.content_events = content_events
+        turn.set_streaming(content_events)
         try:
             yield turn
         finally:
@@ -170,7 +167,7 @@ class ModelResources:
         requested_at = asyncio.get_running_loop().time()
         from claudecode_model._prewarm import prewarm_requested, start_spare_instead
         from claudecode_model._tools.agent_executed import current_run_scope
-        from claudecode_model._turns.turn import start_turn
+        from claudecode_model._turns.start import start_turn
 
         scope = current_run_scope()
         run_started = scope.first_request_start() if scope is not None else None
@@ -196,7 +193,7 @@ class ModelResources:
         if self._runner_if_created is not None:
             return self._runner_if_created
         from claudecode_model._history.store import GuardedStore
-        from claudecode_model._turns.turn import TurnRunner
+        from claudecode_model._turns.runner import TurnRunner
 
         store = self.session_store
         self._runner_if_created = TurnRunner(

@@ -26,12 +26,7 @@ from claudecode_model.settings import ClaudeCodeModelSettings
 if TYPE_CHECKING:
     from claudecode_model._sessions.limits import ProcessLimits
 
-__all__ = [
-    "UNSUPPORTED_STANDARD_SETTINGS",
-    "check_model_arguments",
-    "check_request_settings",
-    "check_settings",
-]
+__all__ = ["UNSUPPORTED_STANDARD_SETTINGS", "check_model_arguments", "check_request_settings", "check_settings"]
 
 logger = logging.getLogger(__name__)
 
