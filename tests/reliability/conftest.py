@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import pytest
 from pydantic_ai import Agent
@@ -61,26 +60,16 @@ class Harness:
         await assert_nothing_leaked(self.before)
 
 
-@asynccontextmanager
-async def _harness(backend: OfflineBackend, tool_execution: Literal["cli", "agent"]) -> AsyncIterator[Harness]:
-    """A :class:`Harness` on ``backend`` with no spares (the tests count its CLIs exactly), closed afterwards."""
-    backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=backend.cli_env(), tool_execution=tool_execution, spare_sessions=0)
+@pytest.fixture
+async def harness(request: pytest.FixtureRequest, claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+    """A model on the backend whose tools run in Claude Code's loop, unless a test asks for ``"agent"`` (pydantic-ai
+    runs them; a turn parks while they run) with ``parametrize("harness", ["agent"], indirect=True)``."""
+    tool_execution = getattr(request, "param", "cli")
+    claude_backend.set_brain(FunctionModel(brain))
+    # No spares: the tests count their CLIs exactly.
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution=tool_execution, spare_sessions=0)
+    harness = Harness(claude_backend, model, Resources.now())
     try:
-        yield Harness(backend, model, Resources.now())
+        yield harness
     finally:
         await model.aclose()
-
-
-@pytest.fixture
-async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
-    """The in-loop matrix: the agent's tools run inside Claude Code's loop."""
-    async with _harness(claude_backend, "cli") as made:
-        yield made
-
-
-@pytest.fixture
-async def agent_harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
-    """:func:`harness` with the agent's tools run by pydantic-ai (a turn parks while they run)."""
-    async with _harness(claude_backend, "agent") as made:
-        yield made
