@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.exceptions import CLIProcessError
 from claudecode_model.testing import Failure
-from tests._support.brains import CLI_CONTINUATION_PROMPT
+from tests._support.brains import CLI_CONTINUATION_PROMPT, conversation_prompts, tool_returns
 from tests._support.polling import wait_for
 
 if TYPE_CHECKING:
@@ -34,13 +34,8 @@ DIED = "ended (the process was killed by SIGKILL (exit status -9))"
 
 def tool_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """``call <tool>``: calls it, then answers ``done: <result>``; anything else is echoed."""
-    prompts = [
-        p.content
-        for m in messages
-        for p in m.parts
-        if isinstance(p, UserPromptPart) and p.content != CLI_CONTINUATION_PROMPT
-    ]
-    returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+    prompts = conversation_prompts(messages)
+    returns = tool_returns(*messages)
     if returns:
         return ModelResponse(parts=[TextPart(f"done: {returns[-1].content}")])
     prompt = str(prompts[-1])
