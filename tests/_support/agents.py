@@ -101,3 +101,9 @@ def last_session_id(messages: list[Any]) -> str:
     session_id = last["provider_details"]["session_id"]
     assert isinstance(session_id, str)
     return session_id
+
+
+def numbered_lines(size: int) -> str:
+    """``size`` characters of numbered lines, for a tool result whose every span says where it comes from."""
+    lines = "".join(f"line {i:07d} of the output\n" for i in range(size // 27 + 1))
+    return lines[:size]

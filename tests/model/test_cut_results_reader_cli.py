@@ -17,7 +17,6 @@ import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     NativeToolReturnPart,
     TextPart,
@@ -31,6 +30,8 @@ from claudecode_model._history.cut_results import READ_RESULT_TOOL, SEARCH_RESUL
 from claudecode_model._sessions.session import CLISession
 from claudecode_model._tools.result_reader import ResultReader
 from claudecode_model.testing import OfflineBackend
+from tests._support.agents import numbered_lines
+from tests._support.brains import tool_returns
 
 pytestmark = pytest.mark.cli
 
@@ -38,16 +39,8 @@ DUMP = "mcp__pydantic_tools__dump"
 TAIL = 1_000
 
 
-def output_of(size: int) -> str:
-    """``size`` characters of numbered lines (so that every span says where it comes from)."""
-    lines = "".join(f"line {i:07d} of the output\n" for i in range(size // 27 + 1))
-    return lines[:size]
-
-
 def last_result_text(messages: list[ModelMessage]) -> str:
-    last = messages[-1]
-    assert isinstance(last, ModelRequest)
-    [part] = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    [part] = tool_returns(messages[-1])
     return str(part.content)
 
 
@@ -56,7 +49,7 @@ def reads_the_tail(size: int):
     answer with what it read."""
 
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        results = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+        results = tool_returns(*messages)
         if not results:
             return ModelResponse(parts=[ToolCallPart(DUMP, {})])
         text = last_result_text(messages)
@@ -89,7 +82,7 @@ async def test_claude_reads_the_tail_of_a_3_mb_result_with_the_tool_its_marker_n
 
     monkeypatch.setattr(ResultReader, "__init__", recording_init)
     size = 3_000_000
-    output = output_of(size)
+    output = numbered_lines(size)
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
     model = ClaudeCodeModel(
         env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport, tool_execution=execution
@@ -134,7 +127,7 @@ async def test_claude_reads_the_tail_of_a_3_mb_result_with_the_tool_its_marker_n
 
 async def test_search_finds_text_past_the_cut_and_reports_its_offset(claude_backend: OfflineBackend):
     size = 1_000_000
-    output = output_of(size)
+    output = numbered_lines(size)
     needle = "line 0030000 of the output"
     offset = output.index(needle)
 
@@ -185,7 +178,7 @@ async def test_results_claude_code_shows_whole_leave_the_tool_list_alone(
 
     @agent.tool_plain
     def dump() -> str:
-        return output_of(TEXT_LIMIT)
+        return numbered_lines(TEXT_LIMIT)
 
     try:
         await agent.run("dump it")
@@ -204,7 +197,7 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
     """Resumed from the CLI's transcript, or replayed from the history (another config dir: no transcript to
     resume), Claude sees the result cut as before, not whole (which made the CLI compact the conversation away)."""
     size = 3_000_000
-    output = output_of(size)
+    output = numbered_lines(size)
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
     first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_execution=execution)
     agent = Agent(first_model)
@@ -225,7 +218,7 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
     ]
 
     def reads_the_middle(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if isinstance(messages[-1], ModelRequest) and any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+        if tool_returns(messages[-1]):
             return ModelResponse(parts=[TextPart("read it again")])
         args = {"tool_use_id": dump_id, "offset": 2_000_000, "length": 500}
         return ModelResponse(parts=[ToolCallPart(READ_RESULT_TOOL, args)])
@@ -256,12 +249,10 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
 
 @pytest.mark.parametrize("execution", ["agent", "cli"])
 async def test_two_results_cut_in_one_reply_are_both_read(claude_backend: OfflineBackend, execution: str):
-    outputs = {"a": output_of(700_000), "b": output_of(900_000).upper()}
+    outputs = {"a": numbered_lines(700_000), "b": numbered_lines(900_000).upper()}
 
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        last = messages[-1]
-        assert isinstance(last, ModelRequest)
-        returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+        returns = tool_returns(messages[-1])
         if not returns:
             return ModelResponse(parts=[ToolCallPart(DUMP, {"which": "a"}), ToolCallPart(DUMP, {"which": "b"})])
         ids = [match for p in returns for match in re.findall(r"tool_use_id='([^']+)'", str(p.content))]
@@ -293,7 +284,7 @@ async def test_two_results_cut_in_one_reply_are_both_read(claude_backend: Offlin
 async def test_a_reader_left_off_in_the_config_by_a_killed_cli_is_turned_on_again(claude_backend: OfflineBackend):
     """A CLI killed between turning the server off and on leaves it listed as disabled in Claude Code's config."""
     size = 600_000
-    output = output_of(size)
+    output = numbered_lines(size)
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
 
     async def run_once() -> str:
@@ -329,7 +320,7 @@ async def test_the_timeout_covers_offering_the_reader_at_the_start_of_a_turn(
     """A CLI that never answers the request to offer the reading tools (for a history holding a cut result) is
     stopped when the request's timeout runs out; no process is left (the project's leak guard checks)."""
     size = 600_000
-    output = output_of(size)
+    output = numbered_lines(size)
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
     first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
     agent = Agent(first_model)
@@ -363,7 +354,7 @@ async def test_an_approved_call_continued_on_another_model_instance_has_its_cut_
     """The approved call's result reaches Claude through the call Claude Code re-runs on resume (no parked turn on
     this model): the reading tools are offered from inside that call as in a live turn."""
     size = 3_000_000
-    output = output_of(size)
+    output = numbered_lines(size)
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
     first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
     agent = Agent(first_model, output_type=[str, DeferredToolRequests])

@@ -15,14 +15,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel
 from claudecode_model._history.cut_results import CLI_INLINE_LIMIT, TEXT_LIMIT
 from claudecode_model.testing import OfflineBackend
+from tests._support.agents import numbered_lines
 
 pytestmark = pytest.mark.cli
-
-
-def output_of(size: int) -> str:
-    """``size`` characters of numbered lines (so that a cut shows where it happened)."""
-    lines = "".join(f"line {i:07d} of the output\n" for i in range(size // 27 + 1))
-    return lines[:size]
 
 
 def call_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -47,7 +42,7 @@ async def test_a_result_claude_code_can_show_reaches_claude_whole(
     if execution == "cli" and size != 60_000:
         pytest.skip("one size suffices for Claude Code's own loop")
     claude_backend.set_brain(FunctionModel(call_once))
-    output = output_of(size)
+    output = numbered_lines(size)
     model = ClaudeCodeModel(
         env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport, tool_execution=execution
     )
@@ -71,7 +66,7 @@ async def test_a_result_longer_than_claude_code_shows_is_cut_with_a_marker_and_k
     claude_backend: OfflineBackend, transport: str
 ):
     claude_backend.set_brain(FunctionModel(call_once))
-    output = output_of(3_000_000)
+    output = numbered_lines(3_000_000)
     model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport)
     agent = Agent(model)
 
