@@ -18,6 +18,7 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
+    NativeToolCallPart,
     NativeToolReturnPart,
     TextPart,
     ToolCallPart,
@@ -119,6 +120,9 @@ async def test_claude_reads_the_tail_of_a_3_mb_result_with_the_tool_its_marker_n
         p for m in result.all_messages() for p in m.parts if isinstance(p, kind) and p.tool_call_id == dump_id
     ]
     assert returned.content == output
+    # Claude's call of the reader is reported as a call Claude Code ran (not one for pydantic-ai to run).
+    [reader_call] = [p for m in result.all_messages() for p in m.parts if isinstance(p, NativeToolCallPart)][-1:]
+    assert reader_call.tool_name == READ_RESULT_TOOL
     # Nothing is left: the texts are dropped with the session, and the server is not left disabled in the config.
     assert readers
     assert all(not reader.kept for reader in readers)
