@@ -5,31 +5,36 @@ from __future__ import annotations
 import base64
 
 import pytest
-from mcp.types import EmbeddedResource, ImageContent, TextContent
 from pydantic_ai.messages import BinaryContent, ImageUrl, ToolReturn, ToolReturnPart, UserPromptPart
 
 from claudecode_model._tools.call_results import (
     CLI_INLINE_LIMIT,
     TEXT_LIMIT,
+    block_texts,
     cap_text,
     mcp_result,
     not_answered_result,
     results_by_call,
 )
+from claudecode_model._tools.core import McpResponse
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
 
 
-def _texts(result: object) -> list[str]:
-    return [block.text for block in result.content if isinstance(block, TextContent)]  # type: ignore[attr-defined]
+def _texts(result: McpResponse) -> list[str]:
+    return block_texts(result["content"])
+
+
+def _is_error(result: McpResponse) -> bool:
+    return result.get("isError", False)
 
 
 def test_a_plain_result_is_its_text():
     result = mcp_result(ToolReturnPart("add", 4, tool_call_id="toolu_1"))
     assert _texts(result) == ["4"]
-    assert not result.is_error
+    assert not _is_error(result)
 
 
 def test_a_structured_result_is_compact_json_as_pydantic_ai_sends_it():
@@ -40,16 +45,16 @@ def test_a_structured_result_is_compact_json_as_pydantic_ai_sends_it():
 def test_failures_and_retries_set_the_error_flag_without_the_error_wrapper():
     failed = mcp_result(ToolReturnPart("t", "the disk is on fire", tool_call_id="a", outcome="failed"))
     retried = mcp_result(ToolReturnPart("t", "n must be positive", tool_call_id="b", outcome="retried"))
-    assert failed.is_error
+    assert _is_error(failed)
     assert _texts(failed) == ["the disk is on fire"]
-    assert retried.is_error
+    assert _is_error(retried)
     assert _texts(retried) == ["n must be positive"]
 
 
 def test_validation_errors_of_a_retry_are_one_json_array():
     errors = [{"type": "int_parsing", "loc": ["n"], "msg": "Input should be a valid integer", "input": "x"}]
     result = mcp_result(ToolReturnPart("t", errors, tool_call_id="c", outcome="retried"))
-    assert result.is_error
+    assert _is_error(result)
     [text] = _texts(result)
     assert text.startswith("[")
     assert "valid integer" in text
@@ -57,7 +62,7 @@ def test_validation_errors_of_a_retry_are_one_json_array():
 
 def test_a_denial_is_an_ordinary_result_saying_so():
     result = mcp_result(ToolReturnPart("t", "The tool call was denied.", tool_call_id="d", outcome="denied"))
-    assert not result.is_error
+    assert not _is_error(result)
     assert _texts(result) == ["The tool call was denied."]
 
 
@@ -71,14 +76,14 @@ def test_an_image_becomes_mcp_image_content():
     image = BinaryContent(PNG, media_type="image/png")
     result = mcp_result(ToolReturnPart("shot", ["Here it is:", image], tool_call_id="f"))
     assert _texts(result) == ["Here it is:"]
-    [picture] = [block for block in result.content if isinstance(block, ImageContent)]
-    assert picture.mime_type == "image/png"
-    assert base64.b64decode(picture.data) == PNG
+    [picture] = [block for block in result["content"] if block["type"] == "image"]
+    assert picture["mimeType"] == "image/png"  # type: ignore[typeddict-item]
+    assert base64.b64decode(picture["data"]) == PNG  # type: ignore[typeddict-item]
 
 
 def test_a_lone_image_result_has_only_the_image():
     result = mcp_result(ToolReturnPart("shot", BinaryContent(PNG, media_type="image/png"), tool_call_id="g"))
-    assert [type(block).__name__ for block in result.content] == ["ImageContent"]
+    assert [block["type"] for block in result["content"]] == ["image"]
 
 
 def test_a_text_file_is_inline_text_and_a_pdf_an_embedded_resource():
@@ -86,9 +91,9 @@ def test_a_text_file_is_inline_text_and_a_pdf_an_embedded_resource():
     pdf = BinaryContent(b"%PDF-1.1 tiny", media_type="application/pdf")
     result = mcp_result(ToolReturnPart("files", [text_file, pdf], tool_call_id="h"))
     assert _texts(result) == ["line one\nline two"]
-    [resource] = [block for block in result.content if isinstance(block, EmbeddedResource)]
-    assert resource.resource.mime_type == "application/pdf"
-    assert base64.b64decode(resource.resource.blob) == b"%PDF-1.1 tiny"  # type: ignore[union-attr]
+    [resource] = [block["resource"] for block in result["content"] if block["type"] == "resource"]  # type: ignore[typeddict-item]
+    assert resource["mimeType"] == "application/pdf"
+    assert base64.b64decode(str(resource["blob"])) == b"%PDF-1.1 tiny"
 
 
 def test_a_url_is_named_in_text():
@@ -124,7 +129,7 @@ def test_the_cut_covers_all_text_blocks_together_and_keeps_images():
     result = mcp_result(ToolReturnPart("t", ["a" * 300_000, image, "b" * 300_000], tool_call_id="l"))
     texts = _texts(result)
     assert sum(len(text) for text in texts) <= TEXT_LIMIT
-    assert any(isinstance(block, ImageContent) for block in result.content)
+    assert any(block["type"] == "image" for block in result["content"])
 
 
 def test_a_legacy_retry_prompt_is_an_error_result():
@@ -133,7 +138,7 @@ def test_a_legacy_retry_prompt_is_an_error_result():
     with pytest.warns(Warning, match="deprecated"):
         part = RetryPromptPart(content="try again with n > 0", tool_name="square", tool_call_id="m")
     result = mcp_result(part)
-    assert result.is_error
+    assert _is_error(result)
     assert "try again with n > 0" in _texts(result)[0]
 
 
@@ -147,7 +152,7 @@ def test_parts_that_answer_no_call_are_refused_and_skipped():
 
 def test_a_pending_call_without_an_answer_gets_a_clear_error():
     result = not_answered_result("lookup")
-    assert result.is_error
+    assert _is_error(result)
     assert _texts(result) == ["The call of lookup was not executed: the agent did not return a result for it."]
 
 

@@ -6,20 +6,24 @@ import asyncio
 import threading
 
 import pytest
-from mcp.types import CallToolResult, TextContent
 
+from claudecode_model._tools.core import McpResponse, text_result
 from claudecode_model._tools.parked_calls import CallResults, ParkingLot, closed_result
 from tests._support.polling import wait_until
 
 
-def _result(text: str, *, is_error: bool = False) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+def _result(text: str, *, is_error: bool = False) -> McpResponse:
+    return text_result(text, is_error=is_error)
 
 
-def _text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
+def _text(result: McpResponse) -> str:
+    [block] = result["content"]
+    assert block["type"] == "text"
+    return block["text"]
+
+
+def _is_error(result: McpResponse) -> bool:
+    return result.get("isError", False)
 
 
 async def test_a_waiting_handler_gets_the_result_resolved_later():
@@ -47,7 +51,7 @@ async def test_a_second_result_for_the_same_call_is_refused():
     assert _text(await results.wait("toolu_3")) == "first"
 
 
-async def waiting(results: CallResults, call_id: str) -> asyncio.Task[CallToolResult]:
+async def waiting(results: CallResults, call_id: str) -> asyncio.Task[McpResponse]:
     """A task waiting for the result of ``call_id``, started (it waits when this returns)."""
     waiter = asyncio.create_task(results.wait(call_id))
     await asyncio.sleep(0)
@@ -70,10 +74,10 @@ async def test_close_answers_waiting_and_later_handlers_with_a_not_executed_erro
     waiter = await waiting(results, "toolu_5")
     results.close()
     closed = await waiter
-    assert closed.is_error
+    assert _is_error(closed)
     assert "not executed" in _text(closed)
     later = await results.wait("toolu_6")
-    assert later.is_error
+    assert _is_error(later)
     assert "not executed" in _text(later)
     assert not results.resolve("toolu_6", _result("too late"))
     assert results.closed
@@ -219,7 +223,7 @@ def test_a_turn_parked_on_a_finished_event_loop_is_killed(timeout: float | None,
 
 def test_closed_result_is_an_error_naming_what_happened():
     result = closed_result()
-    assert result.is_error
+    assert _is_error(result)
     assert "not executed" in _text(result)
 
 

@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 import pytest
-from mcp.types import CallToolResult, TextContent
 from pydantic_ai import Agent, DeferredToolRequests, ToolApproved, ToolDenied
 from pydantic_ai.messages import (
     ModelRequest,
@@ -24,13 +23,18 @@ from claudecode_model._history.details import APPROVED_CALL_KEY, CLI_TOOL_NAME_K
 from claudecode_model._history.repair import repair_history
 from claudecode_model._history.replay import transcript_of
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate, approval_result, not_run_result
+from claudecode_model._tools.core import McpResponse, text_result
 from claudecode_model.builtin_tools import APPROVED_INPUT_KEY
 
 CALL = ToolCallPart("Bash", {"command": "ls"}, tool_call_id="t1", provider_details={CLI_TOOL_NAME_KEY: "Bash"})
 
 
-def text(result: CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+def text(result: McpResponse) -> str:
+    return "".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+def is_error(result: McpResponse) -> bool:
+    return result.get("isError", False)
 
 
 def test_an_approval_carries_the_input_to_run_and_anything_else_is_a_denial():
@@ -39,12 +43,12 @@ def test_an_approval_carries_the_input_to_run_and_anything_else_is_a_denial():
     retry = ToolReturnPart("Bash", "bad input", tool_call_id="t1", outcome="retried")
     unmarked = ToolReturnPart("Bash", "some value", tool_call_id="t1")
 
-    assert approval_result(CALL, approved).structured_content == {"updated_input": {"command": "pwd"}}
-    assert not approval_result(CALL, approved).is_error
-    assert (approval_result(CALL, denied).is_error, text(approval_result(CALL, denied))) == (True, "No.")
-    assert approval_result(CALL, retry).is_error
+    assert approval_result(CALL, approved).get("structuredContent") == {"updated_input": {"command": "pwd"}}
+    assert not is_error(approval_result(CALL, approved))
+    assert (is_error(approval_result(CALL, denied)), text(approval_result(CALL, denied))) == (True, "No.")
+    assert is_error(approval_result(CALL, retry))
     assert "bad input" in text(approval_result(CALL, retry))
-    assert approval_result(CALL, unmarked).is_error
+    assert is_error(approval_result(CALL, unmarked))
     assert "was not approved" in text(approval_result(CALL, unmarked))
     # A call answered in a replayed transcript did not run: an approval says so, a denial stays a denial.
     assert "ended before it ran" in text(not_run_result(CALL, approved))
@@ -52,7 +56,7 @@ def test_an_approval_carries_the_input_to_run_and_anything_else_is_a_denial():
 
 
 def decide(gate: BuiltinGate, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    async def wait(tool_use_id: str) -> CallToolResult:
+    async def wait(tool_use_id: str) -> McpResponse:
         raise AssertionError("the policy decided: nothing waits for pydantic-ai")
 
     [matcher] = gate.hooks(wait)["PreToolUse"]
@@ -104,13 +108,13 @@ def test_a_failing_or_wrong_policy_denies_the_call(caplog: pytest.LogCaptureFixt
 
 
 def test_a_call_under_approval_waits_for_pydantic_ais_answer_unless_a_restriction_denies_it():
-    results: dict[str, CallToolResult] = {
-        "t1": CallToolResult(content=[], structured_content={"updated_input": {"command": "pwd"}}),
-        "t2": CallToolResult(content=[TextContent(type="text", text="Nope.")], is_error=True),
+    results: dict[str, McpResponse] = {
+        "t1": {"content": [], "structuredContent": {"updated_input": {"command": "pwd"}}},
+        "t2": text_result("Nope.", is_error=True),
     }
     waited: list[str] = []
 
-    async def wait(tool_use_id: str) -> CallToolResult:
+    async def wait(tool_use_id: str) -> McpResponse:
         waited.append(tool_use_id)
         return results[tool_use_id]
 

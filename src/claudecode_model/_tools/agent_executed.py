@@ -22,9 +22,8 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from mcp.types import CallToolResult
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -54,7 +53,6 @@ __all__ = [
     "checked_tool_execution",
     "current_run_scope",
     "deliver_answers",
-    "mcp_response",
     "pending_calls",
     "resumed_calls",
     "run_scope",
@@ -62,12 +60,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def mcp_response(result: CallToolResult) -> McpResponse:
-    """An MCP result in the tool core's dict form (image and resource content kept as MCP JSON)."""
-    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return cast("McpResponse", {"content": dumped["content"], "isError": bool(result.is_error)})
 
 
 def waiting_tool_specs(
@@ -83,7 +75,7 @@ def waiting_tool_specs(
         async def handle(arguments: dict[str, Any], tool_use_id: str | None) -> McpResponse:
             if tool_use_id is None:
                 return text_result(f"Tool {name!r} cannot run: Claude Code sent no tool_use id.", is_error=True)
-            response = mcp_response(await results.wait(tool_use_id))
+            response = await results.wait(tool_use_id)
             if reader is not None:
                 await reader.announce()
             return response

@@ -21,11 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from mcp.types import CallToolResult, TextContent
 from pydantic_ai.messages import ModelRequestPart, RetryPromptPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.tools import ToolApproved, ToolDefinition, ToolDenied
 
 from claudecode_model._history.details import CLI_TOOL_NAME_KEY
+from claudecode_model._tools.call_results import block_texts
+from claudecode_model._tools.core import McpResponse, text_result
 from claudecode_model._tools.restrictions import ToolParameterRestrictions, forbidden_argument
 from claudecode_model.builtin_tools import APPROVAL_TOOL_KEY, APPROVED_INPUT_KEY
 from claudecode_model.settings import BuiltinToolPolicy, PolicyDecision
@@ -73,35 +74,30 @@ def is_builtin_call(call: ToolCallPart) -> bool:
     return isinstance(cli_name, str) and not cli_name.startswith("mcp__")
 
 
-def _text_result(text: str, *, is_error: bool) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
-
-
-def approval_result(call: ToolCallPart, answer: ModelRequestPart) -> CallToolResult:
+def approval_result(call: ToolCallPart, answer: ModelRequestPart) -> McpResponse:
     """pydantic-ai's answer to a built-in call as the decision the approval hook reads: an approval carries the
     input to run it with (``structuredContent``), anything else is a denial with its text."""
     if isinstance(answer, ToolReturnPart):
         approved = answer.metadata.get(APPROVED_INPUT_KEY) if isinstance(answer.metadata, dict) else None
         if answer.outcome == "success" and isinstance(approved, dict):
-            return CallToolResult(
-                content=[TextContent(type="text", text=answer.model_response_str())],
-                structured_content={"updated_input": approved},
-            )
+            approval = text_result(answer.model_response_str())
+            approval["structuredContent"] = {"updated_input": approved}
+            return approval
         if answer.outcome == "success":
-            return _text_result(_NO_APPROVAL_TEXT.format(name=call.tool_name), is_error=True)
-        return _text_result(answer.model_response_str(), is_error=True)
+            return text_result(_NO_APPROVAL_TEXT.format(name=call.tool_name), is_error=True)
+        return text_result(answer.model_response_str(), is_error=True)
     if isinstance(answer, RetryPromptPart):
-        return _text_result(answer.model_response(), is_error=True)
-    return _text_result(_NO_APPROVAL_TEXT.format(name=call.tool_name), is_error=True)
+        return text_result(answer.model_response(), is_error=True)
+    return text_result(_NO_APPROVAL_TEXT.format(name=call.tool_name), is_error=True)
 
 
-def not_run_result(call: ToolCallPart, answer: ModelRequestPart | None) -> CallToolResult:
+def not_run_result(call: ToolCallPart, answer: ModelRequestPart | None) -> McpResponse:
     """The result a replayed transcript gives a built-in call that is not taken up again: a denial's text, or an
     error saying the approved call did not run."""
     decision = approval_result(call, answer) if answer is not None else None
-    if decision is not None and decision.is_error:
+    if decision is not None and decision.get("isError", False):
         return decision
-    return _text_result(_NOT_RUN_TEXT.format(name=call.tool_name), is_error=True)
+    return text_result(_NOT_RUN_TEXT.format(name=call.tool_name), is_error=True)
 
 
 @dataclass(frozen=True)
@@ -163,7 +159,7 @@ class BuiltinGate:
 
     def hooks(self, wait: Callable[[str], Any]) -> dict[str, list[Any]]:
         """The ``PreToolUse`` hook holding each built-in call until it is decided; ``wait(tool_use_id)`` awaits
-        pydantic-ai's answer (a :class:`CallToolResult` made by :func:`approval_result`)."""
+        pydantic-ai's answer (made by :func:`approval_result`)."""
         from claude_agent_sdk import HookMatcher
         from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 
@@ -178,19 +174,15 @@ class BuiltinGate:
             decision = self.policy_decision(tool_use_id, name, arguments)
             if decision is None and name in self.plan.tools:
                 logger.debug("the call %s of %s waits for pydantic-ai's approval", tool_use_id, name)
-                result: CallToolResult = await wait(tool_use_id)
-                if result.is_error:
-                    decision = ToolDenied(_result_text(result))
+                result: McpResponse = await wait(tool_use_id)
+                if result.get("isError", False):
+                    decision = ToolDenied("\n".join(block_texts(result["content"])))
                 else:
-                    approved = (result.structured_content or {}).get("updated_input")
+                    approved = result.get("structuredContent", {}).get("updated_input")
                     decision = ToolApproved(override_args=approved if isinstance(approved, dict) else None)
             return cast("HookJSONOutput", _permission_output(decision, name, arguments))
 
         return {"PreToolUse": [HookMatcher(matcher=None, hooks=[cast(Any, decide)], timeout=APPROVAL_HOOK_TIMEOUT)]}
-
-
-def _result_text(result: CallToolResult) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 def _permission_output(decision: PolicyDecision, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

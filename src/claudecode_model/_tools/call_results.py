@@ -24,14 +24,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from mcp.types import (
-    BlobResourceContents,
-    CallToolResult,
-    ContentBlock,
-    EmbeddedResource,
-    ImageContent,
-    TextContent,
-)
 from pydantic_ai.messages import (
     ERROR_OUTCOMES,
     AudioUrl,
@@ -45,11 +37,13 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model._history.cut_results import CLI_INLINE_LIMIT, TEXT_LIMIT, cap_text
+from claudecode_model._tools.core import McpContent, McpResponse, McpTextContent, text_result
 
 __all__ = [
     "NOT_ANSWERED_TEXT",
     "RESULT_SIZE_META",
     "anthropic_tool_result",
+    "block_texts",
     "mcp_result",
     "not_answered_result",
     "result_text",
@@ -66,44 +60,46 @@ NOT_ANSWERED_TEXT = "The tool call was not executed: the agent did not return a 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
-def _text(text: str) -> TextContent:
-    return TextContent(type="text", text=text)
+def _text(text: str) -> McpTextContent:
+    return {"type": "text", "text": text}
 
 
-def _file_block(item: object) -> ContentBlock:
-    """One multimodal item of a tool result as MCP content."""
+def _file_block(item: object) -> McpContent:
+    """One multimodal item of a tool result as MCP content (in MCP's JSON form)."""
     match item:
         case BinaryContent() if item.media_type in _IMAGE_TYPES:
-            data = base64.b64encode(item.data).decode()
-            return ImageContent(type="image", data=data, mime_type=item.media_type)
+            return {"type": "image", "data": base64.b64encode(item.data).decode(), "mimeType": item.media_type}
         case BinaryContent() if item.media_type.startswith("text/"):
             return _text(item.data.decode("utf-8", errors="replace"))
         case BinaryContent():
             blob = base64.b64encode(item.data).decode()
-            uri = f"file:///{item.identifier}"
-            return EmbeddedResource(
-                type="resource", resource=BlobResourceContents(uri=uri, mime_type=item.media_type, blob=blob)
-            )
+            resource: dict[str, object] = {
+                "uri": f"file:///{item.identifier}",
+                "mimeType": item.media_type,
+                "blob": blob,
+            }
+            return {"type": "resource", "resource": resource}
         case ImageUrl() | DocumentUrl() | AudioUrl() | VideoUrl():
             return _text(f"[{item.kind.removesuffix('-url')} at {item.url}]")
         case _:
             return _text(str(item))
 
 
-def _joined_text(blocks: Sequence[ContentBlock]) -> str:
-    return "\n".join(block.text for block in blocks if isinstance(block, TextContent))
+def block_texts(blocks: Sequence[McpContent]) -> list[str]:
+    """The texts of a result's text blocks."""
+    return [block["text"] for block in blocks if block["type"] == "text"]
 
 
-def _capped(blocks: list[ContentBlock], limit: int, tool_use_id: str | None = None) -> list[ContentBlock]:
+def _capped(blocks: list[McpContent], limit: int, tool_use_id: str | None = None) -> list[McpContent]:
     """The blocks with their text cut so that all text together fits ``limit`` characters."""
-    total = sum(len(block.text) for block in blocks if isinstance(block, TextContent))
-    if total <= limit:
+    texts = block_texts(blocks)
+    if sum(map(len, texts)) <= limit:
         return blocks
-    others = [block for block in blocks if not isinstance(block, TextContent)]
-    return [_text(cap_text(_joined_text(blocks), limit, tool_use_id=tool_use_id)), *others]
+    others = [block for block in blocks if block["type"] != "text"]
+    return [_text(cap_text("\n".join(texts), limit, tool_use_id=tool_use_id)), *others]
 
 
-def mcp_result(part: ModelRequestPart, *, limit: int = TEXT_LIMIT) -> CallToolResult:
+def mcp_result(part: ModelRequestPart, *, limit: int = TEXT_LIMIT) -> McpResponse:
     """The MCP result for pydantic-ai's answer ``part`` to one tool call (a ``ToolReturnPart`` or ``RetryPromptPart``).
 
     A tool return whose text is cut names the tools that read the rest (:func:`result_text` is what they read).
@@ -112,17 +108,15 @@ def mcp_result(part: ModelRequestPart, *, limit: int = TEXT_LIMIT) -> CallToolRe
         TypeError: ``part`` answers no tool call.
     """
     if isinstance(part, ToolReturnPart):
-        return CallToolResult(
-            content=_capped(_return_blocks(part), limit, part.tool_call_id), is_error=part.outcome in ERROR_OUTCOMES
-        )
+        blocks = _capped(_return_blocks(part), limit, part.tool_call_id)
+        return {"content": blocks, "isError": part.outcome in ERROR_OUTCOMES}
     if isinstance(part, RetryPromptPart) and part.tool_name is not None:
-        text = part.model_response()
-        return CallToolResult(content=[_text(cap_text(text, limit))], is_error=True)
+        return text_result(cap_text(part.model_response(), limit), is_error=True)
     raise TypeError(f"{type(part).__name__} is not the answer to a tool call")
 
 
-def _return_blocks(part: ToolReturnPart[Any]) -> list[ContentBlock]:
-    blocks: list[ContentBlock] = []
+def _return_blocks(part: ToolReturnPart[Any]) -> list[McpContent]:
+    blocks: list[McpContent] = []
     for item in part.content_items(mode="str", wrap_if_error=False):
         if isinstance(item, str):
             if item:
@@ -138,13 +132,13 @@ def result_text(part: ToolReturnPart[Any]) -> str:
     """All the text of a tool return as Claude Code gets it (its text blocks joined): what :func:`mcp_result` cuts."""
     if isinstance(part.content, str):
         return part.content
-    return _joined_text(_return_blocks(part))
+    return "\n".join(block_texts(_return_blocks(part)))
 
 
-def not_answered_result(tool_name: str | None = None) -> CallToolResult:
+def not_answered_result(tool_name: str | None = None) -> McpResponse:
     """The error result of a pending call that pydantic-ai's request did not answer."""
     text = NOT_ANSWERED_TEXT if tool_name is None else NOT_ANSWERED_TEXT.replace("tool call", f"call of {tool_name}")
-    return CallToolResult(content=[_text(text)], is_error=True)
+    return text_result(text, is_error=True)
 
 
 def results_by_call(parts: Sequence[ModelRequestPart]) -> dict[str, ModelRequestPart]:
@@ -156,16 +150,17 @@ def results_by_call(parts: Sequence[ModelRequestPart]) -> dict[str, ModelRequest
     return answers
 
 
-def anthropic_tool_result(tool_use_id: str, result: CallToolResult) -> dict[str, Any]:
+def anthropic_tool_result(tool_use_id: str, result: McpResponse) -> dict[str, Any]:
     """An MCP result as the Anthropic ``tool_result`` block Claude Code makes of it (for a replayed transcript)."""
     content: list[dict[str, Any]] = []
-    for block in result.content:
-        match block:
-            case TextContent():
-                content.append({"type": "text", "text": block.text})
-            case ImageContent():
-                source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
+    for block in result["content"]:
+        match block["type"]:
+            case "text":
+                content.append({"type": "text", "text": block["text"]})
+            case "image":
+                source = {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}
                 content.append({"type": "image", "source": source})
-            case _:
-                content.append({"type": "text", "text": f"[{block.type} content]"})
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": bool(result.is_error)}
+            case "resource":
+                content.append({"type": "text", "text": "[resource content]"})
+    is_error = bool(result.get("isError", False))
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}

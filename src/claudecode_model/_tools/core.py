@@ -39,6 +39,7 @@ __all__ = [
     "TOOL_USE_ID_META_KEY",
     "AgentToolset",
     "JsonSchema",
+    "McpContent",
     "McpResponse",
     "McpTextContent",
     "PydanticAITool",

@@ -25,10 +25,9 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from mcp.types import CallToolResult, TextContent
-
 from claudecode_model._process.clock import ClockHandle, call_at
 from claudecode_model._process.exit import kill_at_exit
+from claudecode_model._tools.core import McpResponse, text_result
 
 __all__ = ["CallResults", "ParkingLot", "closed_result"]
 
@@ -39,9 +38,9 @@ T = TypeVar("T")
 CLOSED_TEXT = "The tool call was not executed: the agent run that owned it ended before it produced a result."
 
 
-def closed_result(text: str = CLOSED_TEXT) -> CallToolResult:
+def closed_result(text: str = CLOSED_TEXT) -> McpResponse:
     """The error result a waiting handler gets when its turn is closed without a result."""
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    return text_result(text, is_error=True)
 
 
 class CallResults:
@@ -53,9 +52,9 @@ class CallResults:
     """
 
     def __init__(self) -> None:
-        self._futures: dict[str, asyncio.Future[CallToolResult]] = {}
+        self._futures: dict[str, asyncio.Future[McpResponse]] = {}
         self._waiting: set[str] = set()
-        self._closed: CallToolResult | None = None
+        self._closed: McpResponse | None = None
         self._on_wait: Callable[[frozenset[str]], None] | None = None
 
     def tell_waits(self, on_wait: Callable[[frozenset[str]], None]) -> None:
@@ -63,7 +62,7 @@ class CallResults:
         turn)."""
         self._on_wait = on_wait
 
-    def _future(self, tool_use_id: str) -> asyncio.Future[CallToolResult]:
+    def _future(self, tool_use_id: str) -> asyncio.Future[McpResponse]:
         future = self._futures.get(tool_use_id)
         if future is None:
             future = self._futures[tool_use_id] = asyncio.get_running_loop().create_future()
@@ -84,7 +83,7 @@ class CallResults:
         future = self._futures.get(tool_use_id)
         return future is not None and future.done()
 
-    async def wait(self, tool_use_id: str) -> CallToolResult:
+    async def wait(self, tool_use_id: str) -> McpResponse:
         """Wait for the result of ``tool_use_id`` (the handler's side); cancellation leaves the id pending."""
         if self._closed is not None:
             return self._closed
@@ -99,7 +98,7 @@ class CallResults:
         self._futures.pop(tool_use_id, None)
         return result
 
-    def resolve(self, tool_use_id: str, result: CallToolResult) -> bool:
+    def resolve(self, tool_use_id: str, result: McpResponse) -> bool:
         """Deliver the result of ``tool_use_id``; ``False`` if it already had one or the results are closed."""
         if self._closed is not None:
             return False
@@ -109,7 +108,7 @@ class CallResults:
         future.set_result(result)
         return True
 
-    def close(self, result: CallToolResult | None = None) -> None:
+    def close(self, result: McpResponse | None = None) -> None:
         """Answer every waiting handler, and every later one, with ``result`` (a "not executed" error)."""
         if self._closed is not None:
             return

@@ -94,6 +94,8 @@ class ToolResult(TypedDict):
 
     content: list[ToolResultContent | ToolResultImage | ToolResultResource]
     isError: NotRequired[bool]
+    structuredContent: NotRequired[dict[str, object]]
+    """Structured data along with the content (an approval of a built-in call carries the input to run it with)."""
 
 
 class IPCResponse(TypedDict):
