@@ -39,10 +39,11 @@ async def continue_parked(
     """
     if lot is None:
         return None
-    from claudecode_model._agent_run import current_run_scope, deliver_answers, pending_calls
+    from claudecode_model._agent_run import deliver_answers, pending_calls
     from claudecode_model._compat import new_parts_manager, request_instructions
     from claudecode_model._options import effective_system_prompt
     from claudecode_model._plan import system_prompt_of
+    from claudecode_model._run_scopes import current_run_scope
 
     lot.prune_dead_loops()
     pending = pending_calls(messages, PROVIDER_NAME)
@@ -91,7 +92,7 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     if not waiting:
         await turn.finish()
         return
-    from claudecode_model._agent_run import current_run_scope
+    from claudecode_model._run_scopes import current_run_scope
 
     scope = current_run_scope()
     turn.session.waiting_for_tools = True

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from claude_agent_sdk.types import McpServerConfig
 
 from claudecode_model._call_results import RESULT_SIZE_META
-from claudecode_model._cli import cli_version
+from claudecode_model._cli import SDK_SERVER_MINIMUM_CLI, cli_version
 from claudecode_model._inprocess_server import build_inprocess_server
 from claudecode_model._mcp import ToolSpec, run_tool_call, tool_spec
 from claudecode_model.exceptions import ToolValidationError
@@ -44,9 +44,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ResolvedTransport = Literal["sdk", "stdio"]
-
-SDK_SERVER_MINIMUM_CLI = (2, 0, 0)
-"""The first Claude Code version that serves in-process (``type="sdk"``) MCP servers."""
 
 _TRANSPORTS = ("auto", "stdio", "sdk")
 
