@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._cli import TESTED_CLI_VERSIONS, bundled_cli_path, cli_version, support_note
+from claudecode_model._process.binary import TESTED_CLI_VERSIONS, bundled_cli_path, cli_version, support_note
 
 
 def test_the_bundled_cli_is_in_the_tested_range() -> None:

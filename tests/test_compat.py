@@ -24,7 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
 
 from claudecode_model import _compat
-from claudecode_model._cli import find_cli
+from claudecode_model._process.binary import find_cli
 from claudecode_model.testing import OfflineBackend
 
 SRC = Path(_compat.__file__).parent

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
 
+__all__ = ["default_profile"]
+
 
 def default_profile(model_name: str | None) -> ModelProfile:
     base = anthropic_model_profile(model_name or "claude-sonnet-4-5") or ModelProfile()

@@ -21,30 +21,29 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
-from claudecode_model._execution import ToolExecution
-from claudecode_model._exit import close_on, track
-from claudecode_model._history_repair import repair_history
-from claudecode_model._parked_turns import continue_parked, settle
+from claudecode_model._history.repair import repair_history
+from claudecode_model._process.exit import Closable, close_on, track
+from claudecode_model._sessions.limits import ProcessLimits
 from claudecode_model._settings_check import check_request_settings
+from claudecode_model._tools.execution import ToolExecution
+from claudecode_model._turns.parked import continue_parked, settle
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
 
-    from claudecode_model._parked import ParkingLot
-    from claudecode_model._request_tools import ToolSetup
-    from claudecode_model._session import CLISession, SessionPool
-    from claudecode_model._slots import ProcessSlots
-    from claudecode_model._turn import CLITurn, TurnRunner
+    from claudecode_model._process.slots import ProcessSlots
+    from claudecode_model._sessions.session import CLISession, SessionPool
+    from claudecode_model._tools.parked_calls import ParkingLot
+    from claudecode_model._tools.request import ToolSetup
+    from claudecode_model._turns.turn import CLITurn, TurnRunner
     from claudecode_model.ipc._types import TransportType
-    from claudecode_model.model import ClaudeCodeModel
 
 __all__ = [
     "DEFAULT_KEEP_SESSIONS",
     "SPARES_PER_SIGNATURE_TOTAL",
     "SURPLUS_IDLE_SECONDS",
     "ModelResources",
-    "ProcessLimits",
 ]
 
 DEFAULT_KEEP_SESSIONS = 4
@@ -52,20 +51,6 @@ SURPLUS_IDLE_SECONDS = 60.0
 """How long idle sessions beyond the default ``keep_sessions`` are kept (while no new process needs their slot)."""
 SPARES_PER_SIGNATURE_TOTAL = 4
 """The total cap on spares is this many times ``spare_sessions``."""
-
-
-@dataclass(frozen=True)
-class ProcessLimits:
-    """How many CLI processes a model keeps idle, for how long, starts ahead, and runs at most."""
-
-    keep_sessions: int | None
-    """Idle processes kept for follow-up turns (``None``: :data:`DEFAULT_KEEP_SESSIONS`, and more for
-    :data:`SURPLUS_IDLE_SECONDS`)."""
-    idle_timeout: float
-    spare_sessions: int
-    """Processes started ahead per session signature."""
-    max_processes: int | None
-    """The cap on live processes (``None``: from the machine)."""
 
 
 @dataclass(eq=False)
@@ -92,7 +77,7 @@ class ModelResources:
     def cli_path(self) -> Path:
         """The CLI binary the model runs."""
         if self._cli_path is None:
-            from claudecode_model._cli import find_cli, log_support
+            from claudecode_model._process.binary import find_cli, log_support
 
             self._cli_path = find_cli(self.cli_path_option)
             log_support(self._cli_path)
@@ -105,7 +90,7 @@ class ModelResources:
         With the default ``keep_sessions``, idle sessions beyond it are kept for :data:`SURPLUS_IDLE_SECONDS`.
         """
         if self._pool is None:
-            from claudecode_model._session import SessionPool
+            from claudecode_model._sessions.session import SessionPool
 
             keep, spares = self.limits.keep_sessions, self.limits.spare_sessions
             self._pool = SessionPool(
@@ -121,7 +106,7 @@ class ModelResources:
     def slots(self) -> ProcessSlots:
         """The cap on the model's live CLI processes."""
         if self._slots is None:
-            from claudecode_model._slots import ProcessSlots, default_max_processes
+            from claudecode_model._process.slots import ProcessSlots, default_max_processes
 
             cap = self.limits.max_processes
             limit = cap if cap is not None else default_max_processes()
@@ -132,7 +117,7 @@ class ModelResources:
     def tools(self) -> ToolSetup:
         """How the model serves tools."""
         if self._tools is None:
-            from claudecode_model._request_tools import ToolSetup
+            from claudecode_model._tools.request import ToolSetup
 
             self._tools = ToolSetup(transport=self.transport, execution=self.execution)
         return self._tools
@@ -146,8 +131,8 @@ class ModelResources:
     def parked(self) -> ParkingLot[CLITurn]:
         """The CLI turns waiting for tool results pydantic-ai runs."""
         if self.parked_if_created is None:
-            from claudecode_model._parked import ParkingLot
-            from claudecode_model._turn import CLITurn
+            from claudecode_model._tools.parked_calls import ParkingLot
+            from claudecode_model._turns.turn import CLITurn
 
             self.parked_if_created = ParkingLot(
                 close=CLITurn.close_parked, kill=CLITurn.kill, stop_now=CLITurn.stop_now
@@ -157,7 +142,7 @@ class ModelResources:
     @asynccontextmanager
     async def turn(
         self,
-        model: ClaudeCodeModel,
+        model: Closable,
         messages: list[ModelMessage],
         settings: ModelSettings | None,
         params: ModelRequestParameters,
@@ -179,7 +164,7 @@ class ModelResources:
 
     async def _start_turn(
         self,
-        model: ClaudeCodeModel,
+        model: Closable,
         messages: list[ModelMessage],
         settings: ModelSettings | None,
         params: ModelRequestParameters,
@@ -188,9 +173,9 @@ class ModelResources:
         """Continue the parked turn waiting for this request's tool results, else check the settings (before
         anything starts), then plan and start a new turn (inside ``prewarm()``, a spare instead)."""
         requested_at = asyncio.get_running_loop().time()
-        from claudecode_model._early_cli import start_early_cli
         from claudecode_model._prewarm import prewarm_requested, start_spare_instead
-        from claudecode_model._run_scopes import current_run_scope
+        from claudecode_model._sessions.early_cli import start_early_cli
+        from claudecode_model._tools.run_scope import current_run_scope
 
         scope = current_run_scope()
         run_started = scope.first_request_start() if scope is not None else None
@@ -206,7 +191,7 @@ class ModelResources:
         # A new process's first request starts its CLI now and imports claude-agent-sdk while it boots.
         early = None if prewarming else await start_early_cli(self, messages, settings, params)
         try:
-            from claudecode_model._turn import start_turn
+            from claudecode_model._turns.turn import start_turn
 
             track(model, self.pool.kill_all)  # closed at interpreter exit if still alive
             runner = self._runner()
@@ -223,8 +208,8 @@ class ModelResources:
     def _runner(self) -> TurnRunner:
         if self._runner_if_created is not None:
             return self._runner_if_created
-        from claudecode_model._store_guard import GuardedStore
-        from claudecode_model._turn import TurnRunner
+        from claudecode_model._history.store import GuardedStore
+        from claudecode_model._turns.turn import TurnRunner
 
         store = self.session_store
         self._runner_if_created = TurnRunner(

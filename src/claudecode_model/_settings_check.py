@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get
 from pydantic import InstanceOf, TypeAdapter, ValidationError
 from pydantic_ai.settings import ModelSettingName
 
-from claudecode_model._builtin_tools import unknown_builtin_tools
+from claudecode_model._tools.builtin_names import unknown_builtin_tools
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 if TYPE_CHECKING:
-    from claudecode_model._resources import ProcessLimits
+    from claudecode_model._sessions.limits import ProcessLimits
 
 __all__ = [
     "UNSUPPORTED_STANDARD_SETTINGS",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.messages import ModelResponse, ModelResponseStreamEvent, TextPart
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 
-from claudecode_model._details import PROVIDER_NAME
+from claudecode_model._history.details import PROVIDER_NAME
 from claudecode_model.exceptions import CLIInterruptedError
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import Message
 
     from claudecode_model._compat import ModelResponsePartsManager
-    from claudecode_model._turn import CLITurn
+    from claudecode_model._turns.turn import CLITurn
 
 __all__ = [
     "ClaudeCodeResponse",
@@ -64,7 +64,7 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         return self._turn.translator.parts
 
     async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
-        from claudecode_model._session import ToolsWaiting
+        from claudecode_model._sessions.session import ToolsWaiting
 
         turn = self._turn
         async with aclosing(turn.messages()) as messages:
@@ -90,7 +90,8 @@ class ClaudeCodeStreamedResponse(StreamedResponse):
         self.provider_response_id = summary.provider_response_id
 
     def get(self) -> ModelResponse:
-        """The response so far, without what aborted attempts streamed (see :mod:`claudecode_model._attempts`)."""
+        """The response so far, without what aborted attempts streamed (see
+        :mod:`claudecode_model._stream.attempts`)."""
         response = super().get()
         if not self._turn.translator.attempts.discarded:
             return response
@@ -146,7 +147,7 @@ def response_with_metadata(stream: ClaudeCodeStreamedResponse) -> ClaudeCodeResp
 
 async def raw_messages(turn: CLITurn) -> AsyncGenerator[Message]:
     """The turn's raw claude-agent-sdk messages (fed to its translator), up to a reply that calls the agent's tools."""
-    from claudecode_model._session import ToolsWaiting
+    from claudecode_model._sessions.session import ToolsWaiting
 
     async with aclosing(turn.messages()) as stream:
         async for message in stream:

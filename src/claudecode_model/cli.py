@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
     from claudecode_model.model import ClaudeCodeModel
 
+__all__ = ["DEMO_PROMPT", "LOGIN_COMMAND", "main", "seconds_since_process_start"]
+
 DEMO_PROMPT = "In one sentence: what does claudecode-model do?"
 LOGIN_COMMAND = "claudecode-model login"
 
@@ -137,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _login(args: argparse.Namespace) -> int:
     """Run ``claude auth login`` of the CLI the library uses, with the terminal attached."""
-    from claudecode_model._cli import find_cli
+    from claudecode_model._process.binary import find_cli
     from claudecode_model.exceptions import ClaudeCodeError
 
     try:
@@ -317,7 +319,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     settings: dict[str, Any] = {}
     if args.tools:
-        from claudecode_model._builtin_tools import unknown_builtin_tools
+        from claudecode_model._tools.builtin_names import unknown_builtin_tools
 
         tools = [name.strip() for name in args.tools.split(",") if name.strip()]
         problem = unknown_builtin_tools(tools)
@@ -515,7 +517,7 @@ def seconds_since_process_start() -> float:
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-    from claudecode_model._cli import cli_version_text, find_cli, parse_version, support_note
+    from claudecode_model._process.binary import cli_version_text, find_cli, parse_version, support_note
     from claudecode_model.exceptions import ClaudeCodeError
 
     problems = 0

@@ -10,14 +10,22 @@ implements the tool matching of ``ClaudeCodeModel._process_function_tools()``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard, cast, overload
+from typing import TYPE_CHECKING, Any, TypedDict, overload
 
 from claude_agent_sdk import McpSdkServerConfig
 
-from claudecode_model._inprocess_server import build_inprocess_server
-from claudecode_model._mcp import (
+from claudecode_model._tools.conversion import (
+    McpServerConfig,
+    ToolSource,
+    collect_tools,
+    convert_tool,
+    convert_tool_with_deps,
+    filter_tools_for_request,
+    tool_server,
+)
+from claudecode_model._tools.core import (
     DEFAULT_SERVER_NAME,
     AgentToolset,
     JsonSchema,
@@ -25,19 +33,15 @@ from claudecode_model._mcp import (
     ToolInvoker,
     allowed_tool_names,
     checked_server_name,
-    checked_tool_name,
     format_result,
     mcp_tool_name,
     parameters_json_schema,
     sdk_result,
     takes_run_context,
-    tool_spec,
 )
 from claudecode_model.deps_support import create_deps_context
 from claudecode_model.exceptions import (
     MissingDepsError,
-    ToolNotFoundError,
-    ToolsetNotRegisteredError,
     ToolValidationError,
 )
 from claudecode_model.ipc._types import ToolHandler
@@ -46,7 +50,6 @@ if TYPE_CHECKING:
     from claude_agent_sdk import SdkMcpTool
 
     from claudecode_model.deps_support import ToolCallContext
-    from claudecode_model.tool_converter import McpServerConfig
 
 __all__ = [
     "DEFAULT_SERVER_NAME",
@@ -91,9 +94,6 @@ class ToolDefinition(TypedDict):
 ToolWrapperFunc = ToolHandler
 """The earlier name of :data:`ToolHandler`."""
 
-ToolSource = AgentToolset | PydanticAITool | Iterable[AgentToolset | PydanticAITool]
-"""A toolset (``agent._function_toolset``), a tool, or a sequence mixing both."""
-
 
 class _NoDeps:
     """Marks "no deps given" (``None`` is a valid deps value)."""
@@ -114,30 +114,6 @@ class _DefinitionTool:
     parameters_json_schema: JsonSchema
     function: Callable[..., Any] | None
     takes_ctx: bool = False
-
-
-def _is_toolset(value: object) -> TypeGuard[AgentToolset]:
-    return isinstance(getattr(value, "tools", None), Mapping)
-
-
-def collect_tools(source: ToolSource) -> list[PydanticAITool]:
-    """Flatten toolsets and tools into one list, in order.
-
-    Raises:
-        ToolValidationError: two tools share a name (or a tool's name is empty).
-    """
-    single = _is_toolset(source) or hasattr(source, "function")
-    items: Iterable[object] = [source] if single else cast("Iterable[object]", source)
-    tools: list[PydanticAITool] = []
-    seen: set[str] = set()
-    for item in items:
-        for tool in item.tools.values() if _is_toolset(item) else [item]:
-            name = checked_tool_name(getattr(tool, "name", None), tool)
-            if name in seen:
-                raise ToolValidationError(f"Two tools are named {name!r}; tool names must be unique per server.")
-            seen.add(name)
-            tools.append(tool)  # type: ignore[arg-type]
-    return tools
 
 
 def get_parameters_json_schema(tool: object) -> JsonSchema:
@@ -235,38 +211,7 @@ def convert_tool_definition(tool_def: ToolDefinition) -> SdkMcpTool[Any]:
     Raises:
         ToolValidationError: empty name or no function.
     """
-    from claudecode_model.tool_converter import convert_tool
-
     return convert_tool(_definition_view(tool_def))  # type: ignore[arg-type]
-
-
-def tool_server(
-    tools: Iterable[object],
-    server_name: str = DEFAULT_SERVER_NAME,
-    *,
-    version: str = "1.0.0",
-    deps_context: ToolCallContext[Any] | None = None,
-    read_only: bool = False,
-) -> McpSdkServerConfig:
-    """The in-process MCP server for ``tools``; tools that take a ``RunContext`` get ``deps_context``.
-
-    Raises:
-        ToolValidationError: an empty or duplicate tool name, a tool without function, a bad schema, or an
-            empty server name.
-        NotImplementedError: a tool takes a ``RunContext`` and no ``deps_context`` was given.
-    """
-    checked_server_name(server_name)
-    specs = [
-        tool_spec(
-            tool,
-            deps_context=deps_context if takes_run_context(tool) else None,
-            read_only=read_only,
-            check_arguments=True,
-        )
-        for tool in tools
-    ]
-    logger.debug("MCP server %r: %s", server_name, [spec.name for spec in specs])
-    return build_inprocess_server(server_name, specs, version=version)
 
 
 def create_mcp_server_from_tools(
@@ -344,8 +289,6 @@ def convert_tools_to_mcp_server(
     """
     if server_version is None:
         return create_mcp_server_from_tools(toolsets, server_name, version=version, deps=deps, read_only=read_only)
-    from claudecode_model.tool_converter import convert_tool, convert_tool_with_deps
-
     sdk_tools = [
         convert_tool_with_deps(tool, deps, read_only=read_only)
         if deps is not _NO_DEPS and takes_run_context(tool)
@@ -353,35 +296,3 @@ def convert_tools_to_mcp_server(
         for tool in collect_tools(toolsets)
     ]
     return {"name": checked_server_name(server_name), "version": server_version, "tools": sdk_tools}
-
-
-def filter_tools_for_request(
-    registered_toolsets: ToolSource | None, function_tool_names: Iterable[str]
-) -> list[PydanticAITool]:
-    """Pick the registered tools a request names, in the request's order (``_process_function_tools()``).
-
-    ``registered_toolsets`` is ``None`` when ``set_agent_toolsets()`` was never called. No names → no tools.
-
-    Raises:
-        ToolsetNotRegisteredError: names were given but nothing is registered.
-        ToolNotFoundError: a name matches no registered tool (the message lists missing and available ones).
-    """
-    names = list(dict.fromkeys(function_tool_names))
-    if not names:
-        return []
-    if registered_toolsets is None:
-        raise ToolsetNotRegisteredError(
-            f"The request uses function tools ({', '.join(names)}) but no toolsets are registered; call "
-            "model.set_agent_toolsets(agent._function_toolset) after defining the agent's tools.",
-            requested_tools=names,
-        )
-    available = {tool.name: tool for tool in collect_tools(registered_toolsets)}
-    missing = [name for name in names if name not in available]
-    if missing:
-        raise ToolNotFoundError(
-            f"Tools not found in the registered toolsets: {', '.join(missing)}. "
-            f"Available tools: {', '.join(available) or 'none'}.",
-            missing_tools=missing,
-            available_tools=list(available),
-        )
-    return [available[name] for name in names]

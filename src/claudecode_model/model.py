@@ -1,6 +1,6 @@
 """``ClaudeCodeModel``: a pydantic-ai model that runs Claude through the Claude Code CLI.
 
-This module keeps the pydantic-ai contract only; a request's CLI turn is run by :mod:`claudecode_model._turn`.
+This module keeps the pydantic-ai contract only; a request's CLI turn is run by :mod:`claudecode_model._turns.turn`.
 claude-agent-sdk and mcp (about a second of imports) are imported at the first request, not with this module.
 """
 
@@ -21,11 +21,11 @@ from pydantic_ai.profiles import ModelProfileSpec
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
-from claudecode_model._details import PROVIDER_NAME
-from claudecode_model._execution import ToolExecution, checked_tool_execution
-from claudecode_model._exit import close_blocking
+from claudecode_model._history.details import PROVIDER_NAME
+from claudecode_model._process.exit import close_blocking
 from claudecode_model._profile import default_profile
-from claudecode_model._resources import ModelResources, ProcessLimits
+from claudecode_model._resources import ModelResources
+from claudecode_model._sessions.limits import ProcessLimits
 from claudecode_model._settings_check import UNSUPPORTED_STANDARD_SETTINGS, check_model_arguments
 from claudecode_model._streamed import (
     ClaudeCodeResponse,
@@ -34,6 +34,7 @@ from claudecode_model._streamed import (
     raw_messages,
     response_with_metadata,
 )
+from claudecode_model._tools.execution import ToolExecution, checked_tool_execution
 from claudecode_model.ipc._types import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT, checked_session_store, checked_store_timeout
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import Message, SessionStore
     from pydantic_ai.agent import AbstractAgent
 
-    from claudecode_model._session import CLISession, SessionPool
+    from claudecode_model._sessions.session import CLISession, SessionPool
 
 DEFAULT_SERVER_NAME = "pydantic_tools"
 """The MCP server name of registered toolsets (kept here so that importing the model does not import mcp)."""
@@ -159,13 +160,13 @@ class ClaudeCodeModel(Model):
     @classmethod
     def supported_native_tools(cls) -> frozenset[type[AbstractNativeTool]]:
         """pydantic-ai's native tools with a Claude Code counterpart: web search, web fetch, MCP servers."""
-        from claudecode_model._native_tools import SUPPORTED_NATIVE_TOOLS
+        from claudecode_model._tools.native import SUPPORTED_NATIVE_TOOLS
 
         return SUPPORTED_NATIVE_TOOLS
 
     def unsupported_native_tool_settings(self, native_tool: AbstractNativeTool) -> frozenset[str]:
         """The restricting settings of a native tool Claude Code cannot apply (``max_uses``)."""
-        from claudecode_model._native_tools import unsupported_native_tool_settings
+        from claudecode_model._tools.native import unsupported_native_tool_settings
 
         return unsupported_native_tool_settings(native_tool)
 
@@ -300,7 +301,7 @@ class ClaudeCodeModel(Model):
 
     def _run_scope(self) -> AbstractAsyncContextManager[None]:
         """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""
-        from claudecode_model._run_scopes import run_scope
+        from claudecode_model._tools.run_scope import run_scope
 
         resources = self._resources
         return run_scope(

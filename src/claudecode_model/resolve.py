@@ -35,7 +35,7 @@ from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
 
-    from claudecode_model._execution import ToolExecution
+    from claudecode_model._tools.execution import ToolExecution
 
 __all__ = ["MODEL_ID_PREFIX", "ClaudeCodeModels", "claude_code_model_name", "is_claude_code_model_id"]
 

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
-from claude_agent_sdk import SdkMcpTool
-from mcp.types import ToolAnnotations
-
-from claudecode_model._mcp import (
+from claudecode_model._tools.conversion import (
+    McpServerConfig,
+    convert_tool,
+    convert_tool_with_context,
+    convert_tool_with_deps,
+    tool_server,
+)
+from claudecode_model._tools.core import (
     DEFAULT_SERVER_NAME,
     AgentToolset,
     JsonSchema,
@@ -40,9 +44,9 @@ from claudecode_model._mcp import (
     sdk_result,
     tool_spec,
 )
-from claudecode_model.deps_support import DepsContext, ToolCallContext, create_deps_context
+from claudecode_model.deps_support import DepsContext, ToolCallContext
 from claudecode_model.exceptions import MissingDepsError
-from claudecode_model.mcp_integration import convert_tools_to_mcp_server, tool_server
+from claudecode_model.mcp_integration import convert_tools_to_mcp_server
 
 if TYPE_CHECKING:
     from claude_agent_sdk import McpSdkServerConfig
@@ -63,15 +67,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class McpServerConfig(TypedDict):
-    """Converted tools with a server name and version (what :func:`convert_tools_to_mcp_server` returns when
-    called with ``server_version``, as in earlier releases)."""
-
-    name: str
-    version: str
-    tools: list[SdkMcpTool[Any]]
 
 
 def _format_return_value_as_mcp(value: object) -> McpResponse:
@@ -101,19 +96,6 @@ def _arguments_only(spec: ToolSpec) -> Callable[[dict[str, Any]], Awaitable[McpR
         return await run_tool_call(spec, arguments, None)
 
     return handler
-
-
-def _sdk_tool(spec: ToolSpec) -> SdkMcpTool[Any]:
-    async def sdk_handler(arguments: dict[str, Any]) -> dict[str, Any]:
-        return sdk_result(await run_tool_call(spec, arguments, None))
-
-    return SdkMcpTool(
-        name=spec.name,
-        description=spec.description,
-        input_schema=spec.input_schema,
-        handler=sdk_handler,
-        annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None,
-    )
 
 
 def create_async_handler(
@@ -146,58 +128,6 @@ def create_async_handler(
         return sdk_result(await run_tool_call(spec, arguments, None))
 
     return handler
-
-
-def _checked_tool(tool: object, converter: str) -> object:
-    """``tool`` itself, or a ``TypeError`` when it is no tool at all (neither ``name`` nor ``function``)."""
-    if not hasattr(tool, "name") and not hasattr(tool, "function"):
-        raise TypeError(
-            f"{converter}() expected a pydantic-ai Tool (with name and function), got {type(tool).__name__}"
-        )
-    return tool
-
-
-def convert_tool(tool: PydanticAITool, *, read_only: bool = False) -> SdkMcpTool[Any]:
-    """Convert a pydantic-ai tool (a ``Tool``, or anything matching :class:`PydanticAITool`) to an SdkMcpTool.
-
-    The handler returns an MCP result dict (``content``, ``isError``, and ``is_error`` for the SDK).
-    ``read_only=True`` marks the tool ``readOnlyHint``, which lets Claude Code run several calls at once.
-
-    Raises:
-        TypeError: ``tool`` is not a tool.
-        ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
-        NotImplementedError: the tool takes a ``RunContext`` (use :func:`convert_tool_with_deps`).
-    """
-    return _sdk_tool(tool_spec(_checked_tool(tool, "convert_tool"), read_only=read_only))
-
-
-def convert_tool_with_deps(tool: PydanticAITool, deps: object, *, read_only: bool = False) -> SdkMcpTool[Any]:
-    """Convert a tool whose function takes a ``RunContext``, injecting ``deps`` via a :class:`DepsContext`.
-
-    Experimental: the API may change. ``deps`` must be serialisable (see
-    :mod:`claudecode_model.deps_support`); the tool's ``ctx`` argument is a :class:`DepsContext` whose
-    ``deps`` is this very object.
-
-    Raises:
-        TypeError: ``tool`` is not a tool.
-        UnsupportedDepsTypeError: ``deps`` is not serialisable.
-        TypeHintResolutionError: a dataclass in ``deps`` has annotations naming undefined types.
-        ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
-    """
-    _checked_tool(tool, "convert_tool_with_deps")
-    return convert_tool_with_context(tool, create_deps_context(deps), read_only=read_only)
-
-
-def convert_tool_with_context(
-    tool: PydanticAITool, deps_context: ToolCallContext[Any] | DepsContext[Any], *, read_only: bool = False
-) -> SdkMcpTool[Any]:
-    """Convert a tool with a context built beforehand: a :class:`DepsContext` (serialisable deps, checked) or
-    a :class:`ToolCallContext` (any deps, not checked). Experimental.
-
-    Raises:
-        ToolValidationError: empty name, no function, or a parameters schema that is missing or not a dict.
-    """
-    return _sdk_tool(tool_spec(tool, deps_context=deps_context, read_only=read_only))
 
 
 def convert_mixed_tools_to_mcp_server(

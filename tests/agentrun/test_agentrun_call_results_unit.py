@@ -8,7 +8,7 @@ import pytest
 from mcp.types import EmbeddedResource, ImageContent, TextContent
 from pydantic_ai.messages import BinaryContent, ImageUrl, ToolReturn, ToolReturnPart, UserPromptPart
 
-from claudecode_model._call_results import (
+from claudecode_model._tools.call_results import (
     CLI_INLINE_LIMIT,
     TEXT_LIMIT,
     cap_text,

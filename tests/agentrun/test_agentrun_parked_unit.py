@@ -8,7 +8,7 @@ import threading
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from claudecode_model._parked import CallResults, ParkingLot, closed_result
+from claudecode_model._tools.parked_calls import CallResults, ParkingLot, closed_result
 from tests._support.polling import wait_until
 
 

@@ -20,10 +20,10 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model import BuiltinToolApprovals, ClaudeCodeModel, ClaudeCodeSettingsError
-from claudecode_model._builtin_approvals import ApprovalPlan, BuiltinGate, approval_result, not_run_result
-from claudecode_model._details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY
-from claudecode_model._history_repair import repair_history
-from claudecode_model._replay import transcript_of
+from claudecode_model._history.details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY
+from claudecode_model._history.repair import repair_history
+from claudecode_model._history.replay import transcript_of
+from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate, approval_result, not_run_result
 from claudecode_model.builtin_tools import APPROVED_INPUT_KEY
 
 CALL = ToolCallPart("Bash", {"command": "ls"}, tool_call_id="t1", provider_details={CLI_TOOL_NAME_KEY: "Bash"})

@@ -16,7 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, cli
-from claudecode_model._cli import find_cli
+from claudecode_model._process.binary import find_cli
 from claudecode_model.testing import OfflineBackend
 
 SRC_DIR = Path(__file__).resolve().parents[2] / "src"
@@ -135,8 +135,8 @@ def test_verbose_shows_the_library_logs():
     assert quiet.returncode == verbose.returncode == 0, verbose.stderr
     assert "DEBUG claudecode_model" not in quiet.stderr
     assert "DEBUG claudecode_model.testing._backend: offline backend listening on http://127.0.0.1:" in verbose.stderr
-    assert "DEBUG claudecode_model._session: Claude Code CLI started: pid " in verbose.stderr
-    assert "INFO claudecode_model._turn: Claude Code turn done in " in verbose.stderr
+    assert "DEBUG claudecode_model._sessions.session: Claude Code CLI started: pid " in verbose.stderr
+    assert "INFO claudecode_model._turns.turn: Claude Code turn done in " in verbose.stderr
 
 
 def test_login_runs_the_cli_auth_login_command(tmp_path: Path):

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from claude_agent_sdk import InMemorySessionStore, project_key_for_directory
 
-from claudecode_model._plan import SessionPoint
-from claudecode_model._store_guard import GuardedStore, StoreUnavailableError
-from claudecode_model._store_transcripts import SessionCopy, find_transcript, mirror_transcript
-from claudecode_model._transcripts import TranscriptFiles, entries_position
+from claudecode_model._history.plan import SessionPoint
+from claudecode_model._history.store import GuardedStore, StoreUnavailableError
+from claudecode_model._history.stored_transcripts import SessionCopy, find_transcript, mirror_transcript
+from claudecode_model._history.transcripts import TranscriptFiles, entries_position
 
 SESSION = "6f1f3d39-1b53-4bd4-9d5b-7d1c2f0a4e11"
 TRANSCRIPT: list[Any] = [

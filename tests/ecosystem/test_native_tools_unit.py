@@ -9,7 +9,7 @@ import pytest
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.native_tools import CodeExecutionTool, MCPServerTool, WebFetchTool, WebSearchTool
 
-from claudecode_model._native_tools import plan_native_tools, unsupported_native_tool_settings
+from claudecode_model._tools.native import plan_native_tools, unsupported_native_tool_settings
 
 
 def _run_hook(plan: Any, tool_name: str, tool_input: dict[str, Any]) -> dict[str, Any]:

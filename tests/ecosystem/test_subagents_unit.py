@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic_ai.exceptions import UserError
 
-from claudecode_model._subagents import subagent_options
+from claudecode_model._sessions.subagents import subagent_options
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 

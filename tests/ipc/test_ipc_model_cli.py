@@ -19,7 +19,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeSettingsError, ToolValidationError
-from claudecode_model._tool_servers import resolve_transport
+from claudecode_model._tools.servers import resolve_transport
 from claudecode_model.ipc import SECRET_ENV_VAR, SOCKET_FILE_PREFIX
 from claudecode_model.ipc._constants import BRIDGE_MODULE
 from claudecode_model.testing import OfflineBackend

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from claudecode_model._attempts import AttemptTracker
-from claudecode_model._details import HISTORY_DIGEST_KEY, RESUME_AT_KEY
-from claudecode_model._digest import history_digest
-from claudecode_model._ledger import SessionLedger
-from claudecode_model._plan import SessionPoint, TurnPlan, plan_turn
-from claudecode_model._source import (
+from claudecode_model._history.details import HISTORY_DIGEST_KEY, RESUME_AT_KEY
+from claudecode_model._history.digest import history_digest
+from claudecode_model._history.ledger import SessionLedger
+from claudecode_model._history.plan import SessionPoint, TurnPlan, plan_turn
+from claudecode_model._history.source import (
     ForkSession,
     FreshSession,
     LiveSession,
@@ -21,7 +20,8 @@ from claudecode_model._source import (
     ResumeSession,
     choose_source,
 )
-from claudecode_model._transcripts import TranscriptFiles
+from claudecode_model._history.transcripts import TranscriptFiles
+from claudecode_model._stream.attempts import AttemptTracker
 
 
 @pytest.fixture

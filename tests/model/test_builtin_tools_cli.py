@@ -14,8 +14,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, ClaudeCodeSettingsError
-from claudecode_model._builtin_tools import BUILTIN_TOOLS
-from claudecode_model._restrictions import forbidden_argument
+from claudecode_model._tools.builtin_names import BUILTIN_TOOLS
+from claudecode_model._tools.restrictions import forbidden_argument
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import calls_then_results
 from tests._support.responses import native_parts, started_native_kinds

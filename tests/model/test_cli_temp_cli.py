@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import pytest
 from pydantic_ai import Agent
 
-from claudecode_model import ClaudeCodeModel, _cli_temp
+from claudecode_model import ClaudeCodeModel
+from claudecode_model._process import temp as _cli_temp
 from tests._support.processes import cli_children, environ
 
 if TYPE_CHECKING:

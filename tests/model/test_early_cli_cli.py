@@ -1,6 +1,6 @@
 """A new process's first CLI starts before claude-agent-sdk is imported, and the SDK's session adopts exactly that
-process (``_early_cli``), through the real CLI and the offline backend: in fresh interpreters (where the SDK is not
-imported yet), and in this one for the prediction of each supported input."""
+process (``_sessions/early_cli.py``), through the real CLI and the offline backend: in fresh interpreters (where the
+SDK is not imported yet), and in this one for the prediction of each supported input."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
-from claudecode_model import _early_cli as early_cli
-from claudecode_model._cli_temp import CLI_TEMP_PREFIX, TEMP_DIR_VARIABLE
+from claudecode_model._process.temp import CLI_TEMP_PREFIX, TEMP_DIR_VARIABLE
+from claudecode_model._sessions import early_cli
 from claudecode_model.testing import OfflineBackend
 from tests._support.subprocesses import run_python
 
@@ -49,7 +49,7 @@ SCRIPT = textwrap.dedent(
             }
         )
         if len(spawns) == 1:  # the SDK is imported next anyway: record the options each session is started with
-            from claudecode_model import _session
+            from claudecode_model._sessions import session as _session
 
             init = _session.CLISession.__init__
 
@@ -68,7 +68,7 @@ SCRIPT = textwrap.dedent(
     from pydantic_ai import Agent, ToolOutput
 
     from claudecode_model import ClaudeCodeModel
-    from claudecode_model import _early_cli
+    from claudecode_model._sessions import early_cli as _early_cli
 
     MODE = os.environ["MODE"]
     task = None
@@ -322,7 +322,7 @@ def test_an_unsampled_trace_parent_matches_another() -> None:
 def test_importing_the_path_up_to_the_early_start_leaves_the_sdk_unimported() -> None:
     code = (
         "import sys\n"
-        "import claudecode_model._early_cli, claudecode_model._run_scopes, claudecode_model._resources\n"
+        "import claudecode_model._sessions.early_cli, claudecode_model._tools.run_scope, claudecode_model._resources\n"
         "from claudecode_model._compat import bundled_cli_version, sdk_version\n"
         "bundled_cli_version(), sdk_version()\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] in ('claude_agent_sdk', 'mcp')))\n"

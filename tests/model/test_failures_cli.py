@@ -28,7 +28,7 @@ from claudecode_model import (
     CLIProcessError,
     CLIResponseParseError,
 )
-from claudecode_model._failures import map_sdk_error
+from claudecode_model._stream.failures import map_sdk_error
 from claudecode_model.testing import Failure, OfflineBackend
 
 pytestmark = pytest.mark.cli

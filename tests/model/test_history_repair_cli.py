@@ -17,7 +17,7 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._history_repair import repair_history
+from claudecode_model._history.repair import repair_history
 from claudecode_model.testing import OfflineBackend
 
 BROKEN: list[ModelMessage] = [

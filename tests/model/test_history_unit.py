@@ -19,11 +19,11 @@ from pydantic_ai.messages import (
 )
 
 from claudecode_model import MessageConversionError, UnsupportedContentError
-from claudecode_model._details import CLI_TOOL_NAME_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
-from claudecode_model._digest import DigestedHistory, history_digest
-from claudecode_model._plan import SessionPoint, plan_turn
-from claudecode_model._replay import transcript_of
-from claudecode_model._to_anthropic import user_content_blocks
+from claudecode_model._history.details import CLI_TOOL_NAME_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
+from claudecode_model._history.digest import DigestedHistory, history_digest
+from claudecode_model._history.plan import SessionPoint, plan_turn
+from claudecode_model._history.replay import transcript_of
+from claudecode_model._history.to_anthropic import user_content_blocks
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 

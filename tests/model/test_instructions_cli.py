@@ -17,7 +17,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._prompt_file import INLINE_SYSTEM_PROMPT_BYTES, PROMPT_FILE_PREFIX
+from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES, PROMPT_FILE_PREFIX
 from claudecode_model.testing import OfflineBackend
 
 pytestmark = pytest.mark.cli

@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._call_results import CLI_INLINE_LIMIT, TEXT_LIMIT
+from claudecode_model._tools.call_results import CLI_INLINE_LIMIT, TEXT_LIMIT
 from claudecode_model.testing import OfflineBackend
 
 pytestmark = pytest.mark.cli

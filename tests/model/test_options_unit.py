@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from claudecode_model import CLINotFoundError
-from claudecode_model._cli import bundled_cli_path, find_cli
-from claudecode_model._options import BuiltOptions, RequestNeeds, build_options
+from claudecode_model._process.binary import bundled_cli_path, find_cli
+from claudecode_model._sessions.options import BuiltOptions, RequestNeeds, build_options
 
 
 def test_explicit_cli_path_wins(tmp_path: Path):
@@ -159,7 +159,7 @@ def test_built_options_keep_the_last_few_and_skip_what_cannot_be_kept():
 
 async def test_a_cli_that_cannot_deliver_prompts_literally_is_refused_unless_interpreting_is_chosen(tmp_path: Path):
     from claudecode_model import ClaudeCodeSettingsError
-    from claudecode_model._options import require_literal_prompts
+    from claudecode_model._sessions.options import require_literal_prompts
 
     old = tmp_path / "claude"
     old.write_text("#!/bin/sh\necho '2.1.200 (Claude Code)'\n")

@@ -9,7 +9,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from pydantic_ai.settings import ModelSettings
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._sdk_options import SDK_OPTIONS, Exposed, Internal, NotExposed
+from claudecode_model._sessions.sdk_options import SDK_OPTIONS, Exposed, Internal, NotExposed
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 
@@ -21,9 +21,9 @@ def test_every_sdk_option_is_mapped_set_internally_or_declined_with_a_reason() -
 
     assert not unknown, (
         f"claude-agent-sdk's ClaudeAgentOptions has new fields {unknown}: map each to a setting, set it internally, "
-        "or list it as NotExposed with the reason in src/claudecode_model/_sdk_options.py"
+        "or list it as NotExposed with the reason in src/claudecode_model/_sessions/sdk_options.py"
     )
-    assert not gone, f"ClaudeAgentOptions no longer has {gone}: update src/claudecode_model/_sdk_options.py"
+    assert not gone, f"ClaudeAgentOptions no longer has {gone}: update src/claudecode_model/_sessions/sdk_options.py"
 
 
 def test_each_exposed_option_names_a_setting_or_constructor_argument_that_exists() -> None:

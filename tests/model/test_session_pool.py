@@ -7,8 +7,8 @@ import threading
 import time
 from typing import Any, cast
 
-from claudecode_model import _session as session_module
-from claudecode_model._session import CLISession, SessionPool
+from claudecode_model._sessions import session as session_module
+from claudecode_model._sessions.session import CLISession, SessionPool
 from tests._support.polling import wait_for, wait_until
 
 
@@ -128,7 +128,7 @@ class _RefusingClient:
 async def test_a_failed_or_stuck_warm_up_leaves_the_spare_usable(monkeypatch: Any, caplog: Any) -> None:
     monkeypatch.setattr(session_module, "WARM_UP_TIMEOUT", 0.05)
     for client in (_RefusingClient(hang=False), _RefusingClient(hang=True)):
-        with caplog.at_level("DEBUG", logger="claudecode_model._session"):
+        with caplog.at_level("DEBUG", logger="claudecode_model._sessions.session"):
             await session_module.warm_up_client(cast("Any", client))  # returns: the spare is handed out as it is
         assert client.asked == 1
     assert sum("warming up a spare CLI session failed" in record.getMessage() for record in caplog.records) == 2

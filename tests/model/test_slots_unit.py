@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, ModelResponsePart, TextPart, UserPromptPart
 
-from claudecode_model import _digest
-from claudecode_model._digest import history_digest
-from claudecode_model._slots import ProcessSlots, default_max_processes
+from claudecode_model._history import digest as _digest
+from claudecode_model._history.digest import history_digest
+from claudecode_model._process.slots import ProcessSlots, default_max_processes
 
 
 async def test_a_request_waits_for_a_slot_and_asks_for_an_eviction_first() -> None:

@@ -22,8 +22,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
-from claudecode_model import _session as session_module
-from claudecode_model._slots import ProcessSlots
+from claudecode_model._process.slots import ProcessSlots
+from claudecode_model._sessions import session as session_module
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table

@@ -10,7 +10,7 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ThinkingLevel
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._options import RequestNeeds, build_options
+from claudecode_model._sessions.options import RequestNeeds, build_options
 
 
 def _options(unified: ThinkingLevel | None = None, **settings: Any) -> Any:

@@ -33,9 +33,9 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.usage import RequestUsage
 
 from claudecode_model import ClaudeCodeModel, CLIInterruptedError
-from claudecode_model._errors import map_error
-from claudecode_model._from_sdk import TurnTranslator, delivery_unless_streaming
-from claudecode_model._session import Delivery
+from claudecode_model._sessions.session import Delivery
+from claudecode_model._stream.errors import map_error
+from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
 
 PREFIX = "mcp__pydantic_tools__"
 TEXT_B = {"type": "text", "text": "b"}

@@ -8,7 +8,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel, _options
+from claudecode_model import ClaudeCodeModel
+from claudecode_model._sessions import options as _options
 from claudecode_model.exceptions import CLIResponseParseError
 from claudecode_model.testing import OfflineBackend
 from tests._support.reliability import Resources, assert_nothing_leaked

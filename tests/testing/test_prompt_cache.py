@@ -10,8 +10,8 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.usage import RequestUsage
 
 from claudecode_model.testing import OfflineBackend, PromptCache
-from claudecode_model.testing._cache import CachedUsage, shared_prompt_cache
-from claudecode_model.testing._sse import estimate_tokens, message_json, request_text, stream_events
+from claudecode_model.testing._cache import shared_prompt_cache
+from claudecode_model.testing._sse import CachedUsage, estimate_tokens, message_json, request_text, stream_events
 
 MARK = {"type": "ephemeral"}
 TEXT = "x" * 400  # 100 tokens by the backend's estimate

@@ -12,8 +12,8 @@ from typing import Any
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.test import TestModel
 
-from claudecode_model._mcp import TOOL_USE_ID_META_KEY, run_tool_call, tool_spec
-from claudecode_model._tool_servers import registered_tool_specs, serve_tools
+from claudecode_model._tools.core import TOOL_USE_ID_META_KEY, run_tool_call, tool_spec
+from claudecode_model._tools.servers import registered_tool_specs, serve_tools
 from claudecode_model.deps_support import DepsContext
 from claudecode_model.ipc import IPCClient
 from claudecode_model.mcp_integration import collect_tools, create_mcp_server_from_tools

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic_ai import Agent, ModelRetry
 
-from claudecode_model._inprocess_server import TOOL_USE_ID_META_KEY, ToolSpec, build_inprocess_server
+from claudecode_model._tools.inprocess_server import TOOL_USE_ID_META_KEY, ToolSpec, build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools
 from tests._support.agents import echo_and_explode_agent
@@ -151,7 +151,7 @@ async def test_low_level_server_turns_handler_exceptions_into_error_results(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with mcp_session(low_level_server(Recorder())) as session:
-        with caplog.at_level(logging.WARNING, logger="claudecode_model._inprocess_server"):
+        with caplog.at_level(logging.WARNING, logger="claudecode_model._tools.inprocess_server"):
             failed = await session.call_tool("fail", {}, tool_use_id="toolu_9")
         refused = await session.call_tool("refuse", {})
         unknown = await session.call_tool("nope", {})

@@ -12,6 +12,21 @@ if TYPE_CHECKING:
 
     from claudecode_model.ipc._types import TransportType
 
+__all__ = [
+    "BRIDGE_MODULE",
+    "DEFAULT_TRANSPORT",
+    "DIRECTORY_MODE",
+    "HELLO_MAX_SIZE",
+    "LENGTH_PREFIX_SIZE",
+    "MAX_MESSAGE_SIZE",
+    "SCHEMA_FILE_PREFIX",
+    "SECRET_ENV_VAR",
+    "SOCKET_FILE_PREFIX",
+    "SOCKET_FILE_SUFFIX",
+    "SOCKET_PERMISSIONS",
+    "TOOL_USE_ID_META_KEY",
+]
+
 MAX_MESSAGE_SIZE: Final = 10_485_760
 """Largest IPC message body in bytes (10 MiB), enforced on sending and on receiving."""
 

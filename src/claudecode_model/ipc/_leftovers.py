@@ -3,7 +3,7 @@
 Each IPC session's directory is named ``claudecode_ipc_<owner pid>_<random>``. When a new session starts, the
 directories of this user whose owner process is gone and whose socket nobody listens on are removed. A directory of
 a live process, of another user, or without an owner pid in its name is never touched. Other private directories
-named the same way with another prefix (the CLI's temp folders, :mod:`claudecode_model._cli_temp`) are swept alike.
+named the same way with another prefix (the CLI's temp folders, :mod:`claudecode_model._process.temp`) are swept alike.
 """
 
 from __future__ import annotations

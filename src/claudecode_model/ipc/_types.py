@@ -18,6 +18,29 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
+__all__ = [
+    "CallToolParams",
+    "CancelParams",
+    "HelloParams",
+    "HelloResult",
+    "IPCCancelRequest",
+    "IPCErrorPayload",
+    "IPCErrorResponse",
+    "IPCHelloRequest",
+    "IPCHelloResponse",
+    "IPCRequest",
+    "IPCResponse",
+    "JsonValue",
+    "MetaToolHandler",
+    "ToolHandler",
+    "ToolResult",
+    "ToolResultContent",
+    "ToolResultImage",
+    "ToolResultResource",
+    "ToolSchema",
+    "TransportType",
+]
+
 JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
 """Any JSON value."""
 

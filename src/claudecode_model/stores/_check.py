@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
 
+__all__ = ["DEFAULT_STORE_TIMEOUT", "checked_session_store", "checked_store_timeout"]
+
 DEFAULT_STORE_TIMEOUT = 5.0
 """Seconds one session store call may take by default (a healthy store answers in milliseconds)."""
 

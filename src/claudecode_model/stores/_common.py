@@ -15,6 +15,17 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+__all__ = [
+    "MAIN_SUBPATH",
+    "StoredKey",
+    "checked_prefix",
+    "decode_entry",
+    "encode_entry",
+    "entry_uuid",
+    "folded_summary",
+    "summary_entry",
+]
+
 MAIN_SUBPATH = ""
 """The subpath column value of a main transcript (subagent transcripts have a non-empty subpath)."""
 

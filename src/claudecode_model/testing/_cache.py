@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._sse import CHARACTERS_PER_TOKEN, text_of, tool_text
+from ._sse import CHARACTERS_PER_TOKEN, CachedUsage, text_of, tool_text
 
-__all__ = ["CachedUsage", "PromptCache", "shared_prompt_cache"]
+__all__ = ["PromptCache", "shared_prompt_cache"]
 
 DEFAULT_TTL_SECONDS = 300.0
 """The API's default cache lifetime (``"ttl": "5m"``), renewed by every hit."""
@@ -43,15 +43,6 @@ DEFAULT_MIN_TOKENS = 1024
 
 LOOKBACK_BLOCKS = 20
 """How many block boundaries before a breakpoint the API also checks for a cached prefix."""
-
-
-@dataclass(frozen=True)
-class CachedUsage:
-    """How a request's input tokens split between the cache and fresh processing."""
-
-    input_tokens: int
-    cache_creation_input_tokens: int
-    cache_read_input_tokens: int
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic_ai.messages import (
     ModelResponse,
@@ -19,10 +19,8 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 
-if TYPE_CHECKING:
-    from ._cache import CachedUsage
-
 __all__ = [
+    "CachedUsage",
     "SSEEvent",
     "Usage",
     "content_blocks",
@@ -35,6 +33,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CachedUsage:
+    """How a request's input tokens split between the cache and fresh processing."""
+
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+
 
 _TOOL_ID_RE = re.compile(r"^toolu_[A-Za-z0-9_-]+$")
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
     from claudecode_model.testing import OfflineBackend
 
+__all__ = ["claude_backend", "claude_cli_env"]
+
 
 @pytest.fixture
 def claude_backend() -> Iterator[OfflineBackend]:

@@ -1,0 +1,314 @@
+"""Building ``ClaudeAgentOptions`` for one request from model defaults, settings and what the request needs."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
+from pydantic_ai.settings import ThinkingLevel
+
+from claudecode_model._history.digest import canonical_digest
+from claudecode_model._process.binary import cli_version_async
+from claudecode_model._process.launcher import guarded_cli_path
+from claudecode_model._sessions.subagents import subagent_options
+from claudecode_model._tools.builtin_approvals import ApprovalPlan
+from claudecode_model._tools.native import NativeToolPlan
+from claudecode_model._tools.restrictions import restriction_hooks
+from claudecode_model.exceptions import ClaudeCodeSettingsError
+from claudecode_model.settings import ClaudeCodeModelSettings
+
+__all__ = [
+    "DEFAULT_PERMISSION_MODE",
+    "LITERAL_PROMPTS_VERSION",
+    "MAX_CLI_MESSAGE_BYTES",
+    "BuiltOptions",
+    "RequestNeeds",
+    "build_options",
+    "effective_system_prompt",
+    "require_literal_prompts",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PERMISSION_MODE = "dontAsk"
+
+MAX_CLI_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The largest message (one JSON line: a reply with its tool calls' arguments, a tool result) read from the CLI.
+The SDK's own default is 1 MiB; a larger message ends the turn with ``CLIResponseParseError``."""
+
+_SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
+"""Asks the CLI for two state frames per turn that only the SDK's one-shot ``query()`` reads (to know when it may
+close the CLI's input); a ``ClaudeSDKClient`` session keeps its input open, so this library turns them off (each
+costs the SDK a parse), unless the user's environment chose a value."""
+
+
+@dataclass
+class RequestNeeds:
+    """What a request adds on top of the settings: system prompt, tool servers, output schema, session."""
+
+    system_prompt: str | None
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    mcp_tools_signature: list[list[Any]] | None = None
+    """What the request's tool servers serve (``None``: no tool servers), part of the session signature."""
+    allowed_tools: list[str] = field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    resume: str | None = None
+    can_use_tool: CanUseTool | None = None
+    thinking: ThinkingLevel | None = None
+    """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
+    native_tools: NativeToolPlan = field(default_factory=NativeToolPlan)
+    """Built-in tools (and their hooks) standing in for the request's native tools."""
+    approvals: ApprovalPlan = field(default_factory=ApprovalPlan)
+    """Built-in tools whose calls wait for pydantic-ai's approval, and the policy deciding calls in code (its hook
+    is added per CLI process: it waits on the process's call results)."""
+
+
+def build_options(
+    *,
+    model_name: str | None,
+    cli_path: Path,
+    settings: ClaudeCodeModelSettings,
+    needs: RequestNeeds,
+    base_env: Mapping[str, str],
+    stderr: Callable[[str], None],
+) -> tuple[ClaudeAgentOptions, str]:
+    """The SDK options for a request, and a signature of everything that fixes a CLI session's behaviour."""
+    builtin = settings.get("claude_code_builtin_tools")
+    subagents = subagent_options(settings, builtin)
+    tools: list[str] | dict[str, str]
+    builtin_names: list[str] = []
+    if builtin == "claude_code":
+        tools = {"type": "preset", "preset": "claude_code"}
+    else:
+        builtin_names = list(builtin or [])
+        extra = [*needs.native_tools.builtin_tools, *subagents.builtin_tools, *needs.approvals.tools]
+        if settings.get("claude_code_skills"):
+            extra.append("Skill")  # the tool Claude uses a skill with
+        builtin_names += [name for name in dict.fromkeys(extra) if name not in builtin_names]
+        tools = builtin_names
+
+    env = {**subagents.env, **base_env}
+    env.update(settings.get("claude_code_env", {}))
+    if (max_tokens := settings.get("max_tokens")) is not None:
+        env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
+    if (max_retries := settings.get("max_retries")) is not None:
+        # How often the CLI retries a failed API request itself (0: it reports the first failure).
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(max_retries)
+    if needs.mcp_servers or needs.native_tools.mcp_servers or needs.mcp_tools_signature is not None:
+        # The agent's tools are offered to Claude directly, never deferred behind tool search.
+        env.setdefault("ENABLE_TOOL_SEARCH", "false")
+    if not any(name.upper() == _SESSION_STATE_ENV for name in (*env, *os.environ)):
+        env[_SESSION_STATE_ENV] = "0"
+    thinking = _thinking(settings, needs.thinking)
+    if thinking is not None and thinking["type"] == "disabled":
+        env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
+
+    allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
+    extra_allowed = [
+        *needs.native_tools.builtin_tools,
+        *needs.native_tools.allowed_tools,
+        *subagents.allowed_tools,
+        *needs.approvals.tools,  # every call is held by the approval hook
+    ]
+    allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
+    system_prompt = effective_system_prompt(settings, needs.system_prompt)
+    literal = not settings.get("claude_code_interpret_prompts", False)
+
+    cwd = settings.get("claude_code_cwd")
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
+    options = ClaudeAgentOptions(
+        tools=cast("Any", tools),
+        allowed_tools=allowed,
+        disallowed_tools=list(settings.get("claude_code_disallowed_tools", [])),
+        # Never recorded in the session's transcript: a resumed or forked session gets this request's prompt.
+        system_prompt={"type": "custom", "prompt": system_prompt or "", "snapshot": False},
+        mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
+        strict_mcp_config=True,
+        permission_mode=cast(Any, settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)),
+        max_turns=settings.get("claude_code_max_turns"),
+        max_budget_usd=settings.get("claude_code_max_budget_usd"),
+        model=model_name,
+        cwd=str(cwd) if cwd is not None else None,
+        cli_path=guarded_cli_path(cli_path),  # the CLI dies with this process
+        env=env,
+        extra_args=dict(settings.get("claude_code_extra_args", {})),
+        setting_sources=list(settings.get("claude_code_setting_sources", [])),
+        include_partial_messages=True,
+        verbatim_prompts=literal,
+        thinking=thinking,
+        effort=_effort(settings, needs.thinking),
+        output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
+        resume=needs.resume,
+        can_use_tool=needs.can_use_tool,
+        hooks=cast(Any, _hooks(restrictions, needs.native_tools, settings.get("claude_code_hooks"))),
+        agents=subagents.agents,
+        stderr=stderr,
+        fallback_model=settings.get("claude_code_fallback_model"),
+        add_dirs=list(settings.get("claude_code_add_dirs", [])),
+        sandbox=settings.get("claude_code_sandbox"),
+        skills=settings.get("claude_code_skills"),
+        plugins=[{"type": "local", "path": str(path)} for path in settings.get("claude_code_plugins", [])],
+        betas=cast(Any, list(settings.get("claude_code_betas", []))),
+        task_budget={"total": budget} if (budget := settings.get("claude_code_task_budget")) is not None else None,
+        max_buffer_size=MAX_CLI_MESSAGE_BYTES,
+    )
+    signature_source = {
+        "tools": tools,
+        "allowed": allowed,
+        "disallowed": options.disallowed_tools,
+        "system_prompt": system_prompt,
+        "literal": literal,
+        "mcp": needs.mcp_tools_signature,
+        "permission_mode": options.permission_mode,
+        "max_turns": options.max_turns,
+        "max_budget_usd": options.max_budget_usd,
+        "model": model_name,
+        "cwd": options.cwd,
+        "cli": str(cli_path),
+        "env": env,
+        "extra_args": options.extra_args,
+        "setting_sources": options.setting_sources,
+        "thinking": thinking,
+        "effort": options.effort,
+        "output_format": options.output_format,
+        "restrictions": restrictions,
+        "native_tools": needs.native_tools.signature,
+        "agents": subagents.signature,
+        "approvals": needs.approvals.signature,
+        "hooks": settings.get("claude_code_hooks"),
+        "fallback_model": options.fallback_model,
+        "add_dirs": [str(path) for path in options.add_dirs],
+        "sandbox": options.sandbox,
+        "skills": options.skills,
+        "plugins": options.plugins,
+        "betas": options.betas,
+        "task_budget": options.task_budget,
+    }
+    return options, canonical_digest(signature_source)
+
+
+LITERAL_PROMPTS_VERSION = (2, 1, 248)
+"""The first Claude Code that delivers a prompt as written when asked (``client_composed``)."""
+
+
+async def require_literal_prompts(cli_path: Path, settings: ClaudeCodeModelSettings) -> None:
+    """Unless ``settings`` let Claude Code interpret prompts, refuse a CLI known to expand ``@file`` mentions and run
+    slash commands in every prompt it is sent (a CLI whose version cannot be learned is let through)."""
+    if settings.get("claude_code_interpret_prompts", False):
+        return
+    version = await cli_version_async(cli_path)
+    if version is not None and version < LITERAL_PROMPTS_VERSION:
+        needed = ".".join(map(str, LITERAL_PROMPTS_VERSION))
+        raise ClaudeCodeSettingsError(
+            f"The Claude Code CLI at {cli_path} (version {'.'.join(map(str, version))}) would read files named "
+            f"with @ in prompts and run slash commands: literal prompts need Claude Code {needed} or later. "
+            "Update it (or use the CLI bundled with claude-agent-sdk), or set "
+            "claude_code_interpret_prompts=True to accept Claude Code's handling of the text it is sent."
+        )
+
+
+def effective_system_prompt(settings: ClaudeCodeModelSettings, system_prompt: str | None) -> str | None:
+    """The system prompt the CLI gets: the request's system prompts and instructions, and the appended text."""
+    if append := settings.get("claude_code_system_prompt_append"):
+        return f"{system_prompt}\n\n{append}" if system_prompt else append
+    return system_prompt
+
+
+class BuiltOptions:
+    """The last few results of building options, reused while a request's inputs equal theirs.
+
+    The turns of a conversation (and the conversations of one agent) ask for the same options again and again;
+    comparing their inputs costs a fraction of building the options and their signature. Keys are compared by
+    equality and kept as deep copies, so a settings dict changed in place later is a new key.
+    """
+
+    SIZE = 4
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[object, Any]] = []
+
+    def get(self, key: object) -> Any | None:
+        for index, (known, value) in enumerate(self._entries):
+            try:
+                same = bool(known == key)
+            except Exception:  # a value whose comparison fails (or is not a truth value): never reused
+                same = False
+            if same:
+                if index:
+                    self._entries.insert(0, self._entries.pop(index))
+                return value
+        return None
+
+    def put(self, key: object, value: Any) -> None:
+        try:
+            kept = copy.deepcopy(key)
+        except Exception:  # a value that cannot be copied: not cached
+            return
+        self._entries.insert(0, (kept, value))
+        del self._entries[self.SIZE :]
+
+
+def _hooks(
+    restrictions: Any, native_tools: NativeToolPlan, user_hooks: Mapping[Any, list[Any]] | None
+) -> dict[str, list[Any]] | None:
+    """The library's hooks (restrictions, native tool filters), then the user's."""
+    hooks: dict[str, list[Any]] = dict(restriction_hooks(restrictions)) if restrictions else {}
+    for more in (native_tools.hooks(), user_hooks or {}):
+        for event, matchers in more.items():
+            hooks[event] = [*hooks.get(event, []), *matchers]
+    return hooks or None
+
+
+_THINKING_BUDGETS = {"minimal": 1024, "low": 4096, "medium": 10000, "high": 31999, "xhigh": 48000, "max": 63999}
+_THINKING_EFFORTS: dict[str, Literal["low", "medium", "high", "xhigh", "max"]] = {
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+    "max": "max",
+}
+
+
+def _unified_thinking(settings: ClaudeCodeModelSettings, unified: ThinkingLevel | None) -> ThinkingLevel | None:
+    """The unified level: from the request parameters (after ``prepare_request``), else from the settings."""
+    return unified if unified is not None else settings.get("thinking")
+
+
+def _thinking(settings: ClaudeCodeModelSettings, unified: ThinkingLevel | None = None) -> ThinkingConfig | None:
+    explicit = settings.get("claude_code_thinking")
+    if explicit is not None:
+        if explicit == "adaptive":
+            return {"type": "adaptive"}
+        if explicit == "disabled":
+            return {"type": "disabled"}
+        return {"type": "enabled", "budget_tokens": int(explicit)}
+    level = _unified_thinking(settings, unified)
+    if level is None:
+        return None
+    if level is False:
+        return {"type": "disabled"}
+    if level is True:
+        return {"type": "adaptive"}
+    if level in _THINKING_BUDGETS:
+        # Models with a thinking budget get it; the CLI turns it into adaptive thinking for newer models.
+        return {"type": "enabled", "budget_tokens": _THINKING_BUDGETS[level]}
+    return {"type": "adaptive"}
+
+
+def _effort(
+    settings: ClaudeCodeModelSettings, unified: ThinkingLevel | None = None
+) -> Literal["low", "medium", "high", "xhigh", "max"] | None:
+    """The explicit effort, else the effort a unified thinking level names (models with adaptive thinking use it)."""
+    explicit = settings.get("claude_code_effort")
+    if explicit is not None or settings.get("claude_code_thinking") is not None:
+        return explicit
+    level = _unified_thinking(settings, unified)
+    return _THINKING_EFFORTS.get(level) if isinstance(level, str) else None
