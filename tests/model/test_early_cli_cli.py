@@ -141,9 +141,7 @@ def run_fresh(backend: OfflineBackend, mode: str, *, own_temp: bool = True) -> d
     env = backend.cli_env()
     if own_temp:
         env.pop(TEMP_DIR_VARIABLE)
-    completed = run_python(
-        "-c", SCRIPT, timeout=120, env={"CLI_ENV": json.dumps(env), "MODE": mode, "PYTHONDEVMODE": ""}
-    )
+    completed = run_python("-c", SCRIPT, timeout=120, env={"CLI_ENV": json.dumps(env), "MODE": mode})
     assert completed.returncode == 0, completed.stderr[-3000:]
     report: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return report

@@ -370,7 +370,10 @@ async def start_early_cli(
     loop = asyncio.get_running_loop()
     if _sdk_imported() or loop in _PENDING:
         return None
-    prediction, why = predict_launch(resources, messages, settings or {}, params)
+    try:
+        prediction, why = predict_launch(resources, messages, settings or {}, params)
+    except Exception as error:  # the request's own path reports what is wrong with its input
+        prediction, why = None, f"the prediction failed ({error!r})"
     if prediction is None:
         logger.debug("the first CLI starts after the SDK's import: %s", why)
         return None
@@ -379,10 +382,13 @@ async def start_early_cli(
     launch = prediction.launch({**temp.env, **traceparent_env()})
     try:
         process = await anyio.open_process(launch.command, **launch.keywords())
-    except BaseException:
+    except BaseException as error:
         end_reservation(token)
         temp.remove()
-        raise
+        if not isinstance(error, Exception):
+            raise
+        logger.debug("the early CLI did not start (%r): the session starts its own", error)
+        return None
     early = EarlyCLI(launch, process, temp, token)
     _PENDING[loop] = early
     logger.debug("CLI started before the SDK's import (pid %s)", process.pid)
