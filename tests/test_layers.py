@@ -156,3 +156,10 @@ def test_every_private_module_states_its_names(name: str) -> None:
     ]
 
     assert declared, f"{name} has no __all__"
+
+
+def test_the_model_module_stays_a_thin_adapter() -> None:
+    """``model.py`` holds the pydantic-ai contract only; what it needs lives in the layers below."""
+    lines = len((PACKAGE / "model.py").read_text().splitlines())
+
+    assert lines <= 300, f"model.py has {lines} lines"

@@ -27,3 +27,23 @@ def test_importing_the_root_does_not_import_pydantic_ai():
     code = "import sys, claudecode_model; print('pydantic_ai' in sys.modules)"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "False"
+
+
+def test_the_exception_tree_in_the_docstring_matches_the_classes() -> None:
+    """``exceptions``' docstring draws the hierarchy; it is the hierarchy."""
+    import inspect
+
+    from claudecode_model import exceptions
+
+    classes = [c for c in vars(exceptions).values() if inspect.isclass(c) and c.__module__ == exceptions.__name__]
+    lines: list[str] = []
+
+    def draw(cls: type, depth: int) -> None:
+        others = ", ".join(base.__name__ for base in cls.__bases__[1:])
+        lines.append(f"    {'  ' * depth}* {cls.__name__}" + (f" (also {others})" if others else ""))
+        for child in sorted((c for c in classes if c.__bases__[0] is cls), key=lambda c: c.__name__):
+            draw(child, depth + 1)
+
+    draw(exceptions.ClaudeCodeError, 0)
+
+    assert "\n".join(lines) in (exceptions.__doc__ or "")

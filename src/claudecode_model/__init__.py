@@ -5,11 +5,12 @@ Names are imported lazily, so that light entry points (the IPC bridge process) d
 
 from __future__ import annotations
 
+from claudecode_model._lazy import lazy_exports
 from claudecode_model._version import __version__
-from claudecode_model.ipc._lazy import lazy_exports
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs the bridge milliseconds
 if TYPE_CHECKING:
+    from claudecode_model._tools.execution import TransportType
     from claudecode_model.builtin_tools import BuiltinToolApprovals
     from claudecode_model.deps_support import (
         DepsContext,
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
         UnsupportedContentError,
         UnsupportedDepsTypeError,
     )
-    from claudecode_model.ipc._types import TransportType
     from claudecode_model.mcp_integration import (
         DEFAULT_SERVER_NAME,
         ToolDefinition,

@@ -16,7 +16,7 @@ from pydantic_ai.settings import ModelSettings
 if TYPE_CHECKING:
     from pydantic_ai.agent import AbstractAgent
 
-    from claudecode_model._turns.turn import TurnRunner
+    from claudecode_model._turns.runner import TurnRunner
 
 __all__ = ["Prewarmed", "prewarm", "prewarm_requested", "start_spare_instead"]
 
@@ -40,7 +40,7 @@ async def start_spare_instead(
     params: ModelRequestParameters,
 ) -> NoReturn:
     """Start the spare a request like this one would use, record whether it is ready, and end the agent's run."""
-    from claudecode_model._turns.turn import prewarm_turn
+    from claudecode_model._turns.start import prewarm_turn
 
     prewarming = _PREWARMING.get()
     assert prewarming is not None, "start_spare_instead() outside prewarm()"

@@ -33,11 +33,13 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
 
     from claudecode_model._process.slots import ProcessSlots
-    from claudecode_model._sessions.session import CLISession, SessionPool
+    from claudecode_model._sessions.pool import SessionPool
+    from claudecode_model._sessions.session import CLISession
+    from claudecode_model._tools.execution import TransportType
     from claudecode_model._tools.parked_calls import ParkingLot
     from claudecode_model._tools.request import ToolSetup
-    from claudecode_model._turns.turn import CLITurn, TurnRunner
-    from claudecode_model.ipc._types import TransportType
+    from claudecode_model._turns.runner import TurnRunner
+    from claudecode_model._turns.turn import CLITurn
 
 __all__ = [
     "DEFAULT_KEEP_SESSIONS",
@@ -90,7 +92,7 @@ class ModelResources:
         With the default ``keep_sessions``, idle sessions beyond it are kept for :data:`SURPLUS_IDLE_SECONDS`.
         """
         if self._pool is None:
-            from claudecode_model._sessions.session import SessionPool
+            from claudecode_model._sessions.pool import SessionPool
 
             keep, spares = self.limits.keep_sessions, self.limits.spare_sessions
             self._pool = SessionPool(
@@ -153,7 +155,7 @@ class ModelResources:
         """The CLI turn of one request of ``model``; at the end it is parked if it waits for tool results, else
         finished. ``content_events=False``: the request does not stream (its content comes in whole messages)."""
         turn = await self._start_turn(model, messages, settings, params, run_context)
-        turn.content_events = content_events
+        turn.set_streaming(content_events)
         try:
             yield turn
         finally:
@@ -191,7 +193,7 @@ class ModelResources:
         # A new process's first request starts its CLI now and imports claude-agent-sdk while it boots.
         early = None if prewarming else await start_early_cli(self, messages, settings, params)
         try:
-            from claudecode_model._turns.turn import start_turn
+            from claudecode_model._turns.start import start_turn
 
             track(model, self.pool.kill_all)  # closed at interpreter exit if still alive
             runner = self._runner()
@@ -209,7 +211,7 @@ class ModelResources:
         if self._runner_if_created is not None:
             return self._runner_if_created
         from claudecode_model._history.store import GuardedStore
-        from claudecode_model._turns.turn import TurnRunner
+        from claudecode_model._turns.runner import TurnRunner
 
         store = self.session_store
         self._runner_if_created = TurnRunner(

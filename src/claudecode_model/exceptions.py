@@ -4,6 +4,45 @@ Everything the library raises on purpose derives from :class:`ClaudeCodeError`. 
 pydantic-ai :class:`~pydantic_ai.exceptions.ModelHTTPError` instances (and the matching error category, such as
 :class:`~pydantic_ai.exceptions.ModelRateLimitError`), so ``FallbackModel`` and retry logic treat them like any other
 provider's errors.
+
+The tree (with the other classes each one derives from)::
+
+    * ClaudeCodeError
+      * CLIExecutionError
+        * CLIProcessError
+          * CLIConnectionError
+        * CLITimeoutError (also TimeoutError)
+      * CLIInterruptedError
+      * CLINotFoundError
+      * CLIResponseParseError
+      * ClaudeCodeAPIError (also ModelHTTPError)
+        * ClaudeCodeAuthenticationError (also ModelAuthenticationError)
+        * ClaudeCodeOverloadedError (also ModelOverloadedError)
+        * ClaudeCodeQuotaExceededError (also ModelQuotaExceededError)
+        * ClaudeCodeRateLimitError (also ModelRateLimitError)
+        * ClaudeCodeRequestRejectedError (also ModelRequestRejectedError)
+          * ClaudeCodeContextWindowExceededError (also ModelContextWindowExceededError)
+          * ClaudeCodeModelNotFoundError (also ModelNotFoundError)
+        * ClaudeCodeServerError (also ModelServerError)
+        * ClaudeCodeUnavailableError (also ModelUnavailableError)
+      * ClaudeCodeConnectionError (also ModelConnectionError)
+      * ClaudeCodeSettingsError (also UserError, ValueError)
+      * DependencyResolutionError (also UserError)
+      * IPCError
+        * BridgeStartupError
+        * IPCConnectionError
+        * IPCMessageSizeError
+        * IPCToolExecutionError
+      * InvalidModelIdError (also UserError)
+      * MessageConversionError
+        * UnsupportedContentError
+      * MissingDepsError (also NotImplementedError)
+      * StructuredOutputError
+      * ToolNotFoundError
+      * ToolValidationError (also ValueError)
+      * ToolsetNotRegisteredError
+      * TypeHintResolutionError
+      * UnsupportedDepsTypeError
 """
 
 from __future__ import annotations

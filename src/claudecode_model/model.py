@@ -34,8 +34,7 @@ from claudecode_model._streamed import (
     raw_messages,
     response_with_metadata,
 )
-from claudecode_model._tools.execution import ToolExecution, checked_tool_execution
-from claudecode_model.ipc._types import TransportType
+from claudecode_model._tools.execution import ToolExecution, TransportType, checked_tool_execution
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT, checked_session_store, checked_store_timeout
 
@@ -44,7 +43,6 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import Message, SessionStore
     from pydantic_ai.agent import AbstractAgent
 
-    from claudecode_model._sessions.session import CLISession, SessionPool
 
 DEFAULT_SERVER_NAME = "pydantic_tools"
 """The MCP server name of registered toolsets (kept here so that importing the model does not import mcp)."""
@@ -100,10 +98,9 @@ class ClaudeCodeModel(Model):
             settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
             profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
             env: Extra environment variables for every CLI process.
-            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables). By default
-                4, and more (within ``max_processes``) for 60 s while no new process needs their slot, so that the
-                follow-ups of many concurrent conversations find their processes; an explicit number is a hard
-                bound.
+            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables). By default 4,
+                and more (within ``max_processes``) for 60 s while no new process needs their slot; a number is a
+                hard bound.
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
@@ -123,12 +120,10 @@ class ClaudeCodeModel(Model):
                 :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
                 process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
                 replaying the history. Workers must share the store and the working directory.
-            session_store_timeout: Seconds any one call of ``session_store`` may take. A turn whose store write
-                fails or times out still returns its answer: the response's ``provider_details`` says
-                ``"session_store": "incomplete"``, and the entries are written again with the session's next turn
-                here (or by :meth:`aclose`). A store read that fails or times out makes the turn go on from this
-                machine's copy, or replay the history. While a call that timed out goes on (at most 60 s), the
-                store is not asked again.
+            session_store_timeout: Seconds any one call of ``session_store`` may take. A failed store write does
+                not fail the turn (its ``provider_details`` say ``"session_store": "incomplete"``; the entries are
+                written again later); a failed read makes the turn go on from this machine's copy, or replay the
+                history. See ``docs/scaling.md``.
         """
         limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)
         check_model_arguments(limits, tool_transport=tool_transport, settings=settings)
@@ -144,8 +139,6 @@ class ClaudeCodeModel(Model):
             session_store_timeout=checked_store_timeout(session_store_timeout),
         )
         super().__init__(settings=settings, profile=profile or default_profile(model_name))
-
-    # --- pydantic-ai Model interface ------------------------------------------------------------------------
 
     @property
     def model_name(self) -> str:
@@ -175,11 +168,6 @@ class ClaudeCodeModel(Model):
         """The CLI binary this model runs (found on first use)."""
         return self._resources.cli_path
 
-    @property
-    def _pool(self) -> SessionPool[CLISession]:
-        """The idle CLI sessions kept for follow-up turns (created with the first request)."""
-        return self._resources.pool
-
     async def request(
         self,
         messages: list[ModelMessage],
@@ -202,8 +190,6 @@ class ClaudeCodeModel(Model):
         async with open_response(self._resources.turn(self, messages, settings, params, run_context), params) as stream:
             yield stream
 
-    # --- extra entry points ---------------------------------------------------------------------------------
-
     async def request_with_metadata(
         self,
         messages: list[ModelMessage],
@@ -214,9 +200,7 @@ class ClaudeCodeModel(Model):
         does not stream, without the stream events of text and thinking and the CLI's progress notices)."""
         params = model_request_parameters or ModelRequestParameters()
         if self.profile.get("may_tokenize_special_tokens_in_content", False):
-            opened = self.request_stream(
-                messages, model_settings, params
-            )  # its pydantic-ai wrapper restores the tokens
+            opened = self.request_stream(messages, model_settings, params)  # pydantic-ai's wrapper restores tokens
         else:
             settings, params = self.prepare_request(model_settings, params)
             opened = open_response(self._resources.turn(self, messages, settings, params, content_events=False), params)
@@ -257,8 +241,6 @@ class ClaudeCodeModel(Model):
         (the IPC bridge) or ``"auto"`` (see ``tool_transport`` of the constructor). Calling it again replaces
         the previous registration (with a warning).
         """
-        if self._resources.tools.registered_toolsets is not None:
-            logger.warning("set_agent_toolsets() replaces the toolsets registered before")
         self._resources.tools.register(toolsets, server_name=server_name, transport=transport)
 
     def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:

@@ -26,8 +26,8 @@ from pydantic_ai.profiles import ModelProfileSpec
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
+from claudecode_model._tools.execution import TransportType
 from claudecode_model.exceptions import InvalidModelIdError
-from claudecode_model.ipc._types import TransportType
 from claudecode_model.model import ClaudeCodeModel
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT

@@ -59,16 +59,19 @@ async def session(toolbox: Toolbox) -> AsyncIterator[IPCSession]:
 
 @pytest.fixture(scope="session")
 def light_package_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An import root whose ``claudecode_model/__init__.py`` is empty, with the real ``ipc`` package inside.
+    """An import root whose ``claudecode_model/__init__.py`` is empty, with the real ``ipc`` package inside (and the
+    package's lazy-export helper, which ``ipc/__init__.py`` uses).
 
     The bridge imports ``claudecode_model/__init__.py`` first; until the package root is lazy that pulls in
     pydantic-ai (over a second). Tests that are about the bridge itself run it from here: fast, and proof that
-    it needs nothing outside ``claudecode_model.ipc``.
+    it needs nothing else of the package.
     """
     root = tmp_path_factory.mktemp("light_root")
     (root / "claudecode_model").mkdir()
     (root / "claudecode_model" / "__init__.py").write_text('"""Empty stand-in for the package root."""\n')
     (root / "claudecode_model" / "ipc").symlink_to(Path(ipc_package.__file__).parent, target_is_directory=True)
+    package = Path(ipc_package.__file__).parents[1]
+    (root / "claudecode_model" / "_lazy.py").symlink_to(package / "_lazy.py")
     return root
 
 

@@ -410,7 +410,7 @@ async def test_bridge_imports_only_the_standard_library_and_its_own_modules(
         "claudecode_model.ipc",
         "claudecode_model.ipc._constants",
         "claudecode_model.ipc._framing",
-        "claudecode_model.ipc._lazy",
+        "claudecode_model._lazy",
         "claudecode_model.ipc._protocol",
     }, "the bridge module itself runs as __main__"
     heavy = {name for name in imported if name.split(".")[0] in HEAVY_MODULES}

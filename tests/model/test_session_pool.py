@@ -8,7 +8,8 @@ import time
 from typing import Any, cast
 
 from claudecode_model._sessions import session as session_module
-from claudecode_model._sessions.session import CLISession, SessionPool
+from claudecode_model._sessions.pool import SessionPool
+from claudecode_model._sessions.session import CLISession
 from tests._support.polling import wait_for, wait_until
 
 

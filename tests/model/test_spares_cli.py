@@ -23,6 +23,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
 from claudecode_model._process.slots import ProcessSlots
+from claudecode_model._sessions import pool as pool_module
 from claudecode_model._sessions import session as session_module
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import OfflineBackend
@@ -115,7 +116,7 @@ async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_
 async def test_a_spare_starts_after_its_delay_not_during_the_turn(
     spare_model: ClaudeCodeModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session_module, "SPARE_START_DELAY", 1.0)
+    monkeypatch.setattr(pool_module, "SPARE_START_DELAY", 1.0)
     agent, _ = agent_with_probe(spare_model)
     await agent.run("one")
     assert len(cli_children()) == 1  # the run returned before its spare started
@@ -125,7 +126,7 @@ async def test_a_spare_starts_after_its_delay_not_during_the_turn(
 async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
     backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session_module, "SPARE_START_DELAY", 600.0)
+    monkeypatch.setattr(pool_module, "SPARE_START_DELAY", 600.0)
     model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1)
     agent, _ = agent_with_probe(model)
     await agent.run("one")

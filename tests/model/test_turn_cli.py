@@ -10,9 +10,11 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model._process.binary import find_cli
-from claudecode_model._sessions.session import CLISession, SessionPool
+from claudecode_model._sessions.pool import SessionPool
+from claudecode_model._sessions.session import CLISession
 from claudecode_model._tools.request import ToolSetup
-from claudecode_model._turns.turn import TurnRunner, start_turn
+from claudecode_model._turns.runner import TurnRunner
+from claudecode_model._turns.start import start_turn
 from claudecode_model.testing import OfflineBackend
 
 pytestmark = pytest.mark.cli

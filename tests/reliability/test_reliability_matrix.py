@@ -334,8 +334,8 @@ async def test_cancellation_at_random_points(
             outcomes.append(f"{delay:.2f}s: cancelled after {phase}")
         # A cancel that lands after the CLI finished its turn (while pydantic-ai wraps up) leaves a clean session,
         # kept for a next turn like any other: bounded by keep_sessions and stopped by aclose().
-        assert len(harness.model._pool) <= 1
-        await harness.assert_no_stray_processes(idle_sessions=len(harness.model._pool))
+        assert len(harness.model._resources.pool) <= 1
+        await harness.assert_no_stray_processes(idle_sessions=len(harness.model._resources.pool))
         await harness.model.aclose()
     record_property("cancel_points", "; ".join(outcomes))
     await harness.assert_recovers()

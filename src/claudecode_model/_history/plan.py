@@ -21,7 +21,7 @@ from claudecode_model._history.replay import TranscriptEntry, transcript_of
 from claudecode_model._history.to_anthropic import ContentBlock, request_blocks
 from claudecode_model.exceptions import MessageConversionError
 
-__all__ = ["SessionPoint", "TurnPlan", "plan_turn", "system_prompt_of"]
+__all__ = ["ResumedCalls", "SessionPoint", "TurnPlan", "plan_turn", "system_prompt_of"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,21 @@ class SessionPoint:
     """The transcript entry the history's last response ended on (``resume_session_at``)."""
     digest: str
     """Digest of the history up to that point (a live session that has seen exactly it can go on in place)."""
+
+
+@dataclass(frozen=True)
+class ResumedCalls:
+    """How a new CLI session takes up the pending calls of the history's last response (calls of the agent's tools
+    that pydantic-ai ran, with no turn parked for them): what to replay, and what to send."""
+
+    entries: list[TranscriptEntry]
+    """The transcript to replay."""
+    deferred_call: ContentBlock | None
+    """The ``tool_use`` block the CLI re-runs on resume (its handler answers with pydantic-ai's result)."""
+    new_input: list[ContentBlock]
+    """The user message of the turn: empty to take up the deferred call, else the new prompt."""
+    calls: int
+    """How many calls the response made."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,7 @@ class TurnPlan:
     are told to Claude as text, not sent again as tool results."""
     replay_entries: list[TranscriptEntry] | None = None
     """The transcript to replay instead of ``history``'s own (pending calls of the agent's tools taken up in a new
-    session, see ``_agent_run.resume_plan``)."""
+    session, see :class:`ResumedCalls`)."""
     deferred_call: ContentBlock | None = None
     """A ``tool_use`` block of the replayed transcript's last reply that the CLI runs again on resume (pydantic-ai's
     answer to a pending call of the agent's tools): the turn then starts without a user message."""
@@ -75,10 +90,19 @@ class TurnPlan:
         return transcript_of(self.history)
 
 
-def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, allow_continue: bool = True) -> TurnPlan:
+def plan_turn(
+    messages: Sequence[ModelMessage],
+    instructions: str | None,
+    *,
+    allow_continue: bool = True,
+    resumed: ResumedCalls | None = None,
+) -> TurnPlan:
     """Split ``messages`` into the history already answered and the new input of this turn.
 
-    With ``allow_continue=False`` the plan has no session point: the history is replayed into a new session.
+    With ``allow_continue=False`` the plan has no session point: the history is replayed into a new session. With
+    ``resumed``, pending calls of the last response are taken up in a new session: its transcript is replayed (or,
+    for one deferred call and nothing else to say, the session is branched at that reply where its transcript is
+    found whole).
     """
     system_prompt = system_prompt_of(messages, instructions)
     last_response = _last_response_index(messages)
@@ -90,6 +114,17 @@ def plan_turn(messages: Sequence[ModelMessage], instructions: str | None, *, all
     assert isinstance(response, ModelResponse)
     new_input = _new_input(new_requests)
     found = _session_point(response, history) if allow_continue else None
+    if resumed is not None:
+        point = found[0] if found is not None else None
+        return TurnPlan(
+            system_prompt=system_prompt,
+            new_input=resumed.new_input,
+            history=history,
+            replay_entries=resumed.entries,
+            deferred_call=resumed.deferred_call,
+            branch_point=point if resumed.deferred_call is not None and resumed.calls == 1 else None,
+            digested_history=found[1] if found is not None else None,
+        )
     if found is None:
         return TurnPlan(system_prompt=system_prompt, new_input=new_input, history=history)
     point, digested = found

@@ -2,12 +2,10 @@
 
 The turn runner decides between resuming a session, branching it and replaying the history from where the history's
 last message lies in the session's transcript (:mod:`claudecode_model._history.source`). Without a store the CLI's own
-files
-answer that; with one, :func:`find_transcript` looks at both copies, the store's (another worker's sessions, and
-what the SDK would resume) and this machine's, and goes on from one that holds the history whole: every entry from
-the start to the history's end (a store write that failed leaves a gap). :func:`mirror_transcript` puts a
-transcript written here (a replayed history, which the CLI does not mirror: it mirrors only what it writes) into
-the store.
+files answer that; with one, :func:`find_transcript` looks at both copies, the store's (another worker's sessions, and
+what the SDK would resume) and this machine's, and goes on from one that holds the history whole: every entry from the
+start to the history's end (a store write that failed leaves a gap). :func:`mirror_transcript` puts a transcript written
+here (a replayed history, which the CLI does not mirror: it mirrors only what it writes) into the store.
 """
 
 from __future__ import annotations

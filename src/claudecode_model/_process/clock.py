@@ -8,6 +8,7 @@ decides what it can do from that thread (schedule the trimming on a running loop
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import logging
@@ -17,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["ClockHandle", "call_at"]
+__all__ = ["ClockHandle", "call_at", "running_loop"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,3 +95,11 @@ def call_at(when: float, callback: Callable[[], None]) -> ClockHandle:
     """Call ``callback`` on the clock's thread at ``when`` (``time.monotonic()``); it must be quick and
     thread-safe."""
     return _CLOCK.call_at(when, callback)
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop of this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

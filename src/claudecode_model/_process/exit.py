@@ -6,6 +6,10 @@ it is pending" and "coroutine ignored GeneratorExit". So a session is always clo
 :func:`close_on` runs a close there from a coroutine of another loop (``asyncio.run(model.aclose())`` after
 ``run_sync``), :func:`close_blocking` from synchronous code, and at exit each model still alive is closed that way
 before anything else is torn down.
+
+This module is the process's one exit registry: models to close (:func:`track`) and the owners of CLI processes to
+kill if they are still alive after that (:func:`kill_at_exit`: pools, parking lots, sessions in neither) are all
+handled by one ``atexit`` hook.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ import threading
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["Closable", "close_blocking", "close_on", "track"]
+__all__ = ["Closable", "close_blocking", "close_on", "kill_at_exit", "track"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,21 +35,34 @@ class Closable(Protocol):
 
 
 _MODELS: weakref.WeakKeyDictionary[Closable, Callable[[], None]] = weakref.WeakKeyDictionary()
+_KILLS: weakref.WeakKeyDictionary[Any, Callable[[Any], None]] = weakref.WeakKeyDictionary()
 _registered = threading.Lock()
 _hook_registered = False
 
+Owner = TypeVar("Owner")
+
 
 def track(model: Closable, kill: Callable[[], None]) -> None:
-    """Close ``model`` at interpreter exit if it is still alive then (``kill`` is the fallback that only kills).
-
-    The exit hook is registered at the first request rather than at import: ``atexit`` runs hooks last-in first-out,
-    so the CLIs are stopped before the cleanups registered earlier (an offline backend's temp dirs, say) run.
-    """
-    global _hook_registered
+    """Close ``model`` at interpreter exit if it is still alive then (``kill`` is the fallback that only kills)."""
     _MODELS.setdefault(model, kill)
+    _register_hook()
+
+
+def kill_at_exit(owner: Owner, kill: Callable[[Owner], None]) -> None:
+    """Call ``kill(owner)`` at interpreter exit if ``owner`` (held weakly) is still alive then, after the models
+    were closed: the last resort for CLI processes no model closed (spares still starting, turns of a loop that
+    was left)."""
+    _KILLS.setdefault(owner, kill)
+    _register_hook()
+
+
+def _register_hook() -> None:
+    """Register the exit hook at first use rather than at import: ``atexit`` runs hooks last-in first-out, so the
+    CLIs are stopped before the cleanups registered earlier (an offline backend's temp dirs, say) run."""
+    global _hook_registered
     with _registered:
         if not _hook_registered:
-            atexit.register(_close_all_at_exit)
+            atexit.register(_at_exit)
             _hook_registered = True
 
 
@@ -122,10 +139,12 @@ def _thread_loop() -> asyncio.AbstractEventLoop | None:
     return None if loop.is_closed() or loop.is_running() else loop
 
 
-def _close_all_at_exit() -> None:
+def _at_exit() -> None:
     for model, kill in list(_MODELS.items()):
         try:
             close_blocking(model.aclose, stop_now=kill)
         except BaseException as error:  # exit must go on: fall back to killing the processes
             logger.debug("closing a model at exit failed (%r); killing its CLI processes", error)
             kill()
+    for owner, kill_owner in list(_KILLS.items()):
+        kill_owner(owner)

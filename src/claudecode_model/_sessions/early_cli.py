@@ -11,7 +11,7 @@ DEBUG). So a wrong prediction costs a process start, never a different CLI.
 
 Only the common case is predicted: a new conversation (no earlier response in the history), the in-process tool
 transport, and settings whose effect on the command line is known here; anything else starts the CLI the usual way.
-The prediction repeats what ``_sessions.options.build_options()``, ``_turns.turn.spawn_session()`` and the SDK's
+The prediction repeats what ``_sessions.options.build_options()``, ``_turns.acquire.spawn_session()`` and the SDK's
 transport (``SubprocessCLITransport._build_command()`` and ``connect()``) do for that case;
 ``tests/model/test_early_cli_cli.py`` runs each supported input through both and fails when they part.
 
@@ -377,7 +377,7 @@ async def start_early_cli(
     if prediction is None:
         logger.debug("the first CLI starts after the SDK's import: %s", why)
         return None
-    # What _turns.turn.spawn_session() adds for a new process: its private temp folder, the request's trace context.
+    # What _turns.acquire.spawn_session() adds for a new process: its private temp folder, the request's trace context.
     temp, token = reserve_cli_temp(prediction.options_env)
     launch = prediction.launch({**temp.env, **traceparent_env()})
     try:

@@ -9,28 +9,26 @@ disconnects the client, which stops the CLI and its stdio MCP children.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import logging
 import os
 import signal
-import threading
 import time
 import uuid
-import weakref
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
 from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields
-from claudecode_model._process.clock import ClockHandle, call_at
+from claudecode_model._process.clock import running_loop
+from claudecode_model._process.exit import kill_at_exit
 from claudecode_model._process.slots import starting_slots
 from claudecode_model._sessions.trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
@@ -40,13 +38,9 @@ if TYPE_CHECKING:
     from claudecode_model._tools.servers import ServedTools
 
 __all__ = [
-    "SPARE_START_DELAY",
     "WARM_UP_TIMEOUT",
     "CLISession",
     "Delivery",
-    "PooledSession",
-    "SessionPool",
-    "SpareFactory",
     "ToolsWaiting",
     "warm_up_client",
 ]
@@ -140,31 +134,6 @@ class _TurnRequest:
     output: _TurnOutput = field(default_factory=_TurnOutput)
 
 
-class PooledSession(Protocol):
-    """What :class:`SessionPool` needs of a session it keeps."""
-
-    session_id: str | None
-    signature: str
-    seen_digest: str | None
-    last_used: float
-    busy: bool
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop: ...
-
-    @property
-    def closed(self) -> bool: ...
-
-    @property
-    def known_closed(self) -> bool: ...
-
-    async def close(self) -> None: ...
-
-    def kill(self) -> None: ...
-
-    def terminate(self) -> None: ...
-
-
 class CLISession:
     """A Claude Code CLI process serving one conversation, one turn at a time."""
 
@@ -175,6 +144,7 @@ class CLISession:
         signature: str,
         tool_router: RunToolRouter | None = None,
         tool_servers: Sequence[ServedTools] = (),
+        stderr: deque[str] | None = None,
     ) -> None:
         """A session for the CLI ``options`` describe (started by :meth:`start`).
 
@@ -184,6 +154,7 @@ class CLISession:
                 with the same signature.
             tool_router: Routes in-process tool calls to the run that owns the turn; the session lets it stop a turn.
             tool_servers: The tool servers the CLI process uses, stopped with it (IPC sessions of the stdio transport).
+            stderr: Where the creator collects the CLI's last stderr lines (errors of its turns report them).
         """
         self.options = options
         self.signature = signature
@@ -198,12 +169,10 @@ class CLISession:
         self.tool_router = tool_router
         self.tool_servers: list[ServedTools] = list(tool_servers)
         if tool_router is not None:
-            tool_router.stop_turn = self.interrupt_soon
-            tool_router.results.on_wait = self._tools_waiting
+            tool_router.attach(stop_turn=self.interrupt_soon, on_wait=self._tools_waiting)
         self._current: _TurnRequest | None = None
-        self.on_closed: list[Callable[[], None]] = []
-        """Called once the CLI process is gone (after :meth:`close`, or by :meth:`kill`)."""
-        self.stderr: deque[str] | None = None
+        self._on_closed: list[Callable[[], None]] = []
+        self.stderr = stderr
         """The CLI's last stderr lines, when the creator collects them (errors of its turns report them)."""
         self._commands: asyncio.Queue[_TurnRequest | None] = asyncio.Queue()
         self._ready: asyncio.Future[None] = self._loop.create_future()
@@ -217,18 +186,43 @@ class CLISession:
         self._serving = False
         self.waiting_for_tools = False
         """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
-        self.delivery: Callable[[Message], Delivery] | None = None
-        """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
+        self._delivery: Callable[[Message], Delivery] | None = None
         self.arrived = 0.0
         """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
-        self.on_failure: Callable[[BaseException], None] | None = None
-        """Told at once when a turn fails in the owner task (the CLI died), even while nobody reads the turn."""
+        self._on_failure: Callable[[BaseException], None] | None = None
         self._stop_mark = _StopMark()
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         """The event loop the session was created on (and its owner task runs on)."""
         return self._loop
+
+    def when_closed(self, *callbacks: Callable[[], None]) -> None:
+        """Call ``callbacks`` once the CLI process is gone (after :meth:`close`, or by :meth:`kill`)."""
+        self._on_closed.extend(callbacks)
+
+    def deliver_with(self, delivery: Callable[[Message], Delivery] | None) -> None:
+        """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
+        self._delivery = delivery
+
+    def note_cost(self, total_cost_usd: float) -> None:
+        """Remember the cumulative cost the CLI reported at the end of a turn."""
+        self.reported_cost_usd = total_cost_usd
+
+    def note_seen(self, digest: str | None) -> None:
+        """Remember the digest of the conversation the transcript holds now (``None``: more than any history)."""
+        self.seen_digest = digest
+
+    def wait_for_tools(self, on_failure: Callable[[BaseException], None]) -> None:
+        """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once, and
+        ``on_failure`` is told at once when the CLI dies meanwhile, even while nobody reads the turn."""
+        self.waiting_for_tools = True
+        self._on_failure = on_failure
+
+    def tools_answered(self) -> None:
+        """The turn goes on with pydantic-ai's tool results (see :meth:`wait_for_tools`)."""
+        self.waiting_for_tools = False
+        self._on_failure = None
 
     @property
     def closed(self) -> bool:
@@ -240,7 +234,7 @@ class CLISession:
             return False
         if _exiting(self._pid):
             return True
-        if _running_loop() is self._loop:
+        if running_loop() is self._loop:
             # Known alive for the rest of this step of the event loop: a turn asks several times in one step (the pool
             # prunes, takes, puts back), and each check reads /proc.
             self._alive_this_step = True
@@ -267,7 +261,7 @@ class CLISession:
         request needs (system prompt, tool list, context accounting) without any API call, so that the first turn
         does not pay for it.
         """
-        _STARTED_SESSIONS.add(self)
+        kill_at_exit(self, CLISession.kill)
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
         # library's spans of the in-process tool server are opened in it).
         self._owner = asyncio.create_task(
@@ -357,7 +351,7 @@ class CLISession:
             async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
-                delivery = Delivery.WAKE if self.delivery is None else self.delivery(message)
+                delivery = Delivery.WAKE if self._delivery is None else self._delivery(message)
                 if delivery is not Delivery.DROP:
                     turn.output.put(message, wake=delivery is Delivery.WAKE)
         except asyncio.CancelledError:
@@ -368,8 +362,8 @@ class CLISession:
             turn.output.put(error)
             # A client that raised mid-turn is not reusable: end the owner loop.
             self._commands.put_nowait(None)
-            if self.on_failure is not None:
-                self.on_failure(error)
+            if self._on_failure is not None:
+                self._on_failure(error)
         finally:
             self._serving = False
             self._current = None
@@ -457,7 +451,7 @@ class CLISession:
         self._closed_now()
 
     def _closed_now(self) -> None:
-        callbacks, self.on_closed = self.on_closed, []
+        callbacks, self._on_closed = self._on_closed, []
         for callback in callbacks:
             try:
                 callback()
@@ -591,489 +585,3 @@ async def warm_up_client(client: ClaudeSDKClient) -> None:
         logger.debug("warming up a spare CLI session failed (%s); it is used as it is", error)
         return
     logger.debug("spare CLI session warmed up in %.3f s", time.monotonic() - started)
-
-
-S = TypeVar("S", bound=PooledSession)
-
-SpareFactory = Callable[[], Awaitable[S | None]]
-"""Starts a spare session (``None``: no process slot was free, nothing started)."""
-
-
-SPARE_START_DELAY = 0.3
-"""Seconds a spare waits after the turn that asked for it before its CLI starts (unless claimed or awaited first).
-
-A CLI start costs about a second of CPU; started at once, it competes with what the caller does right after the
-turn (pydantic-ai ending the run, the next request of the same conversation). Measured in the benchmarks."""
-
-
-@dataclass(eq=False)
-class _SpareStart:
-    """When a spare's CLI may start: after its delay, or at once when a request needs it (``go``)."""
-
-    delay: float
-    go: asyncio.Event = field(default_factory=asyncio.Event)
-    spawning: bool = False
-
-    async def wait(self) -> None:
-        if self.delay > 0:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.delay):
-                    await self.go.wait()
-        self.spawning = True
-
-
-@dataclass(eq=False)
-class _Spare(Generic[S]):
-    """A session started ahead of the conversation that will claim it."""
-
-    signature: str
-    factory: SpareFactory[S]
-    task: asyncio.Task[S | None]
-    start: _SpareStart
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self.task.get_loop()
-
-    def ready(self) -> S | None:
-        """The started session, if the start is over and succeeded."""
-        if not self.task.done() or self.task.cancelled() or self.task.exception() is not None:
-            return None
-        return self.task.result()
-
-
-class SessionPool(Generic[S]):
-    """Idle CLI sessions kept for continuation, and spare sessions started ahead of new conversations.
-
-    The one place sessions are kept between turns: a turn takes the session it continues from here, and gives it
-    back when it ends cleanly; a new conversation claims a spare with its session signature from here.
-
-    Bounds: ``max_idle`` sessions are kept for ``idle_timeout`` seconds; more (up to the model's process cap) for
-    ``surplus_idle_timeout`` seconds, and the oldest is the first stopped when a new process needs a slot. At most
-    ``max_spares`` spares per signature and ``max_spares_total`` in all, each stopped after ``idle_timeout`` unused.
-
-    Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
-    which no turn should wait for. :meth:`close_all` waits for those closes too. The bounds hold by time, whether
-    or not another request comes and whether or not the sessions' event loop runs: the pool's next deadline is
-    kept by :mod:`claudecode_model._process.clock`, whose thread has a running loop trim the pool, and stops the
-    processes
-    of a loop that does not run (a ``run_sync`` program between calls) itself; that loop tidies up when it runs
-    again.
-    """
-
-    def __init__(
-        self,
-        *,
-        max_idle: int,
-        idle_timeout: float,
-        surplus_idle_timeout: float = 0.0,
-        max_spares: int = 0,
-        max_spares_total: int = 0,
-        spare_delay: float | None = None,
-    ) -> None:
-        self.max_idle = max_idle
-        self.idle_timeout = idle_timeout
-        self.surplus_idle_timeout = surplus_idle_timeout
-        self.max_spares = max_spares
-        self.max_spares_total = max_spares_total
-        self.spare_delay = SPARE_START_DELAY if spare_delay is None else spare_delay
-        self._sessions: dict[str, S] = {}
-        self._spares: list[_Spare[S]] = []
-        self._closing: dict[S, asyncio.Task[None]] = {}
-        self._lock = threading.Lock()
-        """Guards who gets an idle session: a turn taking it, or the clock's thread stopping it."""
-        self._stopped: set[S] = set()
-        """Idle sessions whose process the clock's thread stopped, for their loop to tidy up."""
-        self._clock: ClockHandle | None = None
-        _LIVE_POOLS.add(self)
-
-    def take(self, session_id: str, *, signature: str, digest: str) -> S | None:
-        """Remove and return a live session that has seen exactly ``digest`` with the same options."""
-        session = self._sessions.get(session_id)
-        if session is None:
-            return None
-        if session.closed or session.loop is not _running_loop() or session.busy:
-            return None
-        if session.signature != signature or session.seen_digest != digest:
-            return None
-        with self._lock:
-            if session in self._stopped or self._sessions.get(session_id) is not session:
-                return None
-            del self._sessions[session_id]
-        return session
-
-    async def put(self, session: S) -> None:
-        """Keep ``session`` for a later turn, closing what falls out of the bounds."""
-        if self.max_idle <= 0 or session.session_id is None or session.known_closed:
-            await session.close()
-            return
-        previous = self._sessions.pop(session.session_id, None)
-        if previous is not None and previous is not session:
-            self._retire(previous)
-        self._sessions[session.session_id] = session
-        await self.prune()
-
-    async def prune(self) -> None:
-        """Close expired sessions, sessions of closed event loops, and the oldest over the limit once their grace
-        is over; replace spares that died while idle."""
-        self._trim()
-
-    # --- the bounds by time ---------------------------------------------------------------------------------------
-
-    def _deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, S]]:
-        """When each idle session of ``loop`` falls out of the bounds: ``idle_timeout`` after its last use, or
-        ``surplus_idle_timeout`` for the oldest beyond ``max_idle``."""
-        kept = sorted(
-            (s for s in list(self._sessions.values()) if s.loop is loop and s not in self._stopped),
-            key=lambda s: s.last_used,
-        )
-        surplus = len(kept) - self.max_idle
-        return [
-            (s.last_used + (min(self.surplus_idle_timeout, self.idle_timeout) if i < surplus else self.idle_timeout), s)
-            for i, s in enumerate(kept)
-        ]
-
-    def _spare_deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, _Spare[S]]]:
-        found = []
-        for spare in list(self._spares):
-            if spare.loop is loop and (session := spare.ready()) is not None and session not in self._stopped:
-                found.append((session.last_used + self.idle_timeout, spare))
-        return found
-
-    def _loops(self) -> set[asyncio.AbstractEventLoop]:
-        """The open event loops the pool's sessions and spares belong to (those of a closed loop have no deadline:
-        the next trim on a running loop, or the exit hook, kills them)."""
-        loops = {s.loop for s in list(self._sessions.values())} | {s.loop for s in list(self._spares)}
-        return {loop for loop in loops if not loop.is_closed()}
-
-    def _trim(self) -> None:
-        """On the running loop: close what is out of the bounds now, then wait for the next deadline."""
-        now = time.monotonic()
-        loop = _running_loop()
-        for key, session in list(self._sessions.items()):
-            if session.loop is not loop:
-                if session.loop.is_closed():
-                    session.kill()
-                    del self._sessions[key]
-                continue
-            if session in self._stopped or session.known_closed:
-                del self._sessions[key]
-                self._retire(session)
-        if loop is not None:
-            for deadline, session in self._deadlines(loop):
-                if deadline <= now and session.session_id is not None:
-                    self._sessions.pop(session.session_id, None)
-                    logger.debug("closing a CLI session idle for %.0f s", now - session.last_used)
-                    self._retire(session)
-        self._prune_spares(now, loop)
-        self._schedule()
-
-    def _schedule(self, *, recheck: float | None = None) -> None:
-        """Have the clock call :meth:`_tick` at the pool's next deadline (or at ``recheck``, if earlier)."""
-        deadlines = [d for loop in self._loops() for d, _ in [*self._deadlines(loop), *self._spare_deadlines(loop)]]
-        if recheck is not None:
-            deadlines.append(recheck)
-        with self._lock:
-            current = self._clock
-            if not deadlines or (current is not None and current.pending and current.when <= min(deadlines)):
-                return
-            if current is not None:
-                current.cancel()
-            # A deadline already past that the tick could not act on (a session still connecting on a loop that
-            # does not run) is looked at again a little later, not at once: the clock never spins.
-            self._clock = call_at(max(min(deadlines), time.monotonic() + _CLOCK_MIN_INTERVAL_SECONDS), self._tick)
-
-    def _tick(self) -> None:
-        """On the clock's thread, at a deadline: a running loop is asked to trim the pool; the overdue processes of
-        a loop that does not run are stopped from here."""
-        now = time.monotonic()
-        recheck = None
-        for loop in self._loops():
-            if loop.is_closed():
-                continue
-            sessions = [s for deadline, s in self._deadlines(loop) if deadline <= now]
-            spares = [spare for deadline, spare in self._spare_deadlines(loop) if deadline <= now]
-            if not sessions and not spares:
-                continue
-            # Either way the loop tidies up when it runs: if it was about to stop, the recheck finds the
-            # sessions still there and stops them from here.
-            with contextlib.suppress(RuntimeError):  # closed meanwhile
-                loop.call_soon_threadsafe(self._trim)
-            if loop.is_running():
-                recheck = now + _CLOCK_RECHECK_SECONDS
-            else:
-                self._stop_off_loop(loop, sessions, spares)
-        self._schedule(recheck=recheck)
-
-    def _stop_off_loop(self, loop: asyncio.AbstractEventLoop, sessions: list[S], spares: list[_Spare[S]]) -> None:
-        with self._lock:
-            if loop.is_running():
-                return
-            for session in sessions:
-                if session.session_id is not None and self._sessions.get(session.session_id) is session:
-                    logger.debug("stopping a CLI process idle for %.0f s", time.monotonic() - session.last_used)
-                    self._stopped.add(session)
-                    session.terminate()
-            for spare in spares:
-                if spare in self._spares and (unused := spare.ready()) is not None:
-                    logger.debug("stopping a spare CLI process unused for %.0f s", self.idle_timeout)
-                    self._stopped.add(unused)
-                    unused.terminate()
-
-    def _prune_spares(self, now: float, loop: asyncio.AbstractEventLoop | None) -> None:
-        for spare in list(self._spares):
-            if spare.loop is not loop:
-                if spare.loop.is_closed():
-                    self._spares.remove(spare)
-                    if (session := spare.ready()) is not None:
-                        session.kill()
-                continue
-            if not spare.task.done():
-                continue
-            session = spare.ready()
-            if session is None:  # failed to start: forgotten (the next fresh conversation starts another)
-                self._spares.remove(spare)
-                continue
-            if session in self._stopped or now - session.last_used > self.idle_timeout:
-                self._spares.remove(spare)
-                logger.debug("closing a spare CLI session unused for %.0f s", now - session.last_used)
-                self._retire(session)
-            elif session.known_closed:  # died while idle: replaced, never used
-                self._spares.remove(spare)
-                self._retire(session)
-                self.start_spare(spare.signature, spare.factory)
-
-    # --- spares ---------------------------------------------------------------------------------------------
-
-    def spares(self, signature: str | None = None) -> int:
-        """How many spares (ready or starting) the pool holds on this loop, for ``signature`` or in all."""
-        loop = _running_loop()
-        return sum(1 for s in self._spares if s.loop is loop and signature in (None, s.signature))
-
-    def start_spare(self, signature: str, factory: SpareFactory[S]) -> bool:
-        """Start a spare for ``signature`` in the background unless the bounds are reached; whether it did."""
-        if self.spares(signature) >= self.max_spares or len(self._spares) >= self.max_spares_total:
-            return False
-        loop = asyncio.get_running_loop()
-        start = _SpareStart(self.spare_delay)
-        task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
-        spare = _Spare(signature, factory, task, start)
-        self._spares.append(spare)
-        task.add_done_callback(lambda _: self._schedule())  # its idle deadline
-        return True
-
-    async def wait_spare(self, signature: str) -> bool:
-        """Wait until the spares for ``signature`` have started; whether one is ready."""
-        loop = _running_loop()
-        waited = [s for s in self._spares if s.loop is loop and s.signature == signature]
-        for spare in waited:
-            spare.start.go.set()
-        tasks = [s.task for s in waited]
-        if tasks:
-            await asyncio.wait(tasks)
-        return any(
-            (session := s.ready()) is not None and not session.closed
-            for s in self._spares
-            if s.loop is loop and s.signature == signature
-        )
-
-    async def claim_spare(self, signature: str) -> S | None:
-        """Remove and return a live spare started with ``signature`` (waiting for one still starting).
-
-        ``None`` if there is none, or if it failed to start or died: a dead spare is stopped and replaced, never
-        used. The removal is synchronous, so of two concurrent claims of one spare one wins, the other gets
-        ``None``.
-        """
-        loop = _running_loop()
-        spare = next((s for s in self._spares if s.loop is loop and s.signature == signature), None)
-        if spare is None:
-            return None
-        with self._lock:  # not while the clock's thread stops it
-            self._spares.remove(spare)
-        spare.start.go.set()
-        try:
-            session = await asyncio.shield(spare.task)
-        except asyncio.CancelledError:
-            if spare.task.cancelled():
-                return None
-            # The claimer was cancelled while the spare started: stop it once it is up.
-            spare.task.add_done_callback(self._retire_started)
-            raise
-        except Exception:  # the factory logs and swallows start failures; this is a last resort
-            return None
-        if session is None:
-            return None
-        if session.closed or session in self._stopped:
-            self._retire(session)
-            self.start_spare(spare.signature, spare.factory)
-            return None
-        return session
-
-    def _retire_started(self, task: asyncio.Task[S | None]) -> None:
-        if not task.cancelled() and task.exception() is None and (session := task.result()) is not None:
-            self._retire(session)
-
-    def evict_idle(self) -> bool:
-        """Stop one process that is not in use, to free its slot: a spare, else the least recently used idle
-        session. Whether there was one."""
-        loop = _running_loop()
-        spares = [s for s in self._spares if s.loop is loop]
-        for spare in sorted(spares, key=lambda s: s.task.done(), reverse=True):  # a ready spare first
-            self._spares.remove(spare)
-            if (session := spare.ready()) is not None:
-                self._retire(session)
-            elif spare.task.done():
-                continue
-            else:
-                spare.task.cancel()
-            return True
-        idle = [s for s in self._sessions.values() if s.loop is loop and not s.busy]
-        if not idle:
-            return False
-        oldest = min(idle, key=lambda s: s.last_used)
-        if oldest.session_id is not None:
-            self._sessions.pop(oldest.session_id, None)
-        self._retire(oldest)
-        return True
-
-    # --- closing ----------------------------------------------------------------------------------------------
-
-    def _retire(self, session: S) -> None:
-        """Close ``session`` in a background task of its loop (tracked until done)."""
-        if session in self._closing:
-            return
-        task = session.loop.create_task(_close_or_kill(session), name="claude-code-session-close")
-        self._closing[session] = task
-        task.add_done_callback(lambda _: self._closed(session))
-
-    def _closed(self, session: S) -> None:
-        self._closing.pop(session, None)
-        with self._lock:
-            self._stopped.discard(session)
-
-    def loops(self) -> set[asyncio.AbstractEventLoop]:
-        """The open event loops the pool's sessions and spares belong to (each is closed by :meth:`close_all` run on
-        it)."""
-        found = self._loops() | {session.loop for session in list(self._closing)}
-        return {loop for loop in found if not loop.is_closed()}
-
-    async def close_all(self) -> None:
-        """Close every session and spare of the running loop (and wait for those closing in the background); kill
-        the processes of sessions whose loop is closed. Those of other open loops are left to a ``close_all()`` on
-        their own loop."""
-        loop = _running_loop()
-        sessions: list[S] = []
-        for key, session in list(self._sessions.items()):
-            if session.loop is loop or session.loop.is_closed():
-                del self._sessions[key]
-                if session.loop is loop:
-                    sessions.append(session)
-                else:
-                    session.kill()
-        spares = [s for s in self._spares if s.loop is loop or s.loop.is_closed()]
-        self._spares = [s for s in self._spares if s not in spares]
-        starting: list[asyncio.Task[S | None]] = []
-        waiting: list[asyncio.Task[S | None]] = []
-        for spare in spares:
-            ready = spare.ready()
-            if spare.loop is not loop:
-                if ready is not None:
-                    ready.kill()
-                continue
-            if ready is not None:
-                sessions.append(ready)
-            elif not spare.start.spawning:
-                spare.task.cancel()  # still waiting for its delay: nothing was started
-                waiting.append(spare.task)
-            elif not spare.task.done():
-                starting.append(spare.task)
-        if waiting:
-            await asyncio.wait(waiting)
-        if starting:
-            # A spare still starting is let finish and then closed like the others: killed mid-start, the CLI
-            # makes the SDK log a fatal error; a start that hangs is cancelled after a while.
-            _, hanging = await asyncio.wait(starting, timeout=_SPARE_START_GRACE_SECONDS)
-            for task in hanging:
-                task.cancel()
-            if hanging:
-                await asyncio.wait(hanging)
-            sessions += [s for task in starting if not task.cancelled() and (s := _started(task)) is not None]
-        for session in list(self._closing):
-            if session.loop.is_closed():
-                session.kill()
-        closing = [task for session, task in self._closing.items() if session.loop is loop]
-        await asyncio.gather(*(session.close() for session in sessions if session.loop is loop))
-        if closing:
-            await asyncio.wait(closing)
-
-    def terminate_all(self) -> None:
-        """Stop the processes of every idle session and spare now, from synchronous code (their loops tidy up)."""
-        spares = [session for spare in list(self._spares) if (session := spare.ready()) is not None]
-        for session in [*list(self._sessions.values()), *spares, *list(self._closing)]:
-            session.terminate()
-
-    def kill_all(self) -> None:
-        """Synchronous cleanup (interpreter exit)."""
-        spares = [session for spare in self._spares if (session := spare.ready()) is not None]
-        for session in [*self._sessions.values(), *spares, *self._closing]:
-            session.kill()
-        self._sessions.clear()
-        self._spares.clear()
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-
-_CLOCK_RECHECK_SECONDS = 1.0
-_CLOCK_MIN_INTERVAL_SECONDS = 0.2
-"""After asking a running loop to trim the pool, the clock checks again this much later (the loop may have stopped
-before it got to it)."""
-_SPARE_START_GRACE_SECONDS = 10.0
-"""How long closing waits for a spare still starting before it cancels the start."""
-
-
-def _started(task: asyncio.Task[S | None]) -> S | None:
-    return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
-
-
-async def _start_spare(factory: SpareFactory[S], start: _SpareStart) -> S | None:
-    await start.wait()
-    try:
-        return await factory()
-    except asyncio.CancelledError:
-        raise
-    except Exception as error:
-        logger.debug("a spare CLI session failed to start (%s); the next new conversation starts its own", error)
-        return None
-
-
-_LIVE_POOLS: weakref.WeakSet[SessionPool[Any]] = weakref.WeakSet()
-_STARTED_SESSIONS: weakref.WeakSet[CLISession] = weakref.WeakSet()
-
-
-@atexit.register
-def _kill_sessions_at_exit() -> None:
-    """Kill the CLI processes of every pool still alive when the interpreter exits."""
-    for pool in list(_LIVE_POOLS):
-        pool.kill_all()
-    for session in list(_STARTED_SESSIONS):
-        session.kill()  # sessions in no pool: spares still starting, turns of a loop that was left
-
-
-async def _close_or_kill(session: PooledSession) -> None:
-    """Close a retired session; if that fails or is cancelled (the loop shutting down), kill its process."""
-    try:
-        await session.close()
-    except asyncio.CancelledError:
-        session.kill()
-        raise
-    except Exception as error:
-        logger.debug("closing an idle CLI session failed (%s); killing its process", error)
-        session.kill()
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

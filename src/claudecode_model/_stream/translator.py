@@ -100,8 +100,7 @@ class TurnTranslator:
     next response of the same turn.
 
     Parts of an aborted attempt (a response whose stream was cut, see :mod:`claudecode_model._stream.attempts`) stay in
-    the
-    parts manager, whose events were already sent, but :meth:`kept` leaves them out of the response.
+    the parts manager, whose events were already sent, but :meth:`kept` leaves them out of the response.
     """
 
     def __init__(

@@ -4,9 +4,9 @@ Each API round trip the CLI makes is one pydantic-ai model request. When Claude'
 (function tools or output tools), the request returns those calls as ordinary ``ToolCallPart`` s with Claude's
 ``tool_use`` ids, and the CLI turn is parked: the MCP handlers the CLI invokes for those calls do not run anything,
 they wait (:class:`~claudecode_model._tools.parked_calls.CallResults`). pydantic-ai then runs the calls itself
-(validation,
-retries, ``sequential``, approvals, deferred calls, ``end_strategy``, hooks, events, usage, instrumentation) and
-its next request carries the answers, which resolve the waiting handlers; the same CLI turn goes on.
+(validation, retries, ``sequential``, approvals, deferred calls, ``end_strategy``, hooks, events, usage,
+instrumentation) and its next request carries the answers, which resolve the waiting handlers; the same CLI turn goes
+on.
 
 This module holds the pieces of that flow that do not depend on how a turn is run: the waiting tool specs, finding
 the pending calls of a history and delivering pydantic-ai's answers to them (the run scope that decides what
@@ -31,8 +31,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
-from claudecode_model._history.replay import TranscriptEntry
-from claudecode_model._history.to_anthropic import ContentBlock
+from claudecode_model._history.plan import ResumedCalls
+from claudecode_model._history.replay import TranscriptEntry, transcript_of
+from claudecode_model._history.to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._tools.builtin_approvals import approval_result, is_builtin_call, not_run_result
 from claudecode_model._tools.call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
 from claudecode_model._tools.cli_executed import tool_specs
@@ -43,13 +44,12 @@ from claudecode_model._tools.parked_calls import CallResults
 __all__ = [
     "TOOL_EXECUTIONS",
     "PendingCalls",
-    "ResumePlan",
     "ToolExecution",
     "checked_tool_execution",
     "deliver_answers",
     "mcp_response",
     "pending_calls",
-    "resume_plan",
+    "resumed_calls",
     "waiting_tool_specs",
 ]
 
@@ -143,21 +143,10 @@ def deliver_answers(results: CallResults, pending: PendingCalls) -> list[str]:
 # --- continuing from the history (no parked turn: another model instance, another process) ---------------------
 
 
-@dataclass(frozen=True)
-class ResumePlan:
-    """How a new CLI session takes up pending calls from a replayed history."""
-
-    entries: list[TranscriptEntry]
-    """The transcript to replay."""
-    deferred_call: ContentBlock | None
-    """The ``tool_use`` block the CLI re-runs on resume (its handler answers with pydantic-ai's result)."""
-    new_input: list[ContentBlock]
-    """The user message of the turn: empty to take up the deferred call, else the new prompt."""
-
-
-def resume_plan(entries: list[TranscriptEntry], pending: PendingCalls, prompt: list[ContentBlock]) -> ResumePlan:
-    """Replay ``entries`` (the history up to the response with the pending calls) so that Claude sees exactly the
-    answers pydantic-ai gave.
+def resumed_calls(messages: Sequence[ModelMessage], pending: PendingCalls) -> ResumedCalls:
+    """How a new CLI session takes up the pending calls of ``messages``' last response (no turn is parked for
+    them here): the history up to that response is replayed so that Claude sees exactly the answers pydantic-ai
+    gave, and a new prompt sent along with the answers is the turn's message.
 
     Claude Code re-runs one deferred call when a session is resumed with an empty prompt (the call's MCP handler is
     invoked again with the same ``tool_use`` id, then the turn goes on). So the last pending call is left to it, and
@@ -175,12 +164,16 @@ def resume_plan(entries: list[TranscriptEntry], pending: PendingCalls, prompt: l
             result = mcp_result(answer) if answer is not None else not_answered_result(call.tool_name)
         return anthropic_tool_result(call.tool_call_id, result)
 
+    index = next(i for i, message in enumerate(messages) if message is pending.response)
+    entries = transcript_of(messages[: index + 1])
+    prompt = [block for part in pending.prompts for block in user_content_blocks(part.content)]
+    calls_made = len(pending.calls)
     if not entries or entries[-1].role != "assistant":
         raise ValueError("the replayed history must end with the reply that made the pending calls")
     history, reply = entries[:-1], entries[-1]
     if prompt:
         answered = TranscriptEntry("user", [result_block(call) for call in pending.calls])
-        return ResumePlan([*history, reply, answered], None, prompt)
+        return ResumedCalls([*history, reply, answered], None, prompt, calls_made)
     calls = {call.tool_call_id: call for call in pending.calls}
     last_id = pending.calls[-1].tool_call_id
     split: list[TranscriptEntry] = []
@@ -194,4 +187,4 @@ def resume_plan(entries: list[TranscriptEntry], pending: PendingCalls, prompt: l
             chunk = []
     split.append(TranscriptEntry("assistant", chunk))
     deferred = next(block for block in chunk if block.get("type") == "tool_use" and block.get("id") == last_id)
-    return ResumePlan([*history, *split], deferred, [])
+    return ResumedCalls([*history, *split], deferred, [], calls_made)

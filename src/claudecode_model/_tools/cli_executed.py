@@ -67,7 +67,7 @@ class RunToolRouter:
     output_call: ToolCallPart | None = None
     """The output tool call Claude made in this turn: it ends the turn and goes to pydantic-ai to validate."""
     stop_turn: Callable[[], None] | None = None
-    """Stops the CLI turn early (the session sets it): after a fatal error or an output tool call."""
+    """Stops the CLI turn early (see :meth:`attach`): after a fatal error or an output tool call."""
     failures: dict[str, int] = field(default_factory=dict)
     """Failed attempts per tool in this turn, since its last success.
 
@@ -81,6 +81,12 @@ class RunToolRouter:
     """Results of the calls pydantic-ai runs itself (agent-run execution): the waiting handlers read them here."""
     builtin_gate: BuiltinGate | None = None
     """The session's decisions on built-in calls (approvals, the policy); ``None`` if the session has none."""
+
+    def attach(self, *, stop_turn: Callable[[], None], on_wait: Callable[[frozenset[str]], None]) -> None:
+        """Route to the session that owns this router: how it stops a turn early, and what it is told when
+        handlers start waiting for pydantic-ai's results."""
+        self.stop_turn = stop_turn
+        self.results.tell_waits(on_wait)
 
     def bind(self, run_context: RunContext[Any] | None) -> None:
         self.run_context = run_context

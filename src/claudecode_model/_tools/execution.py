@@ -1,12 +1,17 @@
-"""Who runs the agent's own tools: the execution modes and their check (light: importing the model stays cheap)."""
+"""How the agent's own tools reach the CLI and who runs them: the transports, the execution modes and their check
+(light: importing the model stays cheap)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from claudecode_model.exceptions import ToolValidationError
 
-__all__ = ["TOOL_EXECUTIONS", "ToolExecution", "checked_tool_execution"]
+__all__ = ["TOOL_EXECUTIONS", "ToolExecution", "TransportType", "checked_tool_execution"]
+
+TransportType: TypeAlias = Literal["auto", "stdio", "sdk"]
+"""How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server), ``"stdio"`` (the IPC bridge) or
+``"auto"`` (the best one the installed CLI supports)."""
 
 ToolExecution = Literal["agent", "cli"]
 """Who runs the agent's own tools: pydantic-ai (``"agent"``, the default) or Claude Code's loop (``"cli"``)."""

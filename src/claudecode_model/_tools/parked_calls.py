@@ -17,19 +17,18 @@ Two pieces:
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from mcp.types import CallToolResult, TextContent
 
 from claudecode_model._process.clock import ClockHandle, call_at
+from claudecode_model._process.exit import kill_at_exit
 
 __all__ = ["CallResults", "ParkingLot", "closed_result"]
 
@@ -57,8 +56,12 @@ class CallResults:
         self._futures: dict[str, asyncio.Future[CallToolResult]] = {}
         self._waiting: set[str] = set()
         self._closed: CallToolResult | None = None
-        self.on_wait: Callable[[frozenset[str]], None] | None = None
-        """Told the ids waiting now whenever a handler starts waiting (the session passes it to the turn)."""
+        self._on_wait: Callable[[frozenset[str]], None] | None = None
+
+    def tell_waits(self, on_wait: Callable[[frozenset[str]], None]) -> None:
+        """Tell ``on_wait`` the ids waiting now whenever a handler starts waiting (the session passes it to the
+        turn)."""
+        self._on_wait = on_wait
 
     def _future(self, tool_use_id: str) -> asyncio.Future[CallToolResult]:
         future = self._futures.get(tool_use_id)
@@ -87,8 +90,8 @@ class CallResults:
             return self._closed
         future = self._future(tool_use_id)
         self._waiting.add(tool_use_id)
-        if self.on_wait is not None and not future.done():
-            self.on_wait(frozenset(self._waiting))
+        if self._on_wait is not None and not future.done():
+            self._on_wait(frozenset(self._waiting))
         try:
             result = await asyncio.shield(future)
         finally:
@@ -155,7 +158,7 @@ class ParkingLot(Generic[T]):
         self._parked: dict[str, _Parked[T]] = {}
         """Every pending call id -> its parked turn (several ids share one entry)."""
         self._closing: set[asyncio.Task[None]] = set()
-        _LIVE_LOTS.add(self)
+        kill_at_exit(self, ParkingLot.kill_all)  # a turn still parked at exit must not outlive it
 
     def __len__(self) -> int:
         return len({id(entry) for entry in self._parked.values()})
@@ -327,13 +330,3 @@ class ParkingLot(Generic[T]):
         self._parked.clear()
         for entry in entries:
             self._kill(entry.turn)
-
-
-_LIVE_LOTS: weakref.WeakSet[ParkingLot[Any]] = weakref.WeakSet()
-
-
-@atexit.register
-def _kill_parked_at_exit() -> None:
-    """A turn still parked when the interpreter exits must not outlive it."""
-    for lot in list(_LIVE_LOTS):
-        lot.kill_all()

@@ -1,4 +1,4 @@
-"""The MCP servers one request needs, and serving them: the turn runner's one seam with the tool modules.
+"""The MCP servers one request needs, and serving them.
 
 A request's tools reach the CLI as up to three MCP servers: the run's own function tools (executed through the run
 context by a :class:`~claudecode_model._tools.cli_executed.RunToolRouter`), the toolsets registered with
@@ -9,6 +9,7 @@ them when a new CLI process needs them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from claudecode_model._tools.cli_executed import (
     tools_signature,
 )
 from claudecode_model._tools.core import allowed_tool_names, mcp_tool_name
+from claudecode_model._tools.execution import TransportType
 from claudecode_model._tools.servers import (
     ResolvedTransport,
     ServedTools,
@@ -36,7 +38,6 @@ from claudecode_model._tools.servers import (
     resolve_transport,
     serve_tools,
 )
-from claudecode_model.ipc._types import TransportType
 
 if TYPE_CHECKING:
     # Registered toolsets (``set_agent_toolsets``) only: their modules load when a model registers some.
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from claudecode_model._tools.core import PydanticAITool
 
 __all__ = ["ToolNames", "ToolServerPlan", "ToolSetup", "plan_tool_servers", "serve_tool_servers", "tool_names"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -64,6 +67,9 @@ class ToolSetup:
         self.transport = checked_transport(self.transport)
 
     def register(self, toolsets: ToolSource, *, server_name: str, transport: TransportType) -> None:
+        """Serve ``toolsets`` under ``server_name`` (replacing an earlier registration, with a warning)."""
+        if self.registered_toolsets is not None:
+            logger.warning("set_agent_toolsets() replaces the toolsets registered before")
         self.registered_transport = checked_transport(transport)
         self.registered_toolsets = toolsets
         self.server_name = server_name
@@ -94,13 +100,14 @@ class ToolServerPlan:
     results; ``"cli"``: the handlers run them inside Claude Code's loop."""
 
     @property
-    def agent_runs_tools(self) -> bool:
+    def calls_wait_for_pydantic_ai(self) -> bool:
         """Whether pydantic-ai runs the calls to this server (the turn waits for their results)."""
         return self.registered is None and self.execution == "agent"
 
     @property
-    def runs_agent_tools(self) -> bool:
-        """Whether calls to this server run the agent's tools through the run context (inside Claude Code's loop)."""
+    def needs_run_context(self) -> bool:
+        """Whether calls to this server run the agent's tools inside Claude Code's loop, through the agent run's
+        context (so the request needs one)."""
         return self.registered is None and self.execution == "cli" and bool(self.function_defs)
 
     @property
@@ -176,7 +183,7 @@ def tool_names(servers: Sequence[ToolServerPlan]) -> ToolNames:
         agent_run_tools=frozenset(
             mcp_tool_name(tool.name, server.name)
             for server in servers
-            if server.agent_runs_tools
+            if server.calls_wait_for_pydantic_ai
             for tool in server.function_defs
         ),
     )
@@ -198,7 +205,7 @@ async def serve_tool_servers(
 
 
 async def _serve(setup: ToolSetup, server: ToolServerPlan, router: RunToolRouter) -> ServedTools:
-    if server.agent_runs_tools:
+    if server.calls_wait_for_pydantic_ai:
         specs = waiting_tool_specs(server.function_defs + server.output_defs, router.results)
         return await serve_tools(server.name, specs, server.transport)
     if server.registered is None:

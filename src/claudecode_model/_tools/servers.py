@@ -23,11 +23,12 @@ from claude_agent_sdk.types import McpServerConfig
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
 from claudecode_model._tools.call_results import RESULT_SIZE_META
 from claudecode_model._tools.core import ToolSpec, run_tool_call, tool_spec
+from claudecode_model._tools.execution import TransportType
 from claudecode_model._tools.inprocess_server import build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
 from claudecode_model.ipc._constants import SECRET_ENV_VAR
-from claudecode_model.ipc._types import MetaToolHandler, ToolSchema, TransportType
+from claudecode_model.ipc._types import MetaToolHandler, ToolSchema
 
 if TYPE_CHECKING:
     from claudecode_model.ipc._session import IPCSession  # the stdio transport only: loaded when it is used

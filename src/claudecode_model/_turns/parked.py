@@ -1,4 +1,5 @@
-"""Parking and continuing the CLI turns that wait for tool results pydantic-ai runs (see :mod:`._agent_run`).
+"""Parking and continuing the CLI turns that wait for tool results pydantic-ai runs (see
+:mod:`claudecode_model._tools.agent_executed`).
 
 Importing this module imports neither claude-agent-sdk nor mcp: they are imported at the first request.
 """
@@ -66,9 +67,6 @@ async def continue_parked(
         logger.debug("the system prompt changed while a turn waited for tool results: its calls go on in a new session")
         await turn.close_parked()
         return None
-    if turn not in this_runs:
-        # Another run (after approvals, an output tool call) goes on with the CLI process this turn kept alive.
-        turn.session_source = "live"
     try:
         if pending.prompts:
             await turn.say(pending.prompts)
@@ -76,10 +74,8 @@ async def continue_parked(
         with anyio.CancelScope(shield=True):  # a request deadline's cancellation must not cut the close short
             await turn.close_parked()
         raise
-    turn.session.waiting_for_tools = False
-    turn.session.on_failure = None
     deliver_answers(turn.router.results, pending)
-    turn.continue_with(messages, new_parts_manager(params))
+    turn.continue_with(messages, new_parts_manager(params), another_run=turn not in this_runs)
     return turn
 
 
@@ -95,8 +91,6 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     from claudecode_model._tools.run_scope import current_run_scope
 
     scope = current_run_scope()
-    turn.session.waiting_for_tools = True
-    lot.park(turn, waiting, timeout=None if scope is not None else idle_timeout, owner=scope)
 
     def cli_died(error: BaseException) -> None:
         if not lot.close_soon(turn):
@@ -110,4 +104,5 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
             exit_description(getattr(error, "exit_code", None)),
         )
 
-    turn.session.on_failure = cli_died
+    turn.park(on_cli_death=cli_died)
+    lot.park(turn, waiting, timeout=None if scope is not None else idle_timeout, owner=scope)

@@ -11,7 +11,7 @@ the parent-side modules (asyncio, pydantic-ai) it never uses.
 
 from __future__ import annotations
 
-from claudecode_model.ipc._lazy import lazy_exports
+from claudecode_model._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
+from claudecode_model._tools.execution import TransportType  # re-exported: the transport is a model argument
+
 __all__ = [
     "CallToolParams",
     "CancelParams",
@@ -44,7 +46,7 @@ __all__ = [
 JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
 """Any JSON value."""
 
-TransportType: TypeAlias = Literal["auto", "stdio", "sdk"]
+
 """How tools reach the CLI: ``"stdio"`` (the IPC bridge), ``"sdk"`` (in-process MCP server) or ``"auto"``."""
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from claudecode_model.ipc._lazy import lazy_exports
+from claudecode_model._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from claudecode_model.stores.postgres import PostgresSessionStore

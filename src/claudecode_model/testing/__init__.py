@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from claudecode_model.ipc._lazy import lazy_exports
+from claudecode_model._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._backend import OfflineBackend

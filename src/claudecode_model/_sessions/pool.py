@@ -1,0 +1,509 @@
+"""The pool of idle CLI sessions kept for follow-up turns, and of spares started ahead of new conversations."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from claudecode_model._process.clock import ClockHandle, call_at, running_loop
+from claudecode_model._process.exit import kill_at_exit
+
+__all__ = ["SPARE_START_DELAY", "PooledSession", "SessionPool", "SpareFactory"]
+
+logger = logging.getLogger(__name__)
+
+
+class PooledSession(Protocol):
+    """What :class:`SessionPool` needs of a session it keeps."""
+
+    session_id: str | None
+    signature: str
+    seen_digest: str | None
+    last_used: float
+    busy: bool
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def known_closed(self) -> bool: ...
+
+    async def close(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def terminate(self) -> None: ...
+
+
+S = TypeVar("S", bound=PooledSession)
+
+SpareFactory = Callable[[], Awaitable[S | None]]
+"""Starts a spare session (``None``: no process slot was free, nothing started)."""
+
+
+SPARE_START_DELAY = 0.3
+"""Seconds a spare waits after the turn that asked for it before its CLI starts (unless claimed or awaited first).
+
+A CLI start costs about a second of CPU; started at once, it competes with what the caller does right after the
+turn (pydantic-ai ending the run, the next request of the same conversation). Measured in the benchmarks."""
+
+
+@dataclass(eq=False)
+class _SpareStart:
+    """When a spare's CLI may start: after its delay, or at once when a request needs it (``go``)."""
+
+    delay: float
+    go: asyncio.Event = field(default_factory=asyncio.Event)
+    spawning: bool = False
+
+    async def wait(self) -> None:
+        if self.delay > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.delay):
+                    await self.go.wait()
+        self.spawning = True
+
+
+@dataclass(eq=False)
+class _Spare(Generic[S]):
+    """A session started ahead of the conversation that will claim it."""
+
+    signature: str
+    factory: SpareFactory[S]
+    task: asyncio.Task[S | None]
+    start: _SpareStart
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self.task.get_loop()
+
+    def ready(self) -> S | None:
+        """The started session, if the start is over and succeeded."""
+        if not self.task.done() or self.task.cancelled() or self.task.exception() is not None:
+            return None
+        return self.task.result()
+
+
+class SessionPool(Generic[S]):
+    """Idle CLI sessions kept for continuation, and spare sessions started ahead of new conversations.
+
+    The one place sessions are kept between turns: a turn takes the session it continues from here, and gives it
+    back when it ends cleanly; a new conversation claims a spare with its session signature from here.
+
+    Bounds: ``max_idle`` sessions are kept for ``idle_timeout`` seconds; more (up to the model's process cap) for
+    ``surplus_idle_timeout`` seconds, and the oldest is the first stopped when a new process needs a slot. At most
+    ``max_spares`` spares per signature and ``max_spares_total`` in all, each stopped after ``idle_timeout`` unused.
+
+    Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
+    which no turn should wait for. :meth:`close_all` waits for those closes too. The bounds hold by time, whether
+    or not another request comes and whether or not the sessions' event loop runs: the pool's next deadline is
+    kept by :mod:`claudecode_model._process.clock`, whose thread has a running loop trim the pool, and stops the
+    processes of a loop that does not run (a ``run_sync`` program between calls) itself; that loop tidies up when it
+    runs again.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_idle: int,
+        idle_timeout: float,
+        surplus_idle_timeout: float = 0.0,
+        max_spares: int = 0,
+        max_spares_total: int = 0,
+        spare_delay: float | None = None,
+    ) -> None:
+        self.max_idle = max_idle
+        self.idle_timeout = idle_timeout
+        self.surplus_idle_timeout = surplus_idle_timeout
+        self.max_spares = max_spares
+        self.max_spares_total = max_spares_total
+        self.spare_delay = SPARE_START_DELAY if spare_delay is None else spare_delay
+        self._sessions: dict[str, S] = {}
+        self._spares: list[_Spare[S]] = []
+        self._closing: dict[S, asyncio.Task[None]] = {}
+        self._lock = threading.Lock()
+        """Guards who gets an idle session: a turn taking it, or the clock's thread stopping it."""
+        self._stopped: set[S] = set()
+        """Idle sessions whose process the clock's thread stopped, for their loop to tidy up."""
+        self._clock: ClockHandle | None = None
+        kill_at_exit(self, SessionPool.kill_all)
+
+    def take(self, session_id: str, *, signature: str, digest: str) -> S | None:
+        """Remove and return a live session that has seen exactly ``digest`` with the same options."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        if session.closed or session.loop is not running_loop() or session.busy:
+            return None
+        if session.signature != signature or session.seen_digest != digest:
+            return None
+        with self._lock:
+            if session in self._stopped or self._sessions.get(session_id) is not session:
+                return None
+            del self._sessions[session_id]
+        return session
+
+    async def put(self, session: S) -> None:
+        """Keep ``session`` for a later turn, closing what falls out of the bounds."""
+        if self.max_idle <= 0 or session.session_id is None or session.known_closed:
+            await session.close()
+            return
+        previous = self._sessions.pop(session.session_id, None)
+        if previous is not None and previous is not session:
+            self._retire(previous)
+        self._sessions[session.session_id] = session
+        await self.prune()
+
+    async def prune(self) -> None:
+        """Close expired sessions, sessions of closed event loops, and the oldest over the limit once their grace
+        is over; replace spares that died while idle."""
+        self._trim()
+
+    # --- the bounds by time ---------------------------------------------------------------------------------------
+
+    def _deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, S]]:
+        """When each idle session of ``loop`` falls out of the bounds: ``idle_timeout`` after its last use, or
+        ``surplus_idle_timeout`` for the oldest beyond ``max_idle``."""
+        kept = sorted(
+            (s for s in list(self._sessions.values()) if s.loop is loop and s not in self._stopped),
+            key=lambda s: s.last_used,
+        )
+        surplus = len(kept) - self.max_idle
+        return [
+            (s.last_used + (min(self.surplus_idle_timeout, self.idle_timeout) if i < surplus else self.idle_timeout), s)
+            for i, s in enumerate(kept)
+        ]
+
+    def _spare_deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, _Spare[S]]]:
+        found = []
+        for spare in list(self._spares):
+            if spare.loop is loop and (session := spare.ready()) is not None and session not in self._stopped:
+                found.append((session.last_used + self.idle_timeout, spare))
+        return found
+
+    def _loops(self) -> set[asyncio.AbstractEventLoop]:
+        """The open event loops the pool's sessions and spares belong to (those of a closed loop have no deadline:
+        the next trim on a running loop, or the exit hook, kills them)."""
+        loops = {s.loop for s in list(self._sessions.values())} | {s.loop for s in list(self._spares)}
+        return {loop for loop in loops if not loop.is_closed()}
+
+    def _trim(self) -> None:
+        """On the running loop: close what is out of the bounds now, then wait for the next deadline."""
+        now = time.monotonic()
+        loop = running_loop()
+        for key, session in list(self._sessions.items()):
+            if session.loop is not loop:
+                if session.loop.is_closed():
+                    session.kill()
+                    del self._sessions[key]
+                continue
+            if session in self._stopped or session.known_closed:
+                del self._sessions[key]
+                self._retire(session)
+        if loop is not None:
+            for deadline, session in self._deadlines(loop):
+                if deadline <= now and session.session_id is not None:
+                    self._sessions.pop(session.session_id, None)
+                    logger.debug("closing a CLI session idle for %.0f s", now - session.last_used)
+                    self._retire(session)
+        self._prune_spares(now, loop)
+        self._schedule()
+
+    def _schedule(self, *, recheck: float | None = None) -> None:
+        """Have the clock call :meth:`_tick` at the pool's next deadline (or at ``recheck``, if earlier)."""
+        deadlines = [d for loop in self._loops() for d, _ in [*self._deadlines(loop), *self._spare_deadlines(loop)]]
+        if recheck is not None:
+            deadlines.append(recheck)
+        with self._lock:
+            current = self._clock
+            if not deadlines or (current is not None and current.pending and current.when <= min(deadlines)):
+                return
+            if current is not None:
+                current.cancel()
+            # A deadline already past that the tick could not act on (a session still connecting on a loop that
+            # does not run) is looked at again a little later, not at once: the clock never spins.
+            self._clock = call_at(max(min(deadlines), time.monotonic() + _CLOCK_MIN_INTERVAL_SECONDS), self._tick)
+
+    def _tick(self) -> None:
+        """On the clock's thread, at a deadline: a running loop is asked to trim the pool; the overdue processes of
+        a loop that does not run are stopped from here."""
+        now = time.monotonic()
+        recheck = None
+        for loop in self._loops():
+            if loop.is_closed():
+                continue
+            sessions = [s for deadline, s in self._deadlines(loop) if deadline <= now]
+            spares = [spare for deadline, spare in self._spare_deadlines(loop) if deadline <= now]
+            if not sessions and not spares:
+                continue
+            # Either way the loop tidies up when it runs: if it was about to stop, the recheck finds the
+            # sessions still there and stops them from here.
+            with contextlib.suppress(RuntimeError):  # closed meanwhile
+                loop.call_soon_threadsafe(self._trim)
+            if loop.is_running():
+                recheck = now + _CLOCK_RECHECK_SECONDS
+            else:
+                self._stop_off_loop(loop, sessions, spares)
+        self._schedule(recheck=recheck)
+
+    def _stop_off_loop(self, loop: asyncio.AbstractEventLoop, sessions: list[S], spares: list[_Spare[S]]) -> None:
+        with self._lock:
+            if loop.is_running():
+                return
+            for session in sessions:
+                if session.session_id is not None and self._sessions.get(session.session_id) is session:
+                    logger.debug("stopping a CLI process idle for %.0f s", time.monotonic() - session.last_used)
+                    self._stopped.add(session)
+                    session.terminate()
+            for spare in spares:
+                if spare in self._spares and (unused := spare.ready()) is not None:
+                    logger.debug("stopping a spare CLI process unused for %.0f s", self.idle_timeout)
+                    self._stopped.add(unused)
+                    unused.terminate()
+
+    def _prune_spares(self, now: float, loop: asyncio.AbstractEventLoop | None) -> None:
+        for spare in list(self._spares):
+            if spare.loop is not loop:
+                if spare.loop.is_closed():
+                    self._spares.remove(spare)
+                    if (session := spare.ready()) is not None:
+                        session.kill()
+                continue
+            if not spare.task.done():
+                continue
+            session = spare.ready()
+            if session is None:  # failed to start: forgotten (the next fresh conversation starts another)
+                self._spares.remove(spare)
+                continue
+            if session in self._stopped or now - session.last_used > self.idle_timeout:
+                self._spares.remove(spare)
+                logger.debug("closing a spare CLI session unused for %.0f s", now - session.last_used)
+                self._retire(session)
+            elif session.known_closed:  # died while idle: replaced, never used
+                self._spares.remove(spare)
+                self._retire(session)
+                self.start_spare(spare.signature, spare.factory)
+
+    # --- spares ---------------------------------------------------------------------------------------------
+
+    def spares(self, signature: str | None = None) -> int:
+        """How many spares (ready or starting) the pool holds on this loop, for ``signature`` or in all."""
+        loop = running_loop()
+        return sum(1 for s in self._spares if s.loop is loop and signature in (None, s.signature))
+
+    def start_spare(self, signature: str, factory: SpareFactory[S]) -> bool:
+        """Start a spare for ``signature`` in the background unless the bounds are reached; whether it did."""
+        if self.spares(signature) >= self.max_spares or len(self._spares) >= self.max_spares_total:
+            return False
+        loop = asyncio.get_running_loop()
+        start = _SpareStart(self.spare_delay)
+        task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
+        spare = _Spare(signature, factory, task, start)
+        self._spares.append(spare)
+        task.add_done_callback(lambda _: self._schedule())  # its idle deadline
+        return True
+
+    async def wait_spare(self, signature: str) -> bool:
+        """Wait until the spares for ``signature`` have started; whether one is ready."""
+        loop = running_loop()
+        waited = [s for s in self._spares if s.loop is loop and s.signature == signature]
+        for spare in waited:
+            spare.start.go.set()
+        tasks = [s.task for s in waited]
+        if tasks:
+            await asyncio.wait(tasks)
+        return any(
+            (session := s.ready()) is not None and not session.closed
+            for s in self._spares
+            if s.loop is loop and s.signature == signature
+        )
+
+    async def claim_spare(self, signature: str) -> S | None:
+        """Remove and return a live spare started with ``signature`` (waiting for one still starting).
+
+        ``None`` if there is none, or if it failed to start or died: a dead spare is stopped and replaced, never
+        used. The removal is synchronous, so of two concurrent claims of one spare one wins, the other gets
+        ``None``.
+        """
+        loop = running_loop()
+        spare = next((s for s in self._spares if s.loop is loop and s.signature == signature), None)
+        if spare is None:
+            return None
+        with self._lock:  # not while the clock's thread stops it
+            self._spares.remove(spare)
+        spare.start.go.set()
+        try:
+            session = await asyncio.shield(spare.task)
+        except asyncio.CancelledError:
+            if spare.task.cancelled():
+                return None
+            # The claimer was cancelled while the spare started: stop it once it is up.
+            spare.task.add_done_callback(self._retire_started)
+            raise
+        except Exception:  # the factory logs and swallows start failures; this is a last resort
+            return None
+        if session is None:
+            return None
+        if session.closed or session in self._stopped:
+            self._retire(session)
+            self.start_spare(spare.signature, spare.factory)
+            return None
+        return session
+
+    def _retire_started(self, task: asyncio.Task[S | None]) -> None:
+        if not task.cancelled() and task.exception() is None and (session := task.result()) is not None:
+            self._retire(session)
+
+    def evict_idle(self) -> bool:
+        """Stop one process that is not in use, to free its slot: a spare, else the least recently used idle
+        session. Whether there was one."""
+        loop = running_loop()
+        spares = [s for s in self._spares if s.loop is loop]
+        for spare in sorted(spares, key=lambda s: s.task.done(), reverse=True):  # a ready spare first
+            self._spares.remove(spare)
+            if (session := spare.ready()) is not None:
+                self._retire(session)
+            elif spare.task.done():
+                continue
+            else:
+                spare.task.cancel()
+            return True
+        idle = [s for s in self._sessions.values() if s.loop is loop and not s.busy]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda s: s.last_used)
+        if oldest.session_id is not None:
+            self._sessions.pop(oldest.session_id, None)
+        self._retire(oldest)
+        return True
+
+    # --- closing ----------------------------------------------------------------------------------------------
+
+    def _retire(self, session: S) -> None:
+        """Close ``session`` in a background task of its loop (tracked until done)."""
+        if session in self._closing:
+            return
+        task = session.loop.create_task(_close_or_kill(session), name="claude-code-session-close")
+        self._closing[session] = task
+        task.add_done_callback(lambda _: self._closed(session))
+
+    def _closed(self, session: S) -> None:
+        self._closing.pop(session, None)
+        with self._lock:
+            self._stopped.discard(session)
+
+    def loops(self) -> set[asyncio.AbstractEventLoop]:
+        """The open event loops the pool's sessions and spares belong to (each is closed by :meth:`close_all` run on
+        it)."""
+        found = self._loops() | {session.loop for session in list(self._closing)}
+        return {loop for loop in found if not loop.is_closed()}
+
+    async def close_all(self) -> None:
+        """Close every session and spare of the running loop (and wait for those closing in the background); kill
+        the processes of sessions whose loop is closed. Those of other open loops are left to a ``close_all()`` on
+        their own loop."""
+        loop = running_loop()
+        sessions: list[S] = []
+        for key, session in list(self._sessions.items()):
+            if session.loop is loop or session.loop.is_closed():
+                del self._sessions[key]
+                if session.loop is loop:
+                    sessions.append(session)
+                else:
+                    session.kill()
+        spares = [s for s in self._spares if s.loop is loop or s.loop.is_closed()]
+        self._spares = [s for s in self._spares if s not in spares]
+        starting: list[asyncio.Task[S | None]] = []
+        waiting: list[asyncio.Task[S | None]] = []
+        for spare in spares:
+            ready = spare.ready()
+            if spare.loop is not loop:
+                if ready is not None:
+                    ready.kill()
+                continue
+            if ready is not None:
+                sessions.append(ready)
+            elif not spare.start.spawning:
+                spare.task.cancel()  # still waiting for its delay: nothing was started
+                waiting.append(spare.task)
+            elif not spare.task.done():
+                starting.append(spare.task)
+        if waiting:
+            await asyncio.wait(waiting)
+        if starting:
+            # A spare still starting is let finish and then closed like the others: killed mid-start, the CLI
+            # makes the SDK log a fatal error; a start that hangs is cancelled after a while.
+            _, hanging = await asyncio.wait(starting, timeout=_SPARE_START_GRACE_SECONDS)
+            for task in hanging:
+                task.cancel()
+            if hanging:
+                await asyncio.wait(hanging)
+            sessions += [s for task in starting if not task.cancelled() and (s := _started(task)) is not None]
+        for session in list(self._closing):
+            if session.loop.is_closed():
+                session.kill()
+        closing = [task for session, task in self._closing.items() if session.loop is loop]
+        await asyncio.gather(*(session.close() for session in sessions if session.loop is loop))
+        if closing:
+            await asyncio.wait(closing)
+
+    def terminate_all(self) -> None:
+        """Stop the processes of every idle session and spare now, from synchronous code (their loops tidy up)."""
+        spares = [session for spare in list(self._spares) if (session := spare.ready()) is not None]
+        for session in [*list(self._sessions.values()), *spares, *list(self._closing)]:
+            session.terminate()
+
+    def kill_all(self) -> None:
+        """Synchronous cleanup (interpreter exit)."""
+        spares = [session for spare in self._spares if (session := spare.ready()) is not None]
+        for session in [*self._sessions.values(), *spares, *self._closing]:
+            session.kill()
+        self._sessions.clear()
+        self._spares.clear()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+
+_CLOCK_RECHECK_SECONDS = 1.0
+_CLOCK_MIN_INTERVAL_SECONDS = 0.2
+"""After asking a running loop to trim the pool, the clock checks again this much later (the loop may have stopped
+before it got to it)."""
+_SPARE_START_GRACE_SECONDS = 10.0
+"""How long closing waits for a spare still starting before it cancels the start."""
+
+
+def _started(task: asyncio.Task[S | None]) -> S | None:
+    return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
+
+
+async def _start_spare(factory: SpareFactory[S], start: _SpareStart) -> S | None:
+    await start.wait()
+    try:
+        return await factory()
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        logger.debug("a spare CLI session failed to start (%s); the next new conversation starts its own", error)
+        return None
+
+
+async def _close_or_kill(session: PooledSession) -> None:
+    """Close a retired session; if that fails or is cancelled (the loop shutting down), kill its process."""
+    try:
+        await session.close()
+    except asyncio.CancelledError:
+        session.kill()
+        raise
+    except Exception as error:
+        logger.debug("closing an idle CLI session failed (%s); killing its process", error)
+        session.kill()

@@ -1,0 +1,377 @@
+"""A turn's CLI session: the live one that has seen exactly the history, else a new process that resumes,
+branches or replays it, or a spare; new processes start within the model's process cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk.types import McpServerConfig
+from pydantic_ai.models import ModelRequestParameters
+
+from claudecode_model._history.plan import SessionPoint, TurnPlan
+from claudecode_model._history.replay import write_branch_with_deferred_call, write_replay_transcript
+from claudecode_model._history.source import (
+    ForkSession,
+    FreshSession,
+    LiveSession,
+    ReplayHistory,
+    ResumeSession,
+    choose_source,
+)
+from claudecode_model._history.store import GuardedStore
+from claudecode_model._history.stored_transcripts import (
+    SessionCopy,
+    find_transcript,
+    mirror_transcript,
+    recorded_entries_up_to,
+    store_key,
+)
+from claudecode_model._history.to_anthropic import ContentBlock
+from claudecode_model._history.transcripts import TranscriptFiles
+from claudecode_model._process.prompt_file import with_prompt_file
+from claudecode_model._process.temp import private_cli_temp
+from claudecode_model._sessions.options import RequestNeeds, build_options
+from claudecode_model._sessions.session import CLISession
+from claudecode_model._sessions.trace_context import traceparent_env
+from claudecode_model._stream.errors import map_error
+from claudecode_model._stream.telemetry import SessionSource
+from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate
+from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
+from claudecode_model._tools.native import plan_native_tools
+from claudecode_model._tools.request import ToolServerPlan, serve_tool_servers, tool_names
+from claudecode_model._turns.runner import STDERR_LINES, SessionRequest, TurnRunner, nothing
+from claudecode_model.exceptions import CLITimeoutError
+from claudecode_model.settings import ClaudeCodeModelSettings
+
+__all__ = [
+    "PARKED_SLOT_GRACE",
+    "NoSlotError",
+    "SlotWait",
+    "acquire_session",
+    "session_request",
+    "spawn_session",
+    "start_spare",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def session_request(
+    runner: TurnRunner,
+    settings: ClaudeCodeModelSettings,
+    params: ModelRequestParameters,
+    system_prompt: str | None,
+    servers: Sequence[ToolServerPlan],
+    approvals: ApprovalPlan,
+) -> tuple[SessionRequest, deque[str]]:
+    """The options and signature of a request's CLI session (built once per request, or reused from an earlier
+    request with the same inputs), and its stderr lines.
+
+    The options' ``stderr`` callback is set again when a process is started from them.
+    """
+    stderr: deque[str] = deque(maxlen=STDERR_LINES)
+    tools_signature = [server.signature for server in servers] if servers else None
+    output_schema = _native_output_schema(params)
+    inputs = (settings, system_prompt, tools_signature, output_schema, params.thinking, params.native_tools, approvals)
+    built: tuple[ClaudeAgentOptions, str, RequestNeeds] | None = runner.built_options.get(inputs)
+    if built is None:
+        needs = RequestNeeds(
+            system_prompt=system_prompt,
+            output_schema=output_schema,
+            thinking=params.thinking,
+            allowed_tools=list(tool_names(servers).servers),
+            mcp_tools_signature=tools_signature,
+            native_tools=plan_native_tools(
+                params.native_tools,
+                reserved_servers=(AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, runner.tools.server_name),
+            ),
+            approvals=approvals,
+        )
+        options, signature = build_options(
+            model_name=runner.model_name,
+            cli_path=runner.cli_path,
+            settings=settings,
+            needs=needs,
+            base_env=runner.env,
+            stderr=stderr.append,
+        )
+        built = options, signature, needs
+        runner.built_options.put(inputs, built)
+    options, signature, needs = built
+    return SessionRequest(runner, options, signature, servers, needs), stderr
+
+
+@dataclass(frozen=True)
+class _Acquired:
+    session: CLISession
+    new_input: list[ContentBlock]
+    """The user message that starts the turn in this session."""
+    release_source: Callable[[], None]
+    """Ends the turn's use of the transcript it started from (a branch's source), once the turn is over."""
+    source: SessionSource
+    """How the session was reached (reported on the response and its trace span)."""
+    store_fault: str | None = None
+    """Why the session store's copy of the session is incomplete, if it is."""
+
+
+async def acquire_session(
+    request: SessionRequest,
+    plan: TurnPlan,
+    files: TranscriptFiles,
+    stderr: deque[str],
+    *,
+    keep: bool,
+    slot_wait: SlotWait,
+) -> _Acquired:
+    """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
+    replays it (see :mod:`claudecode_model._history.source`); a new conversation claims a spare with its signature
+    first."""
+    runner = request.runner
+    ledger = runner.ledger
+
+    def take_live(point: SessionPoint) -> CLISession | None:
+        return runner.pool.take(point.session_id, signature=request.signature, digest=point.digest)
+
+    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
+    live = take_live(plan.point) if plan.point is not None else None
+    if live is not None:
+        logger.debug("continuing session %s in its live CLI process", live.session_id)
+        return _Acquired(live, continue_input, nothing, "live")
+    transcripts = await find_transcript(files, runner.session_store, plan.point)
+    # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
+    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
+    store = runner.session_store
+    staged: list[Any] | None = None
+    if store is not None and isinstance(transcripts, SessionCopy) and isinstance(source, ResumeSession | ForkSession):
+        staged = transcripts.entries
+    release_source = nothing
+    session_id: str | None = None
+    owned = not keep
+    kind: SessionSource
+    match source:
+        case LiveSession(session=live):
+            logger.debug("continuing session %s in its live CLI process", live.session_id)
+            return _Acquired(live, continue_input, nothing, "live")
+        case ResumeSession(session_id=resumed):
+            logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
+            kind = "resume"
+            session_id, new_input = resumed, continue_input
+            resume: dict[str, Any] = {"resume": resumed}
+        case ForkSession(session_id=forked, message_uuid=at):
+            logger.debug("forking session %s at %s: it went on past this history", forked, at)
+            kind = "fork"
+            release_source = ledger.use(forked)
+            session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
+            resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
+        case ReplayHistory(entries=entries):
+            branched = await _branch_at_pending_call(runner.session_store, plan, files)
+            if branched is not None:
+                kind, session_id = "fork", branched
+            else:
+                kind = "replay"
+                logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
+                session_id = write_replay_transcript(
+                    entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
+                )
+            new_input, owned, resume = plan.new_input, True, {"resume": session_id}
+        case FreshSession():
+            spare = await runner.pool.claim_spare(request.signature)
+            if spare is not None:
+                return _Acquired(spare, plan.new_input, nothing, "spare")
+            kind = "fresh"
+            new_input, resume = plan.new_input, {}
+    release_session = ledger.use(session_id) if session_id is not None else nothing
+    if session_id is not None and owned:
+        ledger.own(session_id, files.path(session_id))
+    store_fault: str | None = None
+    try:
+        if store is not None and isinstance(source, ReplayHistory) and session_id is not None:
+            staged = await mirror_transcript(store, files, session_id)
+            if store.unsent(store_key(files, session_id)):
+                store_fault = "the new session's transcript could not be copied into the session store"
+        await _take_slot(runner, slot_wait)
+    except BaseException:
+        release_session()
+        release_source()
+        raise
+    # The SDK resumes from the store: it is handed the copy the decision was made on (see GuardedStore.staged).
+    resumed_id = resume.get("resume")
+    staging = (
+        store.staged(store_key(files, resumed_id), staged)
+        if store is not None and staged and isinstance(resumed_id, str)
+        else contextlib.nullcontext()
+    )
+    try:
+        with staging:
+            session = await spawn_session(request, stderr, resume=resume, slot_taken=True, on_closed=release_session)
+    except BaseException as error:
+        release_source()
+        raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
+    return _Acquired(session, new_input, release_source, kind, store_fault)
+
+
+async def _branch_at_pending_call(store: GuardedStore | None, plan: TurnPlan, files: TranscriptFiles) -> str | None:
+    """A new session branched from the recorded transcript at the reply whose call the turn takes up (the call
+    deferred), when the session store is configured and the transcript holds that reply; else ``None`` (replay)."""
+    point, deferred = plan.branch_point, plan.deferred_call
+    if store is None or point is None or deferred is None:
+        return None
+    recorded = await recorded_entries_up_to(files, store, point)
+    if recorded is None:
+        return None
+    logger.debug(
+        "branching session %s at %s to take up tool call %s", point.session_id, point.message_uuid, deferred.get("id")
+    )
+    return write_branch_with_deferred_call(recorded, deferred, env=files.env, cwd=files.cwd)
+
+
+@dataclass
+class SlotWait:
+    """Whether (since when) a request waits for a process slot: a timeout then says so."""
+
+    since: float | None = None
+
+    def error(self, limit: int) -> CLITimeoutError:
+        waited = time.monotonic() - (self.since or time.monotonic())
+        return CLITimeoutError(
+            f"No Claude Code process could start within the request's timeout (waited {waited:.1f} s for a slot): "
+            f"all {limit} process slots of the model (max_processes) stayed busy",
+            timeout=waited,
+        )
+
+
+PARKED_SLOT_GRACE = 5.0
+"""Seconds a request waits for a process slot before it closes the longest-parked turn to take its slot.
+
+A turn waiting for tool results keeps its process, so that the run's next request continues it. When every slot is
+held that way, waiting longer may never end: under a concurrency limiter (pydantic-ai's ``ConcurrencyLimitedModel``)
+the requests that would continue those turns wait for the limiter this request holds. A closed turn's run continues
+later from its history (a replay), as after an expiry."""
+
+
+async def _take_slot(runner: TurnRunner, slot_wait: SlotWait) -> None:
+    """Wait for a free process slot (stopping idle processes first, then, after :data:`PARKED_SLOT_GRACE`, the
+    longest-parked turn); the request's timeout bounds the wait."""
+    slots = runner.slots
+    if slots is None:
+        return
+    slot_wait.since = time.monotonic()
+    while True:
+        try:
+            async with asyncio.timeout(PARKED_SLOT_GRACE if runner.parked is not None else None):
+                await slots.acquire(runner.pool.evict_idle)
+            break
+        except TimeoutError:
+            assert runner.parked is not None
+            if not await runner.parked.close_oldest():
+                await slots.acquire(runner.pool.evict_idle)
+                break
+    slot_wait.since = None
+
+
+async def spawn_session(
+    request: SessionRequest,
+    stderr: deque[str],
+    *,
+    resume: Mapping[str, Any] | None = None,
+    slot_taken: bool = False,
+    on_closed: Callable[[], None] = nothing,
+    traced: bool = True,
+    warm_up: bool = False,
+) -> CLISession:
+    """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
+
+    ``traced`` passes the current trace context to the CLI (``TRACEPARENT``); a spare, started for a request yet to
+    come, gets none, and is warmed up (``warm_up``) while nobody waits for it.
+
+    Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
+    (:class:`NoSlotError`); the slot is given back once the process is gone, and ``on_closed`` is called then
+    (also if the start fails).
+    """
+    runner = request.runner
+    slots = runner.slots
+    if slots is not None and not slot_taken and not slots.try_acquire():
+        on_closed()
+        raise NoSlotError("every process slot of the model is taken")
+    release = slots.release if slots is not None else nothing
+    remove_temp = nothing
+    try:
+        gate = BuiltinGate(request.needs.approvals) if request.needs.approvals else None
+        router = RunToolRouter(builtin_gate=gate)
+        hooks = request.options.hooks
+        if gate is not None:
+            hooks = _merged_hooks(hooks, gate.hooks(router.results.wait))
+        served = await serve_tool_servers(runner.tools, request.servers, router)
+        cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
+        temp_env, remove_temp = private_cli_temp(request.options.env)
+        options = replace(
+            request.options,
+            **dict(resume or {}),
+            session_store=runner.session_store,
+            # Each entry reaches the store as the CLI writes it, so that a turn cut off while it waits for tool
+            # results (its worker gone) can be taken up from the store by another worker.
+            session_store_flush="eager",
+            mcp_servers={
+                **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
+                **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
+            },
+            env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
+            hooks=hooks,
+            stderr=stderr.append,
+        )
+        options, remove_prompt_file = with_prompt_file(options)
+        # The session keeps the signature computed without per-process values (such as the IPC secret).
+        try:
+            session = CLISession(
+                options, signature=request.signature, tool_router=router, tool_servers=served, stderr=stderr
+            )
+        except BaseException:
+            remove_prompt_file()
+            raise
+    except BaseException:
+        release()
+        on_closed()
+        remove_temp()
+        raise
+    session.when_closed(release, on_closed, remove_prompt_file, remove_temp)
+    await session.start(warm_up=warm_up)
+    return session
+
+
+def start_spare(request: SessionRequest) -> bool:
+    """Start a spare session for ``request``'s signature in the background, within the pool's bounds."""
+
+    async def spawn() -> CLISession | None:
+        try:
+            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False, warm_up=True)
+        except NoSlotError:
+            return None
+
+    return request.runner.pool.start_spare(request.signature, spawn)
+
+
+class NoSlotError(RuntimeError):
+    """No process slot was free for a spare (spares never wait for one)."""
+
+
+def _merged_hooks(hooks: dict[Any, list[Any]] | None, more: Mapping[str, list[Any]]) -> dict[Any, list[Any]]:
+    merged: dict[Any, list[Any]] = {event: list(matchers) for event, matchers in (hooks or {}).items()}
+    for event, matchers in more.items():
+        merged[event] = [*merged.get(event, []), *matchers]
+    return merged
+
+
+def _native_output_schema(params: ModelRequestParameters) -> dict[str, Any] | None:
+    if params.output_mode != "native" or params.output_object is None:
+        return None
+    return dict(params.output_object.json_schema)

@@ -1,0 +1,76 @@
+"""What every turn of a model runs with (:class:`TurnRunner`), and what a new CLI process of a turn is started
+from (:class:`SessionRequest`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions
+
+from claudecode_model._history.ledger import PROCESS_LEDGER, SessionLedger
+from claudecode_model._history.store import GuardedStore
+from claudecode_model._process.slots import ProcessSlots
+from claudecode_model._sessions.options import BuiltOptions, RequestNeeds
+from claudecode_model._sessions.pool import SessionPool
+from claudecode_model._sessions.session import CLISession
+from claudecode_model._tools.parked_calls import ParkingLot
+from claudecode_model._tools.request import ToolServerPlan, ToolSetup
+
+__all__ = [
+    "STDERR_LINES",
+    "SessionRequest",
+    "TurnRunner",
+    "nothing",
+]
+
+logger = logging.getLogger(__name__)
+
+
+STDERR_LINES = 50
+"""How many of the CLI's last stderr lines an error reports."""
+
+
+@dataclass(frozen=True)
+class TurnRunner:
+    """What every turn of one model needs: its CLI, environment, tools and the pool of kept sessions."""
+
+    model_name: str | None
+    """The model the CLI is asked for (``None``: the CLI's default)."""
+    display_name: str
+    """The model name errors and responses report."""
+    cli_path: Path
+    env: Mapping[str, str]
+    tools: ToolSetup
+    pool: SessionPool[CLISession]
+    ledger: SessionLedger = PROCESS_LEDGER
+    """The sessions in use (by any model of the process), and the transcripts to remove once unused."""
+    session_store: GuardedStore | None = None
+    """Where the CLI mirrors session transcripts, and where the transcript of another worker's session is found."""
+    slots: ProcessSlots | None = None
+    """The model's bound on live CLI processes (``None``: unbounded)."""
+    built_options: BuiltOptions = field(default_factory=BuiltOptions)
+    """The options of recent requests, reused for requests with the same inputs."""
+    parked: ParkingLot[Any] | None = None
+    """The model's turns waiting for tool results: a request that waits too long for a process slot closes the
+    oldest of them (see :data:`PARKED_SLOT_GRACE`)."""
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    """Everything a new CLI process of a turn is started from (also what a spare for it is started from)."""
+
+    runner: TurnRunner
+    options: ClaudeAgentOptions
+    signature: str
+    servers: Sequence[ToolServerPlan]
+    needs: RequestNeeds
+
+
+def nothing() -> None:
+    """A callback that does nothing."""
+    return None

@@ -1,0 +1,237 @@
+"""Starting a request's turn (:func:`start_turn`) and a spare for requests like it (:func:`prewarm_turn`), from
+one preparation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import ChainMap, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
+
+from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
+from claudecode_model._history.details import PROVIDER_NAME
+from claudecode_model._history.plan import TurnPlan, plan_turn
+from claudecode_model._history.transcripts import TranscriptFiles
+from claudecode_model._sessions.options import effective_system_prompt, require_literal_prompts
+from claudecode_model._stream.errors import timeout_error
+from claudecode_model._stream.translator import TurnTranslator
+from claudecode_model._tools.agent_executed import PendingCalls, deliver_answers, pending_calls, resumed_calls
+from claudecode_model._tools.builtin_approvals import ApprovalPlan, approval_tool_names
+from claudecode_model._tools.execution import checked_tool_execution
+from claudecode_model._tools.request import ToolNames, plan_tool_servers, tool_names
+from claudecode_model._tools.restrictions import forbidden_argument
+from claudecode_model._turns.acquire import SlotWait, acquire_session, session_request, start_spare
+from claudecode_model._turns.runner import SessionRequest, TurnRunner
+from claudecode_model._turns.turn import CLITurn
+from claudecode_model.exceptions import ClaudeCodeError, ClaudeCodeSettingsError
+from claudecode_model.settings import ClaudeCodeModelSettings
+
+__all__ = [
+    "prewarm_turn",
+    "start_turn",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What a request's turn, or a spare for requests like it, is started from."""
+
+    settings: ClaudeCodeModelSettings
+    plan: TurnPlan
+    names: ToolNames
+    approvals: ApprovalPlan
+    request: SessionRequest
+    stderr: deque[str]
+    pending: PendingCalls | None
+    """Calls of the history's last response that pydantic-ai ran, taken up in a new session."""
+    calls_wait_for_pydantic_ai: bool
+    needs_run_context: bool
+
+
+async def _prepare(
+    runner: TurnRunner,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    params: ModelRequestParameters,
+    *,
+    keep: bool,
+    take_up_pending: bool = True,
+) -> _Prepared:
+    """Prune the pool, plan the tool servers and the turn (the one place a turn's plan is made), and build the CLI
+    options and session signature."""
+    settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    await runner.pool.prune()
+    execution = settings.get("claude_code_tool_execution")
+    servers = plan_tool_servers(
+        runner.tools, params, runner.cli_path, checked_tool_execution(execution) if execution is not None else None
+    )
+    approvals = _approval_plan(settings, params, execution or runner.tools.execution)
+    waits = any(server.calls_wait_for_pydantic_ai for server in servers) or bool(approvals.tools)
+    pending = pending_calls(messages, PROVIDER_NAME) if waits and take_up_pending else None
+    plan = plan_turn(
+        messages,
+        request_instructions(messages, params),
+        allow_continue=keep,
+        resumed=resumed_calls(messages, pending) if pending is not None else None,
+    )
+    request, stderr = session_request(runner, settings, params, plan.system_prompt, servers, approvals)
+    return _Prepared(
+        settings=settings,
+        plan=plan,
+        names=tool_names(servers),
+        approvals=approvals,
+        request=request,
+        stderr=stderr,
+        pending=pending,
+        calls_wait_for_pydantic_ai=waits,
+        needs_run_context=any(server.needs_run_context for server in servers),
+    )
+
+
+async def start_turn(
+    runner: TurnRunner,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    params: ModelRequestParameters,
+    run_context: RunContext[Any] | None = None,
+    *,
+    requested_at: float | None = None,
+) -> CLITurn:
+    """Plan the request, acquire its session and return the turn, ready to stream.
+
+    ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned; ``requested_at`` (loop time) is
+    when the model got the request, by default now.
+    """
+    started = time.perf_counter()
+    settings = cast("ClaudeCodeModelSettings", model_settings or {})
+    timeout = _turn_timeout(settings)
+    # The timeout covers the whole request: the first request's imports, planning, the CLI's start and
+    # initialisation, and the turn itself.
+    if requested_at is None:
+        requested_at = asyncio.get_running_loop().time()
+    deadline = None if timeout is None else requested_at + timeout
+    keep = settings.get("claude_code_session", "auto") == "auto"
+    prepared = await _prepare(runner, messages, settings, params, keep=keep)
+    plan, request, approvals, pending = prepared.plan, prepared.request, prepared.approvals, prepared.pending
+    if prepared.needs_run_context:
+        run_context = run_context or current_run_context()
+        if run_context is None:
+            raise ClaudeCodeError(
+                "This request carries function tools but no agent run context: run the model through an "
+                "Agent, or register the tools with set_agent_toolsets()."
+            )
+    # Layered, not merged: the process environment is copied only if a transcript path is needed (not for a turn
+    # that continues a live session).
+    env = ChainMap(dict(settings.get("claude_code_env", {})), dict(runner.env), os.environ)
+    files = TranscriptFiles(env=env, cwd=settings.get("claude_code_cwd"))
+    starting = asyncio.timeout_at(deadline)
+    slot_wait = SlotWait()
+    try:
+        async with starting:
+            await require_literal_prompts(runner.cli_path, settings)
+            acquired = await acquire_session(request, plan, files, prepared.stderr, keep=keep, slot_wait=slot_wait)
+    except TimeoutError as error:
+        if not starting.expired():
+            raise
+        if slot_wait.since is not None and runner.slots is not None:
+            raise slot_wait.error(runner.slots.limit) from error
+        raise timeout_error(timeout or 0) from error
+    session = acquired.session
+    router = session.tool_router
+    assert router is not None, "every session of the turn runner has a tool router"
+    router.bind(run_context if prepared.needs_run_context else None)
+    gate = router.builtin_gate
+    translator = TurnTranslator(
+        new_parts_manager(params),
+        tool_prefixes=prepared.names.prefixes,
+        output_tool_names=prepared.names.plain_calls | frozenset(approvals.tools),
+        native_tools=request.needs.native_tools,
+        denied=gate.settled if gate is not None and approvals.tools else _restriction_check(settings),
+        builtin_approvals=frozenset(approvals.tools),
+    )
+    deferred = plan.deferred_call
+    if deferred is not None:
+        translator.resumes_call(str(deferred["id"]), str(deferred["name"]))
+    if pending is not None:
+        deliver_answers(router.results, pending)
+    return CLITurn(
+        runner=runner,
+        session=session,
+        router=router,
+        plan=plan,
+        messages_in=messages,
+        params=params,
+        timeout=timeout,
+        deadline=deadline,
+        stderr=session.stderr if session.stderr is not None else prepared.stderr,
+        translator=translator,
+        wants_structured_output=request.needs.output_schema is not None,
+        calls_wait_for_pydantic_ai=prepared.calls_wait_for_pydantic_ai,
+        new_input=acquired.new_input,
+        files=files,
+        keep=keep,
+        release_source=acquired.release_source,
+        session_source=acquired.source,
+        store_fault=acquired.store_fault,
+        started=started,
+        # claude_code_session="new" asks for no process to outlive the turn: no spare either.
+        spare_request=request if keep and acquired.source in ("fresh", "spare") else None,
+        system_prompt=effective_system_prompt(settings, plan.system_prompt),
+    )
+
+
+async def prewarm_turn(
+    runner: TurnRunner,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    params: ModelRequestParameters,
+) -> bool:
+    """Start a spare for the session a request like this one would start, and wait until it is ready.
+
+    Whether a spare is ready for it now (started here, or already there).
+    """
+    prepared = await _prepare(runner, messages, model_settings, params, keep=False, take_up_pending=False)
+    await require_literal_prompts(runner.cli_path, prepared.settings)
+    start_spare(prepared.request)
+    return await runner.pool.wait_spare(prepared.request.signature)
+
+
+def _approval_plan(settings: ClaudeCodeModelSettings, params: ModelRequestParameters, execution: str) -> ApprovalPlan:
+    """The approvals of the request's built-in calls: the tools of its ``BuiltinToolApprovals`` and its policy."""
+    tools = approval_tool_names(params.function_tools)
+    if tools and execution == "cli":
+        raise ClaudeCodeSettingsError(
+            f"Built-in tool approvals ({', '.join(tools)}) need tool_execution='agent': with 'cli' no request "
+            "returns to pydantic-ai while Claude Code works, so nothing could ask for the approval."
+        )
+    policy = settings.get("claude_code_builtin_tool_policy")
+    restrictions = settings.get("claude_code_tool_parameter_restrictions") if tools or policy else None
+    return ApprovalPlan(tools, policy, restrictions)
+
+
+def _restriction_check(settings: ClaudeCodeModelSettings) -> Callable[[str, dict[str, Any], str], bool] | None:
+    """Whether the CLI's restriction hook will deny a call (so pydantic-ai must not run it)."""
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
+    if not restrictions:
+        return None
+    return lambda cli_name, arguments, call_id: forbidden_argument(restrictions, cli_name, arguments) is not None
+
+
+def _turn_timeout(settings: ClaudeCodeModelSettings) -> float | None:
+    explicit = settings.get("claude_code_timeout")
+    if explicit is not None:
+        return float(explicit)
+    standard = settings.get("timeout")
+    return float(standard) if isinstance(standard, int | float) else None
