@@ -87,7 +87,7 @@ SCRIPT = textwrap.dedent(
 
         _early_cli.adopt_cli_spawns = interrupted
 
-    model = ClaudeCodeModel(env=json.loads(os.environ["CLI_ENV"]), spare_sessions=0)
+    model = ClaudeCodeModel(env=json.loads(os.environ["CLI_ENV"]), spare_sessions=1 if MODE == "spare" else 0)
     agent = Agent(model, instructions="Be brief.")
 
 
@@ -110,6 +110,9 @@ SCRIPT = textwrap.dedent(
                     break
                 await asyncio.sleep(0.1)
         answered = list(spawns)
+        if MODE == "spare":  # the next new conversation takes the spare started after the first
+            second = await agent.run("Call probe, then answer.")
+            report["second"] = [second.output, second.all_messages()[-1].provider_details["session_source"]]
         await model.aclose()
         return output, answered
 
@@ -159,6 +162,15 @@ def test_the_first_cli_starts_before_the_sdk_is_imported_and_the_session_adopts_
     assert Path(spawn["temp"]).name.startswith(CLI_TEMP_PREFIX)  # its private temp folder, removed with it
     assert report["alive"] == []
     assert report["temps_left"] == []
+
+
+def test_after_an_adopted_first_cli_the_next_conversation_takes_a_spare(claude_backend: OfflineBackend) -> None:
+    report = run_fresh(claude_backend, "spare")
+
+    assert report["output"] == ANSWER
+    assert report["spawns"][0]["sdk_imported"] is False
+    assert report["second"] == [ANSWER, "spare"]
+    assert report["alive"] == []
 
 
 @pytest.mark.parametrize("own_temp", [True, False], ids=["private-temp", "user-temp"])
