@@ -341,3 +341,14 @@ def test_importing_the_path_up_to_the_early_start_leaves_the_sdk_unimported() ->
 
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "[]"
+
+
+def test_a_system_prompt_too_long_for_the_command_line_is_not_predicted() -> None:
+    from pydantic_ai.messages import SystemPromptPart
+
+    history: list[Any] = [ModelRequest(parts=[SystemPromptPart("x" * (65 * 1024)), UserPromptPart("hi")])]
+
+    prediction, reason = early_cli.predict_launch(ClaudeCodeModel()._resources, history, {}, _params())
+
+    assert prediction is None
+    assert reason == "a system prompt passed in a file"

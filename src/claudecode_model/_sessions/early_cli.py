@@ -46,6 +46,7 @@ from claudecode_model._compat import adopt_cli_spawns, request_instructions, sdk
 from claudecode_model._history.plan import system_prompt_of
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
 from claudecode_model._process.launcher import guarded_cli_path
+from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
 from claudecode_model.ipc._types import TransportType
@@ -56,9 +57,6 @@ logger = logging.getLogger(__name__)
 
 TOOLS_SERVER = "pydantic_tools"
 """The MCP server of a request's function and output tools (``_tools.cli_executed.AGENT_TOOLS_SERVER``)."""
-
-INLINE_SYSTEM_PROMPT_BYTES = 64 * 1024
-"""A longer system prompt goes to the CLI in a file (``_process.prompt_file``): not predicted."""
 
 _DEFAULT_PERMISSION_MODE = "dontAsk"
 _SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
@@ -202,7 +200,7 @@ def predict_launch(
 
     system_prompt = _system_prompt(messages, request_instructions(list(messages), params), settings)
     if len(system_prompt.encode("utf-8", errors="surrogatepass")) > INLINE_SYSTEM_PROMPT_BYTES:
-        return None, "a system prompt passed in a file"
+        return None, "a system prompt passed in a file"  # not predicted
 
     options_env = {**resources.env, **settings.get("claude_code_env", {})}
     if (max_tokens := settings.get("max_tokens")) is not None:
