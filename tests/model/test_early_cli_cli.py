@@ -87,7 +87,11 @@ SCRIPT = textwrap.dedent(
 
         _early_cli.adopt_cli_spawns = interrupted
 
-    model = ClaudeCodeModel(env=json.loads(os.environ["CLI_ENV"]), spare_sessions=1 if MODE == "spare" else 0)
+    model = ClaudeCodeModel(
+        env=json.loads(os.environ["CLI_ENV"]),
+        spare_sessions=1 if MODE == "spare" else 0,
+        tool_transport="stdio" if MODE == "stdio" else "auto",
+    )
     agent = Agent(model, instructions="Be brief.")
 
 
@@ -170,6 +174,15 @@ def test_after_an_adopted_first_cli_the_next_conversation_takes_a_spare(claude_b
     assert report["output"] == ANSWER
     assert report["spawns"][0]["sdk_imported"] is False
     assert report["second"] == [ANSWER, "spare"]
+    assert report["alive"] == []
+
+
+def test_over_the_stdio_transport_the_first_cli_starts_after_the_import(claude_backend: OfflineBackend) -> None:
+    report = run_fresh(claude_backend, "stdio")
+
+    assert report["output"] == ANSWER
+    [cli] = [spawn for spawn in report["spawns"] if "--mcp-config" in spawn["command"]]  # not the IPC bridge
+    assert cli["sdk_imported"] is True
     assert report["alive"] == []
 
 
