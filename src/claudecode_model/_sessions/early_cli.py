@@ -49,7 +49,7 @@ from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
-from claudecode_model.ipc._types import TransportType
+from claudecode_model._tools.execution import TransportType
 
 __all__ = ["EarlyCLI", "Launch", "ModelFacts", "Prediction", "predict_launch", "start_early_cli"]
 
