@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolOutput
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
 from claudecode_model._process.temp import CLI_TEMP_PREFIX, TEMP_DIR_VARIABLE
@@ -283,10 +284,6 @@ async def test_the_prediction_is_what_the_sdk_starts(
     assert any(message.startswith("the session adopted the CLI started") for message in messages), messages
 
 
-def _params(**kwargs: Any) -> ModelRequestParameters:
-    return ModelRequestParameters(**kwargs)
-
-
 @pytest.mark.parametrize(
     ("model_arguments", "settings", "messages", "why"),
     [
@@ -306,9 +303,9 @@ def test_cases_not_predicted_start_the_cli_after_the_import(
     history: list[Any] = [ModelRequest(parts=[UserPromptPart("hi")])]
     if messages == "history":
         history += [ModelResponse(parts=[TextPart("hello")]), ModelRequest(parts=[UserPromptPart("again")])]
-    from pydantic_ai.tools import ToolDefinition
-
-    params = _params(function_tools=[ToolDefinition(name="probe", parameters_json_schema={"type": "object"})])
+    params = ModelRequestParameters(
+        function_tools=[ToolDefinition(name="probe", parameters_json_schema={"type": "object"})]
+    )
 
     prediction, reason = early_cli.predict_launch(model._resources, history, settings, params)
 
@@ -318,9 +315,9 @@ def test_cases_not_predicted_start_the_cli_after_the_import(
 
 def test_a_cli_known_to_predate_in_process_servers_is_not_predicted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(early_cli, "cli_version", lambda path: (1, 9, 0))
-    from pydantic_ai.tools import ToolDefinition
-
-    params = _params(function_tools=[ToolDefinition(name="probe", parameters_json_schema={"type": "object"})])
+    params = ModelRequestParameters(
+        function_tools=[ToolDefinition(name="probe", parameters_json_schema={"type": "object"})]
+    )
 
     prediction, reason = early_cli.predict_launch(
         ClaudeCodeModel()._resources, [ModelRequest(parts=[UserPromptPart("hi")])], {}, params
@@ -357,11 +354,9 @@ def test_importing_the_path_up_to_the_early_start_leaves_the_sdk_unimported() ->
 
 
 def test_a_system_prompt_too_long_for_the_command_line_is_not_predicted() -> None:
-    from pydantic_ai.messages import SystemPromptPart
-
     history: list[Any] = [ModelRequest(parts=[SystemPromptPart("x" * (65 * 1024)), UserPromptPart("hi")])]
 
-    prediction, reason = early_cli.predict_launch(ClaudeCodeModel()._resources, history, {}, _params())
+    prediction, reason = early_cli.predict_launch(ClaudeCodeModel()._resources, history, {}, ModelRequestParameters())
 
     assert prediction is None
     assert reason == "a system prompt passed in a file"
