@@ -360,3 +360,18 @@ def test_a_system_prompt_too_long_for_the_command_line_is_not_predicted() -> Non
 
     assert prediction is None
     assert reason == "a system prompt passed in a file"
+
+
+async def test_with_one_cpu_the_first_cli_starts_after_the_import(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(early_cli, "_sdk_imported", lambda: False)
+    monkeypatch.setattr(early_cli, "_usable_cpus", lambda: 1)
+    caplog.set_level(logging.DEBUG, logger=early_cli.__name__)
+
+    early = await early_cli.start_early_cli(
+        ClaudeCodeModel()._resources, [ModelRequest(parts=[UserPromptPart("hi")])], {}, ModelRequestParameters()
+    )
+
+    assert early is None
+    assert "one CPU, nothing to overlap" in caplog.text

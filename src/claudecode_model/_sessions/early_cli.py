@@ -356,6 +356,13 @@ def _sdk_imported() -> bool:
     return "claude_agent_sdk" in sys.modules
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (the CLI's start overlaps the SDK's import only with a second one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 async def start_early_cli(
     resources: ModelFacts,
     messages: Sequence[ModelMessage],
@@ -364,9 +371,13 @@ async def start_early_cli(
 ) -> EarlyCLI | None:
     """Start the CLI of a process's first request before importing claude-agent-sdk (then import it), if the
     request is a case predicted here; ``None`` otherwise (the SDK is imported already, another request of this
-    loop has an early CLI, or the case is not predicted)."""
+    loop has an early CLI, the process has one CPU (the CLI's start would only compete with the import), or the case
+    is not predicted)."""
     loop = asyncio.get_running_loop()
     if _sdk_imported() or loop in _PENDING:
+        return None
+    if _usable_cpus() < 2:
+        logger.debug("the first CLI starts after the SDK's import: one CPU, nothing to overlap")
         return None
     try:
         prediction, why = predict_launch(resources, messages, settings or {}, params)
