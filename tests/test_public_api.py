@@ -14,7 +14,7 @@ def test_all_lists_exactly_the_lazy_exports():
     exceptions = set(claudecode_model.__all__) - {"__version__", *claudecode_model._EXPORTS}
     assert exceptions <= set(claudecode_model.exceptions.__all__)
     assert all(issubclass(getattr(claudecode_model.exceptions, name), Exception) for name in exceptions)
-    assert len(exceptions) == 34
+    assert len(exceptions) == 36
     assert len(claudecode_model.__all__) == len(set(claudecode_model.__all__))
 
 
@@ -47,3 +47,54 @@ def test_the_exception_tree_in_the_docstring_matches_the_classes() -> None:
     draw(exceptions.ClaudeCodeError, 0)
 
     assert "\n".join(lines) in (exceptions.__doc__ or "")
+
+
+NAMES_OF_0_0_52 = (
+    "BridgeStartupError",
+    "CLIExecutionError",
+    "CLIInterruptedError",
+    "CLINotFoundError",
+    "CLIResponseParseError",
+    "ClaudeCodeError",
+    "ClaudeCodeModel",
+    "ClaudeCodeModelSettings",
+    "DEFAULT_TRANSPORT",
+    "DepsBearer",
+    "DepsContext",
+    "ErrorType",
+    "IPCConnectionError",
+    "IPCError",
+    "IPCMessageSizeError",
+    "IPCToolExecutionError",
+    "JsonSchema",
+    "McpResponse",
+    "McpServerConfig",
+    "McpTextContent",
+    "MissingDepsError",
+    "StructuredOutputError",
+    "ToolCallContext",
+    "ToolNotFoundError",
+    "ToolsetNotRegisteredError",
+    "TransportType",
+    "TypeHintResolutionError",
+    "UnsupportedDepsTypeError",
+    "convert_mixed_tools_to_mcp_server",
+    "convert_tool",
+    "convert_tool_with_context",
+    "convert_tool_with_deps",
+    "convert_tools_to_mcp_server",
+    "create_async_handler",
+    "create_deps_context",
+    "deserialize_deps",
+    "is_instance_serializable",
+    "is_serializable_type",
+    "serialize_deps",
+)
+"""The root names of claudecode-model 0.0.52 whose code still exists (docs/compatibility.md lists the others)."""
+
+
+def test_the_root_names_of_0_0_52_still_import() -> None:
+    missing = [name for name in NAMES_OF_0_0_52 if name not in claudecode_model.__all__]
+
+    assert missing == []
+    assert len(NAMES_OF_0_0_52) == 39

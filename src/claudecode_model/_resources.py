@@ -41,12 +41,7 @@ if TYPE_CHECKING:
     from claudecode_model._turns.runner import TurnRunner
     from claudecode_model._turns.turn import CLITurn
 
-__all__ = [
-    "DEFAULT_KEEP_SESSIONS",
-    "SPARES_PER_SIGNATURE_TOTAL",
-    "SURPLUS_IDLE_SECONDS",
-    "ModelResources",
-]
+__all__ = ["DEFAULT_KEEP_SESSIONS", "SPARES_PER_SIGNATURE_TOTAL", "SURPLUS_IDLE_SECONDS", "ModelResources"]
 
 DEFAULT_KEEP_SESSIONS = 4
 SURPLUS_IDLE_SECONDS = 60.0

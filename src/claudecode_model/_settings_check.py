@@ -26,12 +26,7 @@ from claudecode_model.settings import ClaudeCodeModelSettings
 if TYPE_CHECKING:
     from claudecode_model._sessions.limits import ProcessLimits
 
-__all__ = [
-    "UNSUPPORTED_STANDARD_SETTINGS",
-    "check_model_arguments",
-    "check_request_settings",
-    "check_settings",
-]
+__all__ = ["UNSUPPORTED_STANDARD_SETTINGS", "check_model_arguments", "check_request_settings", "check_settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -227,8 +222,13 @@ def _culprit(value: Any, error: ValidationError) -> str:
     return ""
 
 
+_RENAMED_0_0_52 = {"append_system_prompt": "claude_code_system_prompt_append", "working_directory": "claude_code_cwd"}
+"""Settings of 0.0.52 whose name changed beyond the prefix (the others are ``claude_code_`` + their old name)."""
+
+
 def check_settings(settings: Mapping[str, Any] | None) -> None:
-    """Raise :class:`ClaudeCodeSettingsError` for an unknown ``claude_code_*`` key, or a value of a wrong type or range.
+    """Raise :class:`ClaudeCodeSettingsError` for an unknown ``claude_code_*`` key, a key of this library without its
+    prefix (0.0.52's ``max_turns``, say: silently ignored, it would drop a limit), or a value of a wrong type or range.
 
     ``None`` values count as unset.
     """
@@ -236,6 +236,12 @@ def check_settings(settings: Mapping[str, Any] | None) -> None:
         return
     known = _hints()
     for name, value in settings.items():
+        renamed = _RENAMED_0_0_52.get(name, PREFIX + name)
+        if not name.startswith(PREFIX) and name not in known and renamed in known:
+            raise ClaudeCodeSettingsError(
+                f"Unknown setting {name!r}: the setting is called {renamed!r} (the library's settings carry the "
+                f"{PREFIX!r} prefix since 0.1)."
+            )
         if name.startswith(PREFIX) and name not in known:
             candidates = [key for key in known if key.startswith(PREFIX)]
             close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)

@@ -6,7 +6,6 @@ claude-agent-sdk and mcp (about a second of imports) are imported at the first r
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -48,8 +47,6 @@ DEFAULT_SERVER_NAME = "pydantic_tools"
 """The MCP server name of registered toolsets (kept here so that importing the model does not import mcp)."""
 
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
-
-logger = logging.getLogger(__name__)
 
 
 class ClaudeCodeModel(Model):

@@ -1,15 +1,20 @@
-"""Agents for tests: tools that answer with a fixed text, echo, or raise."""
+"""Agents for tests: tools that answer with a fixed text, echo, or raise; a tool that asks for a retry."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import Agent, AgentRunResult
+from pydantic_ai import Agent, AgentRunResult, ModelRetry
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+
+from tests._support.brains import tool_returns
 
 if TYPE_CHECKING:
     from claudecode_model import ClaudeCodeModel
+    from claudecode_model.testing import OfflineBackend
 
 
 def _answering(text: str) -> Callable[[], str]:
@@ -23,6 +28,34 @@ def add_constant_tools(agent: Agent[Any, Any], **answers: str) -> None:
     """Give ``agent`` one argument-less tool per keyword, named after it, that returns its value."""
     for name, text in answers.items():
         agent.tool_plain(name=name)(_answering(text))
+
+
+async def square_after_a_retry(model: ClaudeCodeModel, backend: OfflineBackend) -> AgentRunResult[str]:
+    """A run whose tool ``square(n)`` answers ``n * n`` but asks for a retry (``ModelRetry("n must be positive")``)
+    for a negative ``n``. Claude (``backend``'s brain) calls it with -3, then with 3, then answers with the last
+    result: the run answers ``done: 9`` and the tool ran for both."""
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        results = tool_returns(*messages)
+        if len(results) < 2:
+            return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {"n": 3 if results else -3})])
+        return ModelResponse(parts=[TextPart(f"done: {results[-1].content}")])
+
+    backend.set_brain(FunctionModel(brain))
+    agent = Agent(model)
+    attempts: list[int] = []
+
+    @agent.tool_plain(retries=2)
+    def square(n: int) -> int:
+        attempts.append(n)
+        if n < 0:
+            raise ModelRetry("n must be positive")
+        return n * n
+
+    result = await agent.run("square it")
+    assert result.output == "done: 9"
+    assert attempts == [-3, 3]
+    return result
 
 
 def echo_and_explode_agent(error: type[Exception]) -> Agent[None, str]:
@@ -47,6 +80,18 @@ async def run_and_close(model: ClaudeCodeModel, prompt: str, **run_kwargs: Any) 
         return await Agent(model).run(prompt, **run_kwargs)
     finally:
         await model.aclose()
+
+
+async def converse(model: ClaudeCodeModel, *prompts: str) -> list[AgentRunResult[str]]:
+    """A conversation on ``model``, one run per prompt, each continuing the messages of the last; closes the model."""
+    agent = Agent(model)
+    results: list[AgentRunResult[str]] = []
+    try:
+        for prompt in prompts:
+            results.append(await agent.run(prompt, message_history=results[-1].all_messages() if results else None))
+    finally:
+        await model.aclose()
+    return results
 
 
 def last_session_id(messages: list[Any]) -> str:

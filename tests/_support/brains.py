@@ -17,6 +17,7 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserContent,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -45,7 +46,7 @@ class Script:
         """The tool returns the model received in its ``request_index``-th call, in order."""
         last = self.seen[request_index][-1]
         assert isinstance(last, ModelRequest)
-        return [part for part in last.parts if isinstance(part, ToolReturnPart)]
+        return tool_returns(last)
 
     def returns_by_name(self, request_index: int = -1) -> dict[str, ToolReturnPart]:
         """The tool returns the model received in its ``request_index``-th call, by tool name."""
@@ -59,13 +60,18 @@ def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(f"echo: {texts[-1] if texts else ''}")])
 
 
+def tool_returns(*messages: ModelMessage) -> list[ToolReturnPart]:
+    """The tool returns ``messages`` carry, in order (a model response carries none)."""
+    return [part for message in messages for part in message.parts if isinstance(part, ToolReturnPart)]
+
+
 def calls_then_results(
     *calls: tuple[str, dict[str, object]],
 ) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
     """Brain: make ``calls`` (all in one reply), then answer with every tool result it got back."""
 
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        returns = tool_returns(messages[-1])
         if not calls:
             return ModelResponse(parts=[TextPart("nothing to do")])
         if not returns:
@@ -73,6 +79,15 @@ def calls_then_results(
         return ModelResponse(parts=[TextPart(" | ".join(str(part.content) for part in returns))])
 
     return brain
+
+
+def weather_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls the one tool offered (a weather tool) for Paris, then answers with what it returned."""
+    returns = tool_returns(*messages)
+    if not returns:
+        [tool] = info.function_tools
+        return ModelResponse(parts=[ToolCallPart(tool.name, {"city": "Paris"})])
+    return ModelResponse(parts=[TextPart(f"The weather: {returns[-1].content}")])
 
 
 def system_text(messages: list[ModelMessage]) -> str:
@@ -93,7 +108,7 @@ def subagent_conversation(
     ``Agent`` tool's input), then answers with its report."""
 
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        returns = tool_returns(messages[-1])
         if role_prompt in system_text(messages):
             if not returns:
                 return ModelResponse(parts=list(subagent_calls))
@@ -114,12 +129,12 @@ def last_returns(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
     """The tool returns of the last request, by tool name."""
     last = messages[-1]
     assert isinstance(last, ModelRequest)
-    return {part.tool_name: part for part in last.parts if isinstance(part, ToolReturnPart)}
+    return {part.tool_name: part for part in tool_returns(last)}
 
 
 def tool_results_in_call_order(messages: list[ModelMessage]) -> list[ToolReturnPart]:
     """The tool results of the last request, in the order of the calls (parallel calls may finish in any order)."""
-    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    returns = tool_returns(messages[-1])
     if len(messages) < 2 or not returns:
         return returns
     order = [part.tool_call_id for part in messages[-2].parts if isinstance(part, ToolCallPart)]
@@ -162,6 +177,16 @@ CLI_CONTINUATION_PROMPT = "Continue from where you left off."
 """What the CLI sends when it resumes a session whose transcript ends with a tool result."""
 
 
+def conversation_prompts(messages: list[ModelMessage]) -> list[str | Sequence[UserContent]]:
+    """The user's prompts in a conversation, without the CLI's own :data:`CLI_CONTINUATION_PROMPT`."""
+    return [
+        p.content
+        for m in messages
+        for p in m.parts
+        if isinstance(p, UserPromptPart) and p.content != CLI_CONTINUATION_PROMPT
+    ]
+
+
 class ChainBrain:
     """Calls one, two and three in turn (each with the previous result), then answers with the last result.
 
@@ -176,13 +201,8 @@ class ChainBrain:
         self._holding = True
 
     async def answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts = [
-            p.content
-            for m in messages
-            for p in m.parts
-            if isinstance(p, UserPromptPart) and p.content != CLI_CONTINUATION_PROMPT
-        ]
-        returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        prompts = conversation_prompts(messages)
+        returns = tool_returns(*messages)
         if len(prompts) > 1:
             return ModelResponse(parts=[TextPart(f"follow-up after {len(returns)} tool results: {prompts[-1]}")])
         done = [_tool_suffix(p.tool_name) for p in returns]

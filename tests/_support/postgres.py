@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests._support.processes import stop_process
+
 __all__ = ["PostgresServer", "PostgresUnavailableError", "find_postgres_bin"]
 
 SUPERUSER = "postgres"
@@ -214,13 +216,7 @@ class PostgresServer:
     def stop(self) -> None:
         """Shut the server down (fast mode: open sessions are ended) and remove its directory."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, signal.SIGINT, _STOP_TIMEOUT)
         self._remove_files()
 
     def pause(self) -> None:

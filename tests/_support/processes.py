@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -115,3 +117,15 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def stop_process(process: subprocess.Popen[Any] | None, how: signal.Signals, timeout: float) -> None:
+    """Ask ``process`` to stop with the signal ``how`` (if it still runs); SIGKILL it after ``timeout`` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(how)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -18,14 +18,22 @@ SRC_DIR = Path(claudecode_model.__file__).resolve().parents[1]
 
 
 def run_python(
-    *args: str, timeout: float, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    *args: str,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run this interpreter with ``args`` (``SRC_DIR`` first on its path, ``env`` added), output captured."""
-    path = os.pathsep.join(filter(None, [str(SRC_DIR), os.environ.get("PYTHONPATH")]))
+    """Run this interpreter with ``args``, output captured: in ``base_env`` (this process's environment by default)
+    with ``SRC_DIR`` first on its path and ``env`` added, ``stdin`` (if given) on its standard input."""
+    base = os.environ if base_env is None else base_env
+    path = os.pathsep.join(filter(None, [str(SRC_DIR), base.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, *args],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": path, **(env or {})},
+        env={**base, "PYTHONPATH": path, **(env or {})},
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests._support.processes import stop_process
+
 __all__ = ["TemporalDevServer", "TemporalNotRunnableError", "find_temporal_binary"]
 
 _BIN_ENV = "CLAUDECODE_TEST_TEMPORAL_BIN"
@@ -122,11 +124,4 @@ class TemporalDevServer:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=_STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, signal.SIGTERM, _STOP_TIMEOUT)

@@ -18,7 +18,6 @@ from pydantic_ai import (
     CallDeferred,
     DeferredToolRequests,
     DeferredToolResults,
-    ModelRetry,
     RunContext,
     ToolDenied,
     ToolOutput,
@@ -48,6 +47,8 @@ from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import Failure, OfflineBackend
 from claudecode_model.toolkit import done_output
+from tests._support.agents import square_after_a_retry
+from tests._support.brains import tool_returns
 from tests._support.requests import texts_after_last_tool_result
 
 pytestmark = pytest.mark.cli
@@ -59,10 +60,6 @@ def responses(messages: list[ModelMessage]) -> int:
     return sum(isinstance(message, ModelResponse) for message in messages)
 
 
-def last_results(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-
-
 async def test_a_reply_calling_tools_is_one_model_request_and_pydantic_ai_runs_them(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
@@ -70,7 +67,7 @@ async def test_a_reply_calling_tools_is_one_model_request_and_pydantic_ai_runs_t
         if responses(messages) == 0:
             calls = [ToolCallPart(SERVER + "add", {"a": 2, "b": 3}), ToolCallPart(SERVER + "add", {"a": 1, "b": 1})]
             return ModelResponse(parts=[TextPart("Let me add."), *calls])
-        return ModelResponse(parts=[TextPart("sums: " + ", ".join(r.content for r in last_results(messages)))])
+        return ModelResponse(parts=[TextPart("sums: " + ", ".join(r.content for r in tool_returns(messages[-1])))])
 
     claude_backend.set_brain(FunctionModel(brain))
     agent = Agent(model)
@@ -142,7 +139,7 @@ async def test_stream_events_show_function_tool_calls_and_results(
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if responses(messages) == 0:
             return ModelResponse(parts=[ToolCallPart(SERVER + "lookup", {"q": "tides"})])
-        return ModelResponse(parts=[TextPart(f"found: {last_results(messages)[0].content}")])
+        return ModelResponse(parts=[TextPart(f"found: {tool_returns(messages[-1])[0].content}")])
 
     claude_backend.set_brain(FunctionModel(brain))
     agent = Agent(model)
@@ -168,29 +165,8 @@ async def test_stream_events_show_function_tool_calls_and_results(
 async def test_model_retry_goes_back_to_claude_as_an_error_result_and_is_corrected(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        results = last_results(messages)
-        if responses(messages) == 0:
-            return ModelResponse(parts=[ToolCallPart(SERVER + "square", {"n": -3})])
-        if responses(messages) == 1:
-            return ModelResponse(parts=[ToolCallPart(SERVER + "square", {"n": 3})])
-        return ModelResponse(parts=[TextPart(f"done: {results[0].content}")])
+    result = await square_after_a_retry(model, claude_backend)
 
-    claude_backend.set_brain(FunctionModel(brain))
-    agent = Agent(model)
-    attempts: list[int] = []
-
-    @agent.tool_plain(retries=2)
-    def square(n: int) -> int:
-        attempts.append(n)
-        if n < 0:
-            raise ModelRetry("n must be positive")
-        return n * n
-
-    result = await agent.run("square it")
-
-    assert result.output == "done: 9"
-    assert attempts == [-3, 3]
     retry = claude_backend.requests[1].tool_results()[-1]
     assert retry.is_error
     assert retry.text == "n must be positive"
@@ -284,7 +260,7 @@ def approval_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     """Brain: call ``delete`` once, then report what the tool result said."""
     if responses(messages) == 0:
         return ModelResponse(parts=[TextPart("Deleting."), ToolCallPart(SERVER + "delete", {"path": "/tmp/x"})])
-    [result] = last_results(messages)
+    [result] = tool_returns(messages[-1])
     return ModelResponse(parts=[TextPart(f"tool said: {result.content}")])
 
 
@@ -382,7 +358,7 @@ async def test_call_deferred_gets_its_external_result(model: ClaudeCodeModel, cl
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if responses(messages) == 0:
             return ModelResponse(parts=[ToolCallPart(SERVER + "render", {"scene": "cube"})])
-        return ModelResponse(parts=[TextPart(f"rendered: {last_results(messages)[0].content}")])
+        return ModelResponse(parts=[TextPart(f"rendered: {tool_returns(messages[-1])[0].content}")])
 
     claude_backend.set_brain(FunctionModel(brain))
     agent: Agent[None, str | DeferredToolRequests] = Agent(model, output_type=[str, DeferredToolRequests])
@@ -605,7 +581,7 @@ async def test_concurrent_runs_on_one_model_each_get_their_own_results(
         prompt = "alpha" if "alpha" in str(messages[0]) else "beta"
         if responses(messages) == 0:
             return ModelResponse(parts=[ToolCallPart(SERVER + "echo", {"word": prompt})])
-        return ModelResponse(parts=[TextPart(f"{prompt} -> {last_results(messages)[0].content}")])
+        return ModelResponse(parts=[TextPart(f"{prompt} -> {tool_returns(messages[-1])[0].content}")])
 
     claude_backend.set_brain(FunctionModel(brain))
     agent: Agent[str, str] = Agent(model, deps_type=str)
@@ -626,7 +602,7 @@ async def test_tool_execution_cli_keeps_tools_inside_claude_codes_loop(claude_ba
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if responses(messages) == 0:
             return ModelResponse(parts=[ToolCallPart(SERVER + "add", {"a": 1, "b": 2})])
-        return ModelResponse(parts=[TextPart(f"= {last_results(messages)[0].content}")])
+        return ModelResponse(parts=[TextPart(f"= {tool_returns(messages[-1])[0].content}")])
 
     claude_backend.set_brain(FunctionModel(brain))
     for model in (
@@ -661,7 +637,7 @@ async def test_agent_run_over_the_stdio_bridge_with_an_image(claude_backend: Off
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if responses(messages) == 0:
             return ModelResponse(parts=[ToolCallPart(SERVER + "snapshot", {"label": "x"})])
-        return ModelResponse(parts=[TextPart(f"seen: {last_results(messages)[0].content}")])
+        return ModelResponse(parts=[TextPart(f"seen: {tool_returns(messages[-1])[0].content}")])
 
     claude_backend.set_brain(FunctionModel(brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_transport="stdio")
@@ -692,7 +668,7 @@ async def test_a_reply_mixing_a_builtin_tool_and_an_agent_tool(
         if responses(messages) == 0:
             read = ToolCallPart("Read", {"file_path": str(notes)})
             return ModelResponse(parts=[read, ToolCallPart(SERVER + "lookup", {"q": "door"})])
-        texts = sorted(str(part.content)[:40] for part in messages[-1].parts if isinstance(part, ToolReturnPart))
+        texts = sorted(str(part.content)[:40] for part in tool_returns(messages[-1]))
         return ModelResponse(parts=[TextPart(" | ".join(texts))])
 
     claude_backend.set_brain(FunctionModel(brain))

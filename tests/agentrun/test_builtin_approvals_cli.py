@@ -31,7 +31,6 @@ from pydantic_ai.messages import (
     NativeToolReturnPart,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -39,6 +38,7 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from claudecode_model import BuiltinToolApprovals, BuiltinToolPolicy, ClaudeCodeModel, PolicyDecision
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import tool_returns
 
 pytestmark = pytest.mark.cli
 
@@ -47,8 +47,7 @@ Run = AgentRunResult[str | DeferredToolRequests]
 
 def results_text(messages: list[ModelMessage]) -> str:
     """The text of the tool results the last request carried."""
-    last = messages[-1]
-    return " | ".join(str(part.content).strip() for part in last.parts if isinstance(part, ToolReturnPart))
+    return " | ".join(str(part.content).strip() for part in tool_returns(messages[-1]))
 
 
 @dataclass(frozen=True)
@@ -173,7 +172,7 @@ async def test_an_approved_call_runs_in_claude_code_and_its_output_reaches_claud
     # The same CLI turn went on; the history shows the approval, then what Claude Code made of the call.
     assert second.response.provider_details["session_id"] == reply.provider_details["session_id"]
     new = second.new_messages()
-    [approval] = [part for message in new for part in message.parts if isinstance(part, ToolReturnPart)]
+    [approval] = tool_returns(*new)
     assert approval.tool_call_id == request.tool_call_id
     assert approval.outcome == "success"
     [output] = [part for message in new for part in message.parts if isinstance(part, NativeToolReturnPart)]
@@ -201,7 +200,7 @@ async def test_a_denied_call_does_not_run_and_claude_gets_the_denial(
     assert "Not in this folder." in result.text
     assert "Not in this folder." in second.output
     new = second.new_messages()
-    [denial] = [part for message in new for part in message.parts if isinstance(part, ToolReturnPart)]
+    [denial] = tool_returns(*new)
     assert denial.outcome == "denied"
 
 

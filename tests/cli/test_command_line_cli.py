@@ -18,20 +18,18 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel, cli
 from claudecode_model._process.binary import find_cli
 from claudecode_model.testing import OfflineBackend
+from tests._support.subprocesses import run_python
 
-SRC_DIR = Path(__file__).resolve().parents[2] / "src"
+
+def command(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return run_python("-m", "claudecode_model.cli", *args, stdin=stdin, timeout=120)
 
 
-def command(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "claudecode_model.cli", *args],
-        input=stdin if stdin is not None else "",
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
-        timeout=120,
-        check=False,
-    )
+def doctor(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``claudecode-model doctor`` with no API key in its environment and ``config_dir`` as the CLI's config."""
+    logged_out = {name: value for name, value in os.environ.items() if not name.startswith("ANTHROPIC_")}
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir)}
+    return run_python("-m", "claudecode_model.cli", "doctor", *args, base_env=logged_out, env=env, timeout=120)
 
 
 def test_help_does_not_import_pydantic_ai_or_the_sdk():
@@ -46,14 +44,7 @@ def test_help_does_not_import_pydantic_ai_or_the_sdk():
         "heavy = sorted(loaded & {'pydantic_ai', 'claude_agent_sdk', 'mcp', 'pydantic'})\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
-        timeout=60,
-        check=False,
-    )
+    completed = run_python("-c", code, timeout=60)
 
     assert "usage: claudecode-model" in completed.stdout
     assert "HEAVY []" in completed.stderr
@@ -86,14 +77,8 @@ def test_the_time_since_the_process_started_counts_the_interpreter_start():
         "print(seconds_since_process_start(), time.monotonic())\n"
     )
     spawned = time.monotonic()
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
-        timeout=60,
-        check=True,
-    )
+    completed = run_python("-c", code, timeout=60)
+    assert completed.returncode == 0, completed.stderr
     since_start, now = map(float, completed.stdout.split())
 
     assert 0 < since_start <= now - spawned + 0.02  # the kernel counts in 10 ms ticks
@@ -161,16 +146,7 @@ def test_the_bundled_cli_has_the_auth_login_command():
 
 @pytest.mark.cli
 def test_doctor_prints_a_checklist_and_names_the_login_command(tmp_path: Path):
-    env = {name: value for name, value in os.environ.items() if not name.startswith("ANTHROPIC_")}
-    env.update({"CLAUDE_CONFIG_DIR": str(tmp_path), "PYTHONPATH": str(SRC_DIR)})
-    completed = subprocess.run(
-        [sys.executable, "-m", "claudecode_model.cli", "doctor"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    completed = doctor(tmp_path)
 
     assert completed.returncode == 0, completed.stdout + completed.stderr
     lines = completed.stdout.splitlines()
@@ -184,16 +160,7 @@ def test_doctor_says_when_the_cli_is_outside_the_tested_versions(tmp_path: Path)
     old_cli = tmp_path / "claude"
     old_cli.write_text("#!/bin/sh\necho '1.0.3 (Claude Code)'\n")
     old_cli.chmod(0o755)
-    env = {name: value for name, value in os.environ.items() if not name.startswith("ANTHROPIC_")}
-    env.update({"CLAUDE_CONFIG_DIR": str(tmp_path), "PYTHONPATH": str(SRC_DIR)})
-    completed = subprocess.run(
-        [sys.executable, "-m", "claudecode_model.cli", "doctor", "--cli-path", str(old_cli)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    completed = doctor(tmp_path, "--cli-path", str(old_cli))
 
     lines = completed.stdout.splitlines()
     assert lines[0] == f"[ok]   Claude Code CLI: {old_cli} (1.0.3 (Claude Code))", lines

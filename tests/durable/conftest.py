@@ -1,5 +1,5 @@
-"""Fixtures of the durable-execution tests: one real PostgreSQL server for them all, a fresh database per test, and one
-real Temporal dev server."""
+"""Fixtures of the durable-execution tests: one real PostgreSQL server for them all, a fresh database per test, a
+session store of each kind, and one real Temporal dev server."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from claudecode_model import PostgresSessionStore, SQLiteSessionStore
 from tests._support.postgres import PostgresServer
 from tests._support.temporal import TemporalDevServer, TemporalNotRunnableError, find_temporal_binary
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
 
 
 @pytest.fixture(scope="package")
@@ -37,6 +39,20 @@ def postgres_db(postgres_server: PostgresServer) -> Iterator[str]:
 def postgres_dsn(postgres_server: PostgresServer, postgres_db: str) -> str:
     """A libpq connection URI for :func:`postgres_db`."""
     return postgres_server.dsn(postgres_db)
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+async def store(
+    request: pytest.FixtureRequest, postgres_server: PostgresServer, tmp_path: Path
+) -> AsyncIterator[PostgresSessionStore | SQLiteSessionStore]:
+    """An empty session store of each kind: in a database of :func:`postgres_server`, and in a SQLite file."""
+    made: PostgresSessionStore | SQLiteSessionStore
+    if request.param == "postgres":
+        made = PostgresSessionStore(postgres_server.dsn(request.getfixturevalue("postgres_db")))
+    else:
+        made = SQLiteSessionStore(tmp_path / "sessions.db")
+    yield made
+    await made.aclose()
 
 
 @pytest.fixture(scope="package")

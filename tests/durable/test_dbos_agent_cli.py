@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import PydanticAIDeprecationWarning
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, PostgresSessionStore
+from tests._support.brains import weather_brain
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -38,15 +38,6 @@ def dbos_system_db(postgres_server: PostgresServer, postgres_db: str) -> Iterato
 async def store(postgres_server: PostgresServer, postgres_db: str) -> AsyncIterator[PostgresSessionStore]:
     async with PostgresSessionStore(postgres_server.dsn(postgres_db)) as made:
         yield made
-
-
-def weather_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Calls the weather tool once, then answers with what it returned."""
-    returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
-    if not returns:
-        [tool] = info.function_tools
-        return ModelResponse(parts=[ToolCallPart(tool.name, {"city": "Paris"})])
-    return ModelResponse(parts=[TextPart(f"The weather: {returns[-1].content}")])
 
 
 @pytest.mark.parametrize("integration", ["DBOSDurability", "DBOSAgent"])

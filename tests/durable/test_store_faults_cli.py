@@ -8,37 +8,28 @@ of tests/conftest.py, and the resume copies here) that nothing is left.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from claude_agent_sdk import project_key_for_directory
 from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
 from pydantic_ai import Agent, AgentRunResult
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, PostgresSessionStore, SQLiteSessionStore
-from tests._support.agents import run_and_close
-from tests._support.stores import delete_sqlite_file
+from tests._support.agents import converse, run_and_close
+from tests._support.stores import counting_echo_brain, delete_sqlite_file, store_key, worker_env
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from pydantic_ai.agent import AgentRunResult
 
     from claudecode_model.testing import OfflineBackend
     from tests._support.postgres import PostgresServer
 
 pytestmark = pytest.mark.cli
-
-
-def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    prompts = [p.content for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
-    return ModelResponse(parts=[TextPart(f"echo: {prompts[-1]} (prompts seen: {len(prompts)})")])
 
 
 class FailingStore(SessionStore):
@@ -57,33 +48,10 @@ class FailingStore(SessionStore):
         return await self.store.load(key)
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
-async def store(
-    request: pytest.FixtureRequest, postgres_server: PostgresServer, tmp_path: Path
-) -> AsyncIterator[PostgresSessionStore | SQLiteSessionStore]:
-    made: PostgresSessionStore | SQLiteSessionStore
-    if request.param == "postgres":
-        made = PostgresSessionStore(postgres_server.dsn(request.getfixturevalue("postgres_db")))
-    else:
-        made = SQLiteSessionStore(tmp_path / "sessions.db")
-    yield made
-    await made.aclose()
-
-
-def worker_env(backend: OfflineBackend, root: Path, name: str) -> dict[str, str]:
-    config_dir = root / name
-    config_dir.mkdir()
-    return backend.cli_env(config_dir=config_dir)
-
-
 def details(result: AgentRunResult[Any]) -> dict[str, Any]:
     response = result.all_messages()[-1]
     assert isinstance(response, ModelResponse)
     return response.provider_details or {}
-
-
-def store_key(result: AgentRunResult[Any]) -> Any:
-    return {"project_key": project_key_for_directory(os.getcwd()), "session_id": details(result)["session_id"]}
 
 
 def claude_saw(backend: OfflineBackend) -> list[str]:
@@ -98,15 +66,24 @@ def claude_replies(backend: OfflineBackend) -> list[str]:
 
 
 async def fourth_turn_on_worker(
-    worker: str, claude_backend: OfflineBackend, tmp_path: Path, store: Any, three: AgentRunResult[str]
+    worker: str,
+    claude_backend: OfflineBackend,
+    tmp_path: Path,
+    store: Any,
+    three: AgentRunResult[str],
+    *,
+    source: str,
 ) -> AgentRunResult[str]:
-    """Turn four of the conversation on a new worker sharing ``store``: Claude saw all four prompts."""
+    """Turn four of the conversation on a new worker sharing ``store``: Claude saw all four prompts, the worker's
+    session came from ``source`` (``"resume"``: the store; ``"replay"``: the history), and nothing is left."""
     four = await run_and_close(
         ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, worker), session_store=store),
         "four",
         message_history=three.all_messages(),
     )
     assert claude_saw(claude_backend) == ["one", "two", "three", "four"]
+    assert details(four)["session_source"] == source
+    nothing_left()
     return four
 
 
@@ -117,7 +94,7 @@ def nothing_left() -> None:
 async def test_a_store_write_that_fails_for_one_turn_is_written_by_the_next_and_another_worker_resumes_it_whole(
     claude_backend: OfflineBackend, store: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     failing = FailingStore(store)
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=failing)
     agent = Agent(worker_a)
@@ -136,10 +113,9 @@ async def test_a_store_write_that_fails_for_one_turn_is_written_by_the_next_and_
     finally:
         await worker_a.aclose()
 
-    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
-    assert details(four)["session_source"] == "resume"  # from the store: whole again
+    # From the store: whole again.
+    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three, source="resume")
     assert details(four)["session_id"] == details(one)["session_id"]
-    nothing_left()
 
 
 async def test_a_stored_transcript_with_a_gap_is_replayed_never_resumed(
@@ -147,25 +123,17 @@ async def test_a_stored_transcript_with_a_gap_is_replayed_never_resumed(
 ):
     """What the store held on main after a write failed and a later turn was written (another worker's CLI then
     resumed a conversation without turn two)."""
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store)
-    agent = Agent(worker_a)
-    try:
-        one = await agent.run("one")
-        two = await agent.run("two", message_history=one.all_messages())
-        three = await agent.run("three", message_history=two.all_messages())
-    finally:
-        await worker_a.aclose()
-    key = store_key(three)
+    _, _, three = await converse(worker_a, "one", "two", "three")
+    key = store_key(details(three)["session_id"])
     entries = await store.load(key)
     assert entries is not None
     await store.delete(key)
     await store.append(key, [entry for entry in entries if "echo: two" not in str(entry.get("message"))])
 
-    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
+    await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three, source="replay")
     assert "echo: two (prompts seen: 2)" in claude_replies(claude_backend)
-    assert details(four)["session_source"] == "replay"
-    nothing_left()
 
 
 async def test_a_database_that_hangs_during_a_turn_and_during_a_resume(
@@ -175,7 +143,7 @@ async def test_a_database_that_hangs_during_a_turn_and_during_a_resume(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     store = PostgresSessionStore(postgres_dsn)
     worker_a = ClaudeCodeModel(
         env=worker_env(claude_backend, tmp_path, "a"), session_store=store, session_store_timeout=1
@@ -208,16 +176,14 @@ async def test_a_database_that_hangs_during_a_turn_and_during_a_resume(
         await worker_a.aclose()
         await worker_b.aclose()
 
-    four = await fourth_turn_on_worker("c", claude_backend, tmp_path, store, three)
+    await fourth_turn_on_worker("c", claude_backend, tmp_path, store, three, source="resume")
     await store.aclose()
-    assert details(four)["session_source"] == "resume"
-    nothing_left()
 
 
 async def test_a_locked_sqlite_file_does_not_hold_the_answer_and_the_next_turn_writes_what_it_missed(
     claude_backend: OfflineBackend, tmp_path: Path
 ):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     path = tmp_path / "sessions.db"
     store = SQLiteSessionStore(path)
     worker_a = ClaudeCodeModel(
@@ -240,16 +206,14 @@ async def test_a_locked_sqlite_file_does_not_hold_the_answer_and_the_next_turn_w
     finally:
         await worker_a.aclose()
 
-    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
+    await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three, source="resume")
     await store.aclose()
-    assert details(four)["session_source"] == "resume"
-    nothing_left()
 
 
 async def test_a_sqlite_file_deleted_mid_conversation_is_noticed_and_another_worker_replays(
     claude_backend: OfflineBackend, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     path = tmp_path / "sessions.db"
     store = SQLiteSessionStore(path)
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store)
@@ -279,7 +243,7 @@ async def test_a_sqlite_file_deleted_mid_conversation_is_noticed_and_another_wor
 async def test_a_store_that_cannot_be_reached_makes_another_worker_replay_instead_of_failing(
     claude_backend: OfflineBackend, tmp_path: Path
 ):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     store = SQLiteSessionStore(tmp_path / "sessions.db")
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store)
     one = await run_and_close(worker_a, "one")
@@ -305,7 +269,7 @@ async def test_a_resume_on_the_worker_whose_write_failed_sends_the_missing_entri
 ):
     """No live CLI keeps the session (keep_sessions=0): the next turn resumes from the store, which lacks turn two
     until this worker sends what it kept."""
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     failing = FailingStore(store)
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=failing, keep_sessions=0)
     agent = Agent(worker_a)
@@ -322,6 +286,4 @@ async def test_a_resume_on_the_worker_whose_write_failed_sends_the_missing_entri
     assert details(three)["session_source"] == "resume"  # not a replay: the store was made whole first
     assert "session_store" not in details(three)
 
-    four = await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three)
-    assert details(four)["session_source"] == "resume"
-    nothing_left()
+    await fourth_turn_on_worker("b", claude_backend, tmp_path, store, three, source="resume")

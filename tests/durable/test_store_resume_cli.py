@@ -6,52 +6,23 @@ worker's CLI wrote on its disk, the other cannot see. Only the store is shared.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from claude_agent_sdk import project_key_for_directory
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import FunctionModel
 
-from claudecode_model import ClaudeCodeModel, PostgresSessionStore, SQLiteSessionStore
-from tests._support.agents import run_and_close
+from claudecode_model import ClaudeCodeModel
+from tests._support.agents import converse, run_and_close
+from tests._support.stores import counting_echo_brain, store_key, worker_env
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from claudecode_model.testing import OfflineBackend
-    from tests._support.postgres import PostgresServer
 
 pytestmark = pytest.mark.cli
-
-
-def echo_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Answers with the last user text and how many user prompts it saw, so tests can tell what reached it."""
-    prompts = [p.content for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
-    return ModelResponse(parts=[TextPart(f"echo: {prompts[-1]} (prompts seen: {len(prompts)})")])
-
-
-@pytest.fixture(params=["postgres", "sqlite"])
-async def store(
-    request: pytest.FixtureRequest, postgres_server: PostgresServer, tmp_path: Path
-) -> AsyncIterator[PostgresSessionStore | SQLiteSessionStore]:
-    made: PostgresSessionStore | SQLiteSessionStore
-    if request.param == "postgres":
-        made = PostgresSessionStore(postgres_server.dsn(request.getfixturevalue("postgres_db")))
-    else:
-        made = SQLiteSessionStore(tmp_path / "sessions.db")
-    yield made
-    await made.aclose()
-
-
-def worker_env(backend: OfflineBackend, root: Path, name: str) -> dict[str, str]:
-    config_dir = root / name
-    config_dir.mkdir()
-    return backend.cli_env(config_dir=config_dir)
 
 
 def resume_copies() -> list[Path]:
@@ -73,7 +44,7 @@ def session_of(messages: list[ModelMessage]) -> str:
 async def test_a_follow_up_on_another_worker_resumes_the_session_from_the_store(
     claude_backend: OfflineBackend, store: Any, tmp_path: Path
 ):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     env_a, env_b = worker_env(claude_backend, tmp_path, "a"), worker_env(claude_backend, tmp_path, "b")
     worker_a = ClaudeCodeModel(env=env_a, session_store=store, keep_sessions=0)
     first = await Agent(worker_a, instructions="Be brief.").run("remember the word kiwi")
@@ -99,7 +70,7 @@ async def test_a_follow_up_on_another_worker_resumes_the_session_from_the_store(
     # Worker B replayed nothing: no transcript was written into its config dir (a replay writes one there).
     assert transcripts(env_b) == []
     # The store holds the whole conversation, both turns, under the session id.
-    entries = await store.load({"project_key": project_key_for_directory(os.getcwd()), "session_id": session_id})
+    entries = await store.load(store_key(session_id))
     assert entries is not None
     user_texts = [
         block["text"] if isinstance(block, dict) else block
@@ -116,15 +87,9 @@ async def test_a_history_cut_short_forks_the_stored_session_at_that_point(
 ):
     """Continuing from an earlier response gives Claude exactly that history, on any worker; the session that went
     on stays intact for whoever continues it."""
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store)
-    agent = Agent(worker_a)
-    try:
-        one = await agent.run("one")
-        two = await agent.run("two", message_history=one.all_messages())
-        await agent.run("three", message_history=two.all_messages())
-    finally:
-        await worker_a.aclose()
+    one, two, _ = await converse(worker_a, "one", "two", "three")
     original = session_of(two.all_messages())
 
     worker_b = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store)
@@ -151,7 +116,7 @@ async def test_a_history_cut_short_forks_the_stored_session_at_that_point(
 
 
 async def test_a_history_cut_short_forks_the_local_session_too(claude_backend: OfflineBackend):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)
     agent = Agent(model)
     one = await agent.run("one")
@@ -165,7 +130,7 @@ async def test_a_history_cut_short_forks_the_local_session_too(claude_backend: O
 
 
 async def test_without_a_store_another_worker_replays_the_history(claude_backend: OfflineBackend, tmp_path: Path):
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     env_b = worker_env(claude_backend, tmp_path, "b")
     first = await Agent(ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), keep_sessions=0)).run("hello")
     second = await run_and_close(ClaudeCodeModel(env=env_b), "again", message_history=first.all_messages())
@@ -180,10 +145,10 @@ async def test_a_session_whose_last_turn_never_reached_the_store_is_replayed_not
 ):
     """A worker killed mid-turn leaves the store without that turn: the next worker must not resume a session that
     lacks what the history holds."""
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=store, keep_sessions=0)
     one = await Agent(worker_a).run("one")
-    key: Any = {"project_key": project_key_for_directory(os.getcwd()), "session_id": session_of(one.all_messages())}
+    key = store_key(session_of(one.all_messages()))
     first_turn = await store.load(key)
     two = await Agent(worker_a).run("two", message_history=one.all_messages())
     # What the store would hold had worker A died before the second turn's entries were flushed.
@@ -204,7 +169,7 @@ async def test_a_session_whose_last_turn_never_reached_the_store_is_replayed_not
 async def test_a_replayed_history_reaches_the_store_whole(claude_backend: OfflineBackend, store: Any, tmp_path: Path):
     """A session that began as a replay is resumed elsewhere with its whole history, not only its new turns (the
     CLI mirrors only what it writes itself)."""
-    claude_backend.set_brain(FunctionModel(echo_brain))
+    claude_backend.set_brain(FunctionModel(counting_echo_brain))
     other = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("from another model")])))
     earlier = await other.run("question for the other model")
     worker_b = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "b"), session_store=store, keep_sessions=0)

@@ -156,15 +156,24 @@ class FlakyStore(InMemorySessionStore):
         return await super().load(key)
 
 
-async def test_entries_of_a_failed_append_go_ahead_of_the_next_one(files: TranscriptFiles):
-    flaky = FlakyStore()
+@pytest.fixture
+def flaky() -> FlakyStore:
+    return FlakyStore()
+
+
+async def failed_append(flaky: FlakyStore, store: GuardedStore, key: Any, entries: list[Any]) -> None:
+    """Append ``entries`` through ``store`` while ``flaky`` (what it guards) fails: the error reaches the caller."""
+    flaky.failing = True
+    with pytest.raises(OSError, match="disk full"):
+        await store.append(key, entries)
+
+
+async def test_entries_of_a_failed_append_go_ahead_of_the_next_one(files: TranscriptFiles, flaky: FlakyStore):
     store = GuardedStore(flaky)
     key = key_of(files)
     await store.append(key, TRANSCRIPT[:3])
-    flaky.failing = True
     for _ in range(3):  # the SDK tries a batch three times
-        with pytest.raises(OSError, match="disk full"):
-            await store.append(key, TRANSCRIPT[3:5])
+        await failed_append(flaky, store, key, TRANSCRIPT[3:5])
     assert store.unsent(key) == 2
     flaky.failing = False
     await store.append(key, TRANSCRIPT[5:])
@@ -173,9 +182,8 @@ async def test_entries_of_a_failed_append_go_ahead_of_the_next_one(files: Transc
 
 
 async def test_a_store_that_does_not_answer_times_out_and_is_left_alone_until_the_call_ends(
-    files: TranscriptFiles,
+    files: TranscriptFiles, flaky: FlakyStore
 ):
-    flaky = FlakyStore()
     store = GuardedStore(flaky, timeout=0.05)
     key = key_of(files)
     flaky.hanging = True
@@ -202,13 +210,10 @@ async def test_a_staged_copy_is_what_a_resume_loads(files: TranscriptFiles):
     assert await store.list_subkeys({"project_key": key["project_key"], "session_id": SESSION}) == []
 
 
-async def test_entries_left_unsent_are_written_when_the_model_closes(files: TranscriptFiles):
-    flaky = FlakyStore()
+async def test_entries_left_unsent_are_written_when_the_model_closes(files: TranscriptFiles, flaky: FlakyStore):
     store = GuardedStore(flaky)
     key = key_of(files)
-    flaky.failing = True
-    with pytest.raises(OSError, match="disk full"):
-        await store.append(key, TRANSCRIPT)
+    await failed_append(flaky, store, key, TRANSCRIPT)
     flaky.failing = False
     await store.aclose()
     assert store.unsent(key) == 0
@@ -216,28 +221,24 @@ async def test_entries_left_unsent_are_written_when_the_model_closes(files: Tran
 
 
 async def test_entries_a_failing_store_never_took_are_given_up_with_a_warning(
-    files: TranscriptFiles, caplog: pytest.LogCaptureFixture
+    files: TranscriptFiles, flaky: FlakyStore, caplog: pytest.LogCaptureFixture
 ):
-    flaky = FlakyStore()
     store = GuardedStore(flaky)
     key = key_of(files)
-    flaky.failing = True
-    with pytest.raises(OSError, match="disk full"):
-        await store.append(key, TRANSCRIPT)
+    await failed_append(flaky, store, key, TRANSCRIPT)
     with caplog.at_level(logging.WARNING):
         await store.aclose()
     assert "the entries of 1 session(s) that failed to reach it are given up" in caplog.text
     assert store.unsent(key) == 0
 
 
-async def test_a_read_sends_the_session_s_unsent_entries_first_or_adds_them_to_what_it_read(files: TranscriptFiles):
-    flaky = FlakyStore()
+async def test_a_read_sends_the_session_s_unsent_entries_first_or_adds_them_to_what_it_read(
+    files: TranscriptFiles, flaky: FlakyStore
+):
     store = GuardedStore(flaky)
     key = key_of(files)
     await store.append(key, TRANSCRIPT[:3])
-    flaky.failing = True
-    with pytest.raises(OSError, match="disk full"):
-        await store.append(key, TRANSCRIPT[3:])
+    await failed_append(flaky, store, key, TRANSCRIPT[3:])
     assert await store.load_checked(key) == TRANSCRIPT  # what the store has, and what it still lacks
     assert await flaky.load(key) == TRANSCRIPT[:3]
     flaky.failing = False

@@ -21,13 +21,12 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
-    ToolCallPart,
-    ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.tools import RunContext
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModels, SQLiteSessionStore
+from tests._support.brains import weather_brain
 from tests._support.temporal_runs import RunRequest, activity_names, run_workflow, running_worker
 
 if TYPE_CHECKING:
@@ -59,15 +58,6 @@ async def model(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel
     made = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
     yield made
     await made.aclose()
-
-
-def weather_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Calls the weather tool once, then answers with what it returned."""
-    returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
-    if not returns:
-        [tool] = info.function_tools
-        return ModelResponse(parts=[ToolCallPart(tool.name, {"city": "Paris"})])
-    return ModelResponse(parts=[TextPart(f"The weather: {returns[-1].content}")])
 
 
 def _details(response: ModelMessage) -> dict[str, Any]:

@@ -16,9 +16,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 from pydantic_ai.models.function import FunctionModel
@@ -26,13 +25,11 @@ from pydantic_ai.models.function import FunctionModel
 from claudecode_model.testing import OfflineBackend
 from tests._support.agents import last_session_id
 from tests._support.brains import CLI_CONTINUATION_PROMPT, ChainBrain
-from tests._support.polling import wait_until
-from tests._support.processes import process_table
+from tests._support.workers import CrashScenario, Ledger, finish_worker, kill_worker, spawn_worker, survivors_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from claudecode_model.testing import RecordedRequest
     from tests._support.temporal import TemporalDevServer
 
 pytestmark = pytest.mark.cli
@@ -41,46 +38,14 @@ PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "temporal_workers.p
 _TIMEOUT = 240
 
 
-def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as output:
-        return subprocess.Popen(
-            [sys.executable, str(PROGRAM), *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=output,
-            start_new_session=True,  # its own process group: SIGKILL to the group takes its CLI along
-        )
-
-
-def _finish(process: subprocess.Popen[bytes], log: Path) -> None:
-    try:
-        code = process.wait(timeout=_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        raise AssertionError(f"timed out:\n{log.read_text()[-4000:]}") from None
-    assert code == 0, f"exited with {code}:\n{log.read_text()[-4000:]}"
-
-
 def _stop(process: subprocess.Popen[bytes], log: Path) -> None:
     """Stop a worker the way an orchestrator does (SIGTERM: it closes its CLI processes and exits)."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
-    _finish(process, log)
+    finish_worker(process, log, _TIMEOUT)
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
-def _group_members(pgid: int) -> list[int]:
-    return [process.pid for process in process_table() if process.alive and process.pgid == pgid]
-
-
-def _ledger(path: Path) -> list[tuple[str, str, int]]:
+def _ledger(path: Path) -> Ledger:
     if not path.exists():
         return []
     with sqlite3.connect(path) as ledger:
@@ -88,21 +53,8 @@ def _ledger(path: Path) -> list[tuple[str, str, int]]:
     return [(str(tool), str(worker), int(value)) for tool, worker, value in rows]
 
 
-@dataclass
-class Scenario:
-    """What the scenario observed, run once for the tests of this module."""
-
-    ledger_when_killed: list[tuple[str, str, int]]
-    survivors_of_a: list[int]
-    finished: dict[str, Any]
-    followed: dict[str, Any]
-    follow_up_request: RecordedRequest
-    follow_up_transcripts: list[Path]
-    ledger: list[tuple[str, str, int]]
-
-
 @pytest.fixture(scope="module")
-def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CrashScenario]:
     root = tmp_path_factory.mktemp("temporal-scenario")
     ledger = root / "tool_runs.db"
     brain = ChainBrain(hold_for=_TIMEOUT)
@@ -121,7 +73,7 @@ def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPa
             }
 
         def spawn(args: list[str], name: str) -> subprocess.Popen[bytes]:
-            process = _spawn(args, env(name), root / f"{name}.log")
+            process = spawn_worker([str(PROGRAM), *args], env(name), root / f"{name}.log")
             started.append(process)
             return process
 
@@ -130,26 +82,24 @@ def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPa
             run = spawn(["run", "--workflow-id", "chain-1", "--out", str(root / "run.json"), "Start the chain."], "run")
             assert brain.held.wait(_TIMEOUT), f"A never reached the third request:\n{(root / 'a.log').read_text()}"
             ledger_when_killed = _ledger(ledger)
-            os.killpg(worker_a.pid, signal.SIGKILL)
-            worker_a.wait()
+            kill_worker(worker_a)
             brain.release.set()
-            wait_until(lambda: not _group_members(worker_a.pid), timeout=10)
-            survivors = _group_members(worker_a.pid)
+            survivors = survivors_of(worker_a)
 
             worker_b = spawn(["worker", "--name", "worker-b"], "b")
-            _finish(run, root / "run.log")
+            finish_worker(run, root / "run.log", _TIMEOUT)
             _stop(worker_b, root / "b.log")
 
             worker_c = spawn(["worker", "--name", "worker-c"], "c")
             follow_args = ["run", "--workflow-id", "chain-2", "--messages", str(root / "run.json")]
             follow = spawn([*follow_args, "--out", str(root / "follow.json"), "Thanks!"], "follow")
-            _finish(follow, root / "follow.log")
+            finish_worker(follow, root / "follow.log", _TIMEOUT)
             _stop(worker_c, root / "c.log")
         finally:
             brain.release.set()
             for process in started:
-                _kill(process)
-        yield Scenario(
+                kill_worker(process)
+        yield CrashScenario(
             ledger_when_killed=ledger_when_killed,
             survivors_of_a=survivors,
             finished=json.loads((root / "run.json").read_text()),
@@ -160,17 +110,17 @@ def scenario(temporal_server: TemporalDevServer, tmp_path_factory: pytest.TempPa
         )
 
 
-def test_worker_a_died_after_its_second_tool_call_leaving_nothing_running(scenario: Scenario):
+def test_worker_a_died_after_its_second_tool_call_leaving_nothing_running(scenario: CrashScenario):
     assert scenario.ledger_when_killed == [("one", "worker-a", 1), ("two", "worker-a", 11)]
     assert scenario.survivors_of_a == []  # its CLI is gone with it: the whole process group
 
 
-def test_worker_b_finishes_the_run_with_the_right_answer(scenario: Scenario):
+def test_worker_b_finishes_the_run_with_the_right_answer(scenario: CrashScenario):
     assert scenario.finished["output"] == "chain result: 1123"
     assert ("three", "worker-b", 112) in scenario.ledger
 
 
-def test_worker_b_took_the_run_up_from_the_store(scenario: Scenario):
+def test_worker_b_took_the_run_up_from_the_store(scenario: CrashScenario):
     """B's request after the second tool call branched A's session as the store holds it, instead of replaying."""
     responses = [message for message in scenario.finished["messages"] if message["kind"] == "response"]
     sources = [response["provider_details"]["session_source"] for response in responses]
@@ -184,12 +134,12 @@ def test_worker_b_took_the_run_up_from_the_store(scenario: Scenario):
     assert last_session_id(responses[:3]) != last_session_id(responses[:2])
 
 
-def test_each_tool_ran_exactly_once(scenario: Scenario):
+def test_each_tool_ran_exactly_once(scenario: CrashScenario):
     # One and two on A (their activities were recorded before it died), three on B.
     assert scenario.ledger == [("one", "worker-a", 1), ("two", "worker-a", 11), ("three", "worker-b", 112)]
 
 
-def test_a_follow_up_on_a_new_worker_continues_the_session_from_the_store(scenario: Scenario):
+def test_a_follow_up_on_a_new_worker_continues_the_session_from_the_store(scenario: CrashScenario):
     assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
     assert last_session_id(scenario.followed["messages"]) == last_session_id(scenario.finished["messages"])
     assert scenario.followed["messages"][-1]["provider_details"]["session_source"] == "resume"

@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
@@ -26,13 +24,11 @@ from pydantic_ai.models.function import FunctionModel
 from claudecode_model.testing import OfflineBackend
 from tests._support.agents import last_session_id
 from tests._support.brains import CLI_CONTINUATION_PROMPT, ChainBrain
-from tests._support.polling import wait_until
-from tests._support.processes import process_table
+from tests._support.workers import CrashScenario, Ledger, finish_worker, kill_worker, spawn_worker, survivors_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from claudecode_model.testing import RecordedRequest
     from tests._support.postgres import PostgresServer
 
 pytestmark = pytest.mark.cli
@@ -43,52 +39,17 @@ _WORKER_TIMEOUT = 240
 
 
 def _spawn(worker: str, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as output:
-        return subprocess.Popen(
-            [sys.executable, str(WORKER), "--worker", worker, *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=output,
-            start_new_session=True,  # its own process group: SIGKILL to the group takes its CLI along
-        )
+    return spawn_worker([str(WORKER), "--worker", worker, *args], env, log)
 
 
-def _finish(process: subprocess.Popen[bytes], log: Path) -> None:
-    try:
-        code = process.wait(timeout=_WORKER_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        raise AssertionError(f"worker timed out:\n{log.read_text()[-4000:]}") from None
-    assert code == 0, f"worker exited with {code}:\n{log.read_text()[-4000:]}"
-
-
-def _group_members(pgid: int) -> list[int]:
-    return [process.pid for process in process_table() if process.alive and process.pgid == pgid]
-
-
-def _ledger(dsn: str) -> list[tuple[str, str, int]]:
+def _ledger(dsn: str) -> Ledger:
     with psycopg.connect(dsn) as connection:
         rows = connection.execute("SELECT tool, worker, input FROM tool_runs ORDER BY id").fetchall()
     return [(str(tool), str(worker), int(value)) for tool, worker, value in rows]
 
 
-@dataclass
-class Scenario:
-    """What the scenario observed, run once for the tests of this module."""
-
-    ledger_when_killed: list[tuple[str, str, int]]
-    survivors_of_a: list[int]
-    recovered: dict[str, Any]
-    followed: dict[str, Any]
-    follow_up_request: RecordedRequest
-    follow_up_transcripts: list[Path]
-    ledger: list[tuple[str, str, int]]
-
-
 @pytest.fixture(scope="module")
-def scenario(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+def scenario(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CrashScenario]:
     """Worker A starts the run and is killed while Claude answers the second tool's result; worker B recovers the
     workflow, then continues the conversation in a new process."""
     root = tmp_path_factory.mktemp("scenario")
@@ -107,28 +68,24 @@ def scenario(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathF
         try:
             assert brain.held.wait(_WORKER_TIMEOUT), f"worker A never reached the third step:\n{log_a.read_text()}"
             ledger_when_killed = _ledger(dsn)
-            os.killpg(worker_a.pid, signal.SIGKILL)
-            worker_a.wait()
         finally:
+            kill_worker(worker_a)  # before Claude's answer is released: A dies waiting for it
             brain.release.set()
-            if worker_a.poll() is None:
-                os.killpg(worker_a.pid, signal.SIGKILL)
-                worker_a.wait()
-        wait_until(lambda: not _group_members(worker_a.pid), timeout=10)
-        survivors = _group_members(worker_a.pid)
+        survivors = survivors_of(worker_a)
 
         log_b = root / "worker-b.log"
         recovered = root / "recovered.json"
-        _finish(_spawn("worker-b", ["recover", "worker-a", "--out", str(recovered)], worker_env("b"), log_b), log_b)
+        recover = _spawn("worker-b", ["recover", "worker-a", "--out", str(recovered)], worker_env("b"), log_b)
+        finish_worker(recover, log_b, _WORKER_TIMEOUT)
 
         follow_env = worker_env("b-follow-up")
         followed = root / "followed.json"
         arguments = ["follow-up", "--messages", str(recovered), "--out", str(followed), "Thanks!"]
-        _finish(_spawn("worker-b", arguments, follow_env, log_b), log_b)
-        yield Scenario(
+        finish_worker(_spawn("worker-b", arguments, follow_env, log_b), log_b, _WORKER_TIMEOUT)
+        yield CrashScenario(
             ledger_when_killed=ledger_when_killed,
             survivors_of_a=survivors,
-            recovered=json.loads(recovered.read_text()),
+            finished=json.loads(recovered.read_text()),
             followed=json.loads(followed.read_text()),
             follow_up_request=backend.requests[-1],
             follow_up_transcripts=list(Path(follow_env["CLAUDE_CONFIG_DIR"]).glob("projects/*/*.jsonl")),
@@ -137,26 +94,26 @@ def scenario(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathF
     postgres_server.drop_database(database)
 
 
-def test_worker_a_died_after_its_second_tool_call_leaving_nothing_running(scenario: Scenario):
+def test_worker_a_died_after_its_second_tool_call_leaving_nothing_running(scenario: CrashScenario):
     assert scenario.ledger_when_killed == [("one", "worker-a", 1), ("two", "worker-a", 11)]
     assert scenario.survivors_of_a == []  # no CLI orphan: the whole process group is gone
 
 
-def test_worker_b_recovers_the_workflow_and_finishes_it_with_the_right_answer(scenario: Scenario):
-    assert scenario.recovered["workflow_id"] == "chain-1"
-    assert scenario.recovered["output"] == "chain result: 1123"
+def test_worker_b_recovers_the_workflow_and_finishes_it_with_the_right_answer(scenario: CrashScenario):
+    assert scenario.finished["workflow_id"] == "chain-1"
+    assert scenario.finished["output"] == "chain result: 1123"
     assert ("three", "worker-b", 112) in scenario.ledger
 
 
-def test_a_follow_up_on_worker_b_continues_the_same_session_through_the_store(scenario: Scenario):
+def test_a_follow_up_on_worker_b_continues_the_same_session_through_the_store(scenario: CrashScenario):
     assert scenario.followed["output"] == "follow-up after 3 tool results: Thanks!"
-    assert last_session_id(scenario.followed["messages"]) == last_session_id(scenario.recovered["messages"])
+    assert last_session_id(scenario.followed["messages"]) == last_session_id(scenario.finished["messages"])
     prompts = [text for text in scenario.follow_up_request.user_texts() if text != CLI_CONTINUATION_PROMPT]
     assert prompts == ["Start the chain.", "Thanks!"]
     assert scenario.follow_up_transcripts == []  # resumed from the store, nothing replayed on this worker
 
 
-def test_each_tool_ran_exactly_once(scenario: Scenario):
+def test_each_tool_ran_exactly_once(scenario: CrashScenario):
     # One and two on A (their steps were recorded before it died), three on B.
     assert scenario.ledger == [("one", "worker-a", 1), ("two", "worker-a", 11), ("three", "worker-b", 112)]
 

@@ -8,22 +8,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from pydantic_ai import Agent, ModelRetry, RunContext
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
-from tests._support.agents import add_constant_tools
+from tests._support.agents import add_constant_tools, square_after_a_retry
 from tests._support.brains import call_every_tool_then_summarise
 from tests._support.responses import native_parts
 
@@ -63,10 +54,7 @@ async def test_plain_and_context_tools_run_with_real_deps(model: ClaudeCodeModel
 
     assert result.output == "Answer: 4 | Oslo (lock held: False)"
     assert claude_backend.requests[0].tool_names == ["mcp__pydantic_tools__add", "mcp__pydantic_tools__where"]
-    response = result.all_messages()[-1]
-    assert isinstance(response, ModelResponse)
-    calls = [part for part in response.parts if isinstance(part, NativeToolCallPart)]
-    returns = [part for part in response.parts if isinstance(part, NativeToolReturnPart)]
+    calls, returns = native_parts(result.all_messages()[-1])
     assert [(call.tool_name, call.args_as_dict()) for call in calls] == [("add", {"a": 2, "b": 2}), ("where", {})]
     assert sorted(ret.content for ret in returns) == ["4", "Oslo (lock held: False)"]
     # The exact text reached Claude, not wrapped JSON.
@@ -86,37 +74,11 @@ async def test_run_stream_returns_the_answer_not_the_preamble(model: ClaudeCodeM
     assert output == "Answer: found x"
 
 
-async def test_model_retry_goes_back_to_claude_and_is_corrected(claude_backend: OfflineBackend):
-    attempts: list[int] = []
-
-    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        results = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
-        if not results:
-            return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {"n": -3})])
-        if len(results) == 1:
-            assert results[0].content == "n must be positive"
-            return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {"n": 3})])
-        return ModelResponse(parts=[TextPart(f"done: {results[-1].content}")])
-
-    claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli")
-    agent = Agent(model)
-
-    @agent.tool_plain(retries=2)
-    def square(n: int) -> int:
-        attempts.append(n)
-        if n < 0:
-            raise ModelRetry("n must be positive")
-        return n * n
-
-    try:
-        result = await agent.run("square it")
-    finally:
-        await model.aclose()
-    assert result.output == "done: 9"
-    assert attempts == [-3, 3]
+async def test_model_retry_goes_back_to_claude_and_is_corrected(model: ClaudeCodeModel, claude_backend: OfflineBackend):
+    await square_after_a_retry(model, claude_backend)
     first_result = claude_backend.requests[1].tool_results()[0]
     assert first_result.is_error
+    assert first_result.text == "n must be positive"
 
 
 async def test_tool_exception_reaches_claude_as_an_error_result(model: ClaudeCodeModel, claude_backend: OfflineBackend):

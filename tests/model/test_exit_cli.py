@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import textwrap
 import uuid
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import environment, process_table
+from tests._support.subprocesses import run_python
 
 pytestmark = pytest.mark.cli
 
@@ -40,15 +39,7 @@ def run_program(code: str, env: dict[str, str], tmp_path: Path) -> tuple[subproc
     name, value = marker.split("=", 1)
     script = tmp_path / "program.py"
     script.write_text(code)
-    completed = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env, "PYTHONPATH": str(ROOT / "src"), name: value},
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
+    completed = run_python(str(script), cwd=tmp_path, env={**env, name: value}, timeout=120)
     return completed, marker
 
 
@@ -252,15 +243,7 @@ def test_the_pytest_fixtures_end_quietly(tmp_path: Path):
             """
         )
     )
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-        cwd=tmp_path,
-        timeout=180,
-        check=False,
-    )
+    completed = run_python("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py", cwd=tmp_path, timeout=180)
     output = completed.stdout + completed.stderr
 
     assert completed.returncode == 0, output

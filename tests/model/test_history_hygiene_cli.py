@@ -20,13 +20,13 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeError, ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
+from tests._support.brains import tool_returns
 
 pytestmark = pytest.mark.cli
 
@@ -41,7 +41,7 @@ ON_THE_WIRE = "report-\ufffd.txt"
 def echo_or_call_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Calls the offered tool once when asked to ``list``, then answers with its result; else echoes."""
     last = messages[-1]
-    results = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    results = tool_returns(last)
     if results:
         return ModelResponse(parts=[TextPart(f"found: {results[-1].content}")])
     texts = [p.content for p in last.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)]

@@ -19,7 +19,6 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -27,6 +26,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend, RecordedRequest
+from tests._support.brains import tool_returns
 
 pytestmark = pytest.mark.cli
 
@@ -71,7 +71,7 @@ def tool_or_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     """Calls the first offered tool when asked to ``use the tool`` (once), otherwise answers ``done``."""
     last = messages[-1]
     asked = any(isinstance(p, UserPromptPart) and "use the tool" in str(p.content) for p in last.parts)
-    if asked and info.function_tools and not any(isinstance(p, ToolReturnPart) for p in last.parts):
+    if asked and info.function_tools and not tool_returns(last):
         return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {})])
     return ModelResponse(parts=[TextPart("done")])
 
@@ -191,7 +191,7 @@ async def test_a_tool_result_reaches_claude_as_written(claude_backend: OfflineBa
 
 def approval_brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Calls ``delete`` first, then answers with what the tool said."""
-    results = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+    results = tool_returns(messages[-1])
     if results:
         return ModelResponse(parts=[TextPart(f"tool said: {results[-1].content}")])
     if any(isinstance(m, ModelResponse) for m in messages):

@@ -14,7 +14,6 @@ from pydantic_ai.messages import (
     NativeToolReturnPart,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -22,6 +21,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 from claudecode_model.toolkit import done_output
+from tests._support.brains import tool_returns
 
 pytestmark = pytest.mark.cli
 
@@ -101,7 +101,7 @@ async def test_text_or_output_tool_and_function_tools_in_one_run(
     model: ClaudeCodeModel, claude_backend: OfflineBackend
 ):
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        returns = tool_returns(messages[-1])
         if "text please" in _user_texts(messages):
             return ModelResponse(parts=[TextPart("just text")])
         if not returns:
@@ -162,7 +162,7 @@ async def test_done_tool_of_the_toolkit_ends_the_run(model: ClaudeCodeModel, cla
 
 async def test_output_tools_next_to_registered_toolsets(model: ClaudeCodeModel, claude_backend: OfflineBackend):
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        returns = tool_returns(messages[-1])
         if not returns:
             return ModelResponse(parts=[ToolCallPart("mcp__pydantic_tools__capital", {})])
         return ModelResponse(parts=[ToolCallPart(_output_tool(info), {"name": returns[0].content, "country": "FR"})])

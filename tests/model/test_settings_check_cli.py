@@ -29,6 +29,11 @@ BAD_SETTINGS: list[tuple[dict[str, Any], str]] = [
     ({"claude_code_setting_sources": ["usr"]}, "one of 'user', 'project', 'local'"),
     ({"thinking": "extreme"}, "thinking='extreme'"),
     ({"claude_code_timout": 3}, "Unknown setting 'claude_code_timout'. Did you mean 'claude_code_timeout'?"),
+    # 0.0.52's names, which would otherwise be ignored like another provider's keys (a budget cap silently gone)
+    ({"max_budget_usd": 1.0}, "Unknown setting 'max_budget_usd': the setting is called 'claude_code_max_budget_usd'"),
+    ({"max_turns": 3}, "the setting is called 'claude_code_max_turns'"),
+    ({"working_directory": "/tmp"}, "the setting is called 'claude_code_cwd'"),
+    ({"append_system_prompt": "Be brief."}, "the setting is called 'claude_code_system_prompt_append'"),
 ]
 
 

@@ -61,22 +61,13 @@ class Harness:
 
 
 @pytest.fixture
-async def harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+async def harness(request: pytest.FixtureRequest, claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
+    """A model on the backend whose tools run in Claude Code's loop, unless a test asks for ``"agent"`` (pydantic-ai
+    runs them; a turn parks while they run) with ``parametrize("harness", ["agent"], indirect=True)``."""
+    tool_execution = getattr(request, "param", "cli")
     claude_backend.set_brain(FunctionModel(brain))
-    # The in-loop matrix; no spares: it counts its CLIs exactly.
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="cli", spare_sessions=0)
-    harness = Harness(claude_backend, model, Resources.now())
-    try:
-        yield harness
-    finally:
-        await model.aclose()
-
-
-@pytest.fixture
-async def agent_harness(claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
-    """:func:`harness` with the agent's tools run by pydantic-ai (a turn parks while they run)."""
-    claude_backend.set_brain(FunctionModel(brain))
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution="agent", spare_sessions=0)
+    # No spares: the tests count their CLIs exactly.
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution=tool_execution, spare_sessions=0)
     harness = Harness(claude_backend, model, Resources.now())
     try:
         yield harness

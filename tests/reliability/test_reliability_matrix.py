@@ -24,6 +24,7 @@ from pydantic_ai.exceptions import (
     ModelServerError,
     UnexpectedModelBehavior,
 )
+from pydantic_ai.models import Model
 from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import (
@@ -49,12 +50,16 @@ pytestmark = pytest.mark.cli
 RUNS = int(os.environ.get("RELIABILITY_RUNS", "3"))
 """How often each case runs (``RELIABILITY_RUNS`` overrides; the matrix costs about 2.5 s per case and run)."""
 run = pytest.mark.parametrize("run", range(RUNS), ids=[f"run{i}" for i in range(RUNS)])
+both_modes = pytest.mark.parametrize("harness", ["agent", "cli"], indirect=True)
+"""Cases whose tools run the same whoever runs them: once with pydantic-ai running the tools, once Claude Code."""
+agent_mode = pytest.mark.parametrize("harness", ["agent"], indirect=True)
 
 
 # --- answers ------------------------------------------------------------------------------------------------
 
 
 @run
+@both_modes
 async def test_success(run: int, harness: Harness) -> None:
     agent = Agent(harness.model)
 
@@ -85,6 +90,28 @@ async def test_tool_exception_reaches_claude_and_the_run_answers(run: int, harne
     await harness.assert_recovers(idle_sessions=1)
 
 
+@run
+@agent_mode
+async def test_tool_exception_ends_the_run_as_with_any_pydantic_ai_model(run: int, harness: Harness) -> None:
+    def agent_with_exploding_tool(model: Model) -> Agent[None, str]:
+        agent = Agent(model)
+
+        @agent.tool_plain
+        def explode() -> str:
+            raise RuntimeError("the disk is on fire")
+
+        return agent
+
+    with pytest.raises(RuntimeError, match="the disk is on fire"):  # the reference: pydantic-ai's own FunctionModel
+        await agent_with_exploding_tool(FunctionModel(brain)).run("call explode")
+
+    with pytest.raises(RuntimeError, match="the disk is on fire"):
+        await agent_with_exploding_tool(harness.model).run("call explode")
+
+    assert not harness.backend.last_request.tool_results(), "Claude never got a result"
+    await harness.assert_recovers()  # the turn that waited for the result was closed at once
+
+
 async def _run_flaky_tool(model: object) -> tuple[BaseException | None, int]:
     """Run an agent whose tool always asks to be retried (``retries=2``); the error and the number of calls."""
     agent = Agent(model)  # type: ignore[call-overload]
@@ -103,6 +130,7 @@ async def _run_flaky_tool(model: object) -> tuple[BaseException | None, int]:
 
 
 @run
+@both_modes
 async def test_model_retry_exhausted_ends_the_run_like_pydantic_ai_does(run: int, harness: Harness) -> None:
     # The same agent on pydantic-ai's own FunctionModel, with the same (stubborn) brain, is the reference.
     expected_error, expected_calls = await _run_flaky_tool(FunctionModel(brain))
@@ -289,6 +317,7 @@ CANCELS_PER_RUN = 2
 
 
 @run
+@both_modes
 @pytest.mark.parametrize("mode", ["run", "run_stream"])
 async def test_cancellation_at_random_points(
     run: int, mode: str, harness: Harness, record_property: pytest.RecordProperty

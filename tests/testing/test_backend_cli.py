@@ -32,12 +32,12 @@ from pydantic_ai.messages import (
     TextPart,
     ThinkingPart,
     ToolCallPart,
-    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model.testing import Failure, OfflineBackend, ScriptedTurn
+from tests._support.brains import tool_returns
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -106,7 +106,7 @@ async def test_text_reply_and_system_prompt_reach_the_backend() -> None:
 
 async def test_brain_calls_an_in_process_mcp_tool_and_sees_its_result() -> None:
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)] if messages else []
+        returns = tool_returns(messages[-1]) if messages else []
         if returns:
             return ModelResponse(parts=[TextPart(f"tool said {returns[0].content}")])
         assert "mcp__t__echo" in [t.name for t in info.function_tools]

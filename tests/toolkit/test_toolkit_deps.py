@@ -7,12 +7,12 @@ import contextvars
 import gc
 import weakref
 from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import (
-    TextPart,
-)
+from pydantic_ai.messages import TextPart
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model.exceptions import ClaudeCodeError
 from claudecode_model.toolkit import (
@@ -27,6 +27,8 @@ from tests._support.brains import Script, calls
 
 pytestmark = pytest.mark.filterwarnings("error")
 
+T = TypeVar("T")
+
 
 class Counter:
     """A factory that counts its calls and returns ``prefix-<n>``."""
@@ -38,6 +40,24 @@ class Counter:
     def __call__(self) -> str:
         self.calls += 1
         return f"{self.prefix}-{self.calls}"
+
+
+def use_once() -> FunctionModel:
+    """A model that calls the tool ``use`` once, then answers ``ok``."""
+    return Script(calls("use"), [TextPart("ok")]).model
+
+
+def agent_resolving(key: DependencyKey[T]) -> tuple[Agent[None, str], list[T]]:
+    """An agent on :func:`use_once` whose tool ``use`` resolves ``key``, and the list of what it got."""
+    got: list[T] = []
+    agent = Agent(use_once())
+
+    @agent.tool
+    async def use(ctx: RunContext[None]) -> str:
+        got.append(await resolve(ctx, key))
+        return "x"
+
+    return agent, got
 
 
 # --- resolving -------------------------------------------------------------------------------------------
@@ -52,7 +72,7 @@ async def test_sync_async_and_context_factories() -> None:
     async_key = DependencyKey("async", make_async)
     ctx_key = DependencyKey("ctx", lambda ctx: f"deps={ctx.deps}")
     got: list[str] = []
-    agent = Agent(Script(calls("use"), [TextPart("ok")]).model, deps_type=str)
+    agent = Agent(use_once(), deps_type=str)
 
     @agent.tool
     async def use(ctx: RunContext[str]) -> str:
@@ -108,7 +128,7 @@ async def test_same_id_shares_the_cache_and_overrides() -> None:
     one = DependencyKey("shared", lambda: "one")
     two = DependencyKey("shared", lambda: "two")
     got: list[str] = []
-    agent = Agent(Script(calls("use"), [TextPart("ok")]).model)
+    agent = Agent(use_once())
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -117,7 +137,7 @@ async def test_same_id_shares_the_cache_and_overrides() -> None:
 
     await agent.run("go")
     with override(two, "overridden"):
-        await agent.run("go again", model=Script(calls("use"), [TextPart("ok")]).model)
+        await agent.run("go again", model=use_once())
     assert got == ["one", "one", "overridden", "overridden"]
 
 
@@ -217,13 +237,7 @@ async def test_dependencies_resolving_dependencies() -> None:
         return await resolve(ctx, base) + 1
 
     derived = DependencyKey("derived", make_derived)
-    got: list[int] = []
-    agent = Agent(Script(calls("use"), [TextPart("ok")]).model)
-
-    @agent.tool
-    async def use(ctx: RunContext[None]) -> str:
-        got.append(await resolve(ctx, derived))
-        return "x"
+    agent, got = agent_resolving(derived)
 
     with override(base, 41):
         await agent.run("go")
@@ -269,7 +283,7 @@ async def test_run_cache_is_dropped_when_the_run_ends_even_if_its_context_is_kep
     make, refs = tracked_factory()
     key = DependencyKey("per-run", make, scope="run")
     kept: list[RunContext[None]] = []
-    agent = Agent(Script(calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])
+    agent = Agent(use_once(), capabilities=[Dependencies()])
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -288,16 +302,10 @@ async def test_run_cache_is_dropped_when_the_run_ends_even_if_its_context_is_kep
 
 async def test_override_value_and_factory_and_nesting() -> None:
     key = DependencyKey("clock", lambda: "real clock")
-    got: list[str] = []
-    agent = Agent(Script(calls("use"), [TextPart("ok")]).model)
-
-    @agent.tool
-    async def use(ctx: RunContext[None]) -> str:
-        got.append(await resolve(ctx, key))
-        return "x"
+    agent, got = agent_resolving(key)
 
     async def run() -> None:
-        await agent.run("go", model=Script(calls("use"), [TextPart("ok")]).model)
+        await agent.run("go", model=use_once())
 
     await run()
     with override(key, "fake clock"):
@@ -315,7 +323,7 @@ async def test_registered_overrides_and_their_order() -> None:
     got: list[tuple[str, str]] = []
 
     def new_agent(*capabilities: Dependencies[None]) -> Agent[None, str]:
-        agent = Agent(Script(calls("use"), [TextPart("ok")]).model, capabilities=list(capabilities))
+        agent = Agent(use_once(), capabilities=list(capabilities))
 
         @agent.tool
         async def use(ctx: RunContext[None]) -> str:
@@ -367,7 +375,7 @@ async def test_overrides_stay_bound_to_the_run_for_tools_run_elsewhere() -> None
     got: list[str] = []
 
     def new_agent(*capabilities: Dependencies[None]) -> Agent[None, str]:
-        agent = Agent(Script(calls("use"), [TextPart("ok")]).model, capabilities=list(capabilities))
+        agent = Agent(use_once(), capabilities=list(capabilities))
 
         @agent.tool
         async def use(ctx: RunContext[None]) -> str:
@@ -387,7 +395,7 @@ async def test_overrides_stay_bound_to_the_run_for_tools_run_elsewhere() -> None
 async def test_override_inside_a_run_with_dependencies() -> None:
     key = DependencyKey("mode", lambda: "default")
     got: list[str] = []
-    agent = Agent(Script(calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])
+    agent = Agent(use_once(), capabilities=[Dependencies()])
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -404,7 +412,7 @@ async def test_override_is_removed_on_error() -> None:
     key = DependencyKey("x", lambda: "real")
     with pytest.raises(RuntimeError, match="boom"), override(key, "fake"):
         raise RuntimeError("boom")
-    agent = Agent(Script(calls("use"), [TextPart("ok")]).model)
+    agent = Agent(use_once())
     got: list[str] = []
 
     @agent.tool

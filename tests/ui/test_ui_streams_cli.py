@@ -21,7 +21,6 @@ from pydantic_ai.messages import (
     NativeToolReturnPart,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -34,7 +33,7 @@ from starlette.routing import Route
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
-from tests._support.brains import system_text
+from tests._support.brains import system_text, tool_returns
 
 pytestmark = pytest.mark.cli
 
@@ -47,7 +46,7 @@ def brain_for(notes: Path):
     """Claude, by the prompt: answer; call the agent's tool; search the web; start a subagent; ask for approval."""
 
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+        returns = tool_returns(messages[-1])
         if [tool.name for tool in info.function_tools] == ["web_search"]:  # the API's own web search
             results = [{"type": "web_search_result", "url": "https://ai.pydantic.dev/", "title": "Pydantic AI"}]
             return ModelResponse(

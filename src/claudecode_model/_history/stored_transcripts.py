@@ -25,14 +25,7 @@ from claudecode_model._history.plan import SessionPoint
 from claudecode_model._history.store import GuardedStore
 from claudecode_model._history.transcripts import PointPosition, TranscriptFiles, entries_position
 
-__all__ = [
-    "SessionCopy",
-    "find_transcript",
-    "mirror_transcript",
-    "read_entries",
-    "recorded_entries_up_to",
-    "store_key",
-]
+__all__ = ["SessionCopy", "find_transcript", "mirror_transcript", "read_entries", "recorded_entries_up_to", "store_key"]
 
 logger = logging.getLogger(__name__)
 

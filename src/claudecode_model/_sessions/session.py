@@ -37,13 +37,7 @@ if TYPE_CHECKING:
     from claudecode_model._tools.cli_executed import RunToolRouter
     from claudecode_model._tools.servers import ServedTools
 
-__all__ = [
-    "WARM_UP_TIMEOUT",
-    "CLISession",
-    "Delivery",
-    "ToolsWaiting",
-    "warm_up_client",
-]
+__all__ = ["WARM_UP_TIMEOUT", "CLISession", "Delivery", "ToolsWaiting", "warm_up_client"]
 
 logger = logging.getLogger(__name__)
 

@@ -20,11 +20,7 @@ from claudecode_model.settings import ClaudeCodeModelSettings, SubagentDefinitio
 if TYPE_CHECKING:
     from claude_agent_sdk import AgentDefinition
 
-__all__ = [
-    "AGENT_TOOL_NAMES",
-    "SubagentOptions",
-    "subagent_options",
-]
+__all__ = ["AGENT_TOOL_NAMES", "SubagentOptions", "subagent_options"]
 
 AGENT_TOOL_NAMES = frozenset({"Agent", "Task"})
 """The CLI's names for the tool that starts a subagent."""

@@ -30,12 +30,7 @@ if TYPE_CHECKING:  # claude-agent-sdk loads with the first request (creating a m
     from claude_agent_sdk import HookMatcher
     from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput, McpHttpServerConfig
 
-__all__ = [
-    "SUPPORTED_NATIVE_TOOLS",
-    "NativeToolPlan",
-    "plan_native_tools",
-    "unsupported_native_tool_settings",
-]
+__all__ = ["SUPPORTED_NATIVE_TOOLS", "NativeToolPlan", "plan_native_tools", "unsupported_native_tool_settings"]
 
 logger = logging.getLogger(__name__)
 

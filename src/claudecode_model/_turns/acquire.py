@@ -55,6 +55,7 @@ from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = [
     "PARKED_SLOT_GRACE",
+    "AcquiredSession",
     "NoSlotError",
     "SlotWait",
     "acquire_session",
@@ -112,7 +113,9 @@ def session_request(
 
 
 @dataclass(frozen=True)
-class _Acquired:
+class AcquiredSession:
+    """The session a turn runs in, and how it got there."""
+
     session: CLISession
     new_input: list[ContentBlock]
     """The user message that starts the turn in this session."""
@@ -132,7 +135,7 @@ async def acquire_session(
     *,
     keep: bool,
     slot_wait: SlotWait,
-) -> _Acquired:
+) -> AcquiredSession:
     """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
     replays it (see :mod:`claudecode_model._history.source`); a new conversation claims a spare with its signature
     first."""
@@ -146,7 +149,7 @@ async def acquire_session(
     live = take_live(plan.point) if plan.point is not None else None
     if live is not None:
         logger.debug("continuing session %s in its live CLI process", live.session_id)
-        return _Acquired(live, continue_input, nothing, "live")
+        return AcquiredSession(live, continue_input, nothing, "live")
     transcripts = await find_transcript(files, runner.session_store, plan.point)
     # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
     source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
@@ -161,7 +164,7 @@ async def acquire_session(
     match source:
         case LiveSession(session=live):
             logger.debug("continuing session %s in its live CLI process", live.session_id)
-            return _Acquired(live, continue_input, nothing, "live")
+            return AcquiredSession(live, continue_input, nothing, "live")
         case ResumeSession(session_id=resumed):
             logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
             kind = "resume"
@@ -187,7 +190,7 @@ async def acquire_session(
         case FreshSession():
             spare = await runner.pool.claim_spare(request.signature)
             if spare is not None:
-                return _Acquired(spare, plan.new_input, nothing, "spare")
+                return AcquiredSession(spare, plan.new_input, nothing, "spare")
             kind = "fresh"
             new_input, resume = plan.new_input, {}
     release_session = ledger.use(session_id) if session_id is not None else nothing
@@ -217,7 +220,7 @@ async def acquire_session(
     except BaseException as error:
         release_source()
         raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
-    return _Acquired(session, new_input, release_source, kind, store_fault)
+    return AcquiredSession(session, new_input, release_source, kind, store_fault)
 
 
 async def _branch_at_pending_call(store: GuardedStore | None, plan: TurnPlan, files: TranscriptFiles) -> str | None:

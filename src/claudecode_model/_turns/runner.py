@@ -4,7 +4,6 @@ from (:class:`SessionRequest`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +20,7 @@ from claudecode_model._sessions.session import CLISession
 from claudecode_model._tools.parked_calls import ParkingLot
 from claudecode_model._tools.request import ToolServerPlan, ToolSetup
 
-__all__ = [
-    "STDERR_LINES",
-    "SessionRequest",
-    "TurnRunner",
-    "nothing",
-]
-
-logger = logging.getLogger(__name__)
+__all__ = ["STDERR_LINES", "SessionRequest", "TurnRunner", "nothing"]
 
 
 STDERR_LINES = 50
@@ -55,7 +47,7 @@ class TurnRunner:
     """The model's bound on live CLI processes (``None``: unbounded)."""
     built_options: BuiltOptions = field(default_factory=BuiltOptions)
     """The options of recent requests, reused for requests with the same inputs."""
-    parked: ParkingLot[Any] | None = None
+    parked: ParkingLot[Any] | None = None  # of CLITurn, a module above this one
     """The model's turns waiting for tool results: a request that waits too long for a process slot closes the
     oldest of them (see :data:`PARKED_SLOT_GRACE`)."""
 

@@ -5,7 +5,6 @@ one preparation.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
 from collections import ChainMap, deque
@@ -36,12 +35,7 @@ from claudecode_model._turns.turn import CLITurn
 from claudecode_model.exceptions import ClaudeCodeError, ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
-__all__ = [
-    "prewarm_turn",
-    "start_turn",
-]
-
-logger = logging.getLogger(__name__)
+__all__ = ["prewarm_turn", "start_turn"]
 
 
 @dataclass(frozen=True)

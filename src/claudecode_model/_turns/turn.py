@@ -42,10 +42,7 @@ from claudecode_model._turns.acquire import start_spare
 from claudecode_model._turns.runner import SessionRequest, TurnRunner, nothing
 from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 
-__all__ = [
-    "CLITurn",
-    "TurnSummary",
-]
+__all__ = ["CLITurn", "TurnSummary"]
 
 logger = logging.getLogger(__name__)
 

@@ -23,14 +23,7 @@ if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import WrapRunHandler
     from pydantic_ai.run import AgentRunResult
 
-__all__ = [
-    "Dependencies",
-    "DependencyKey",
-    "DependencyResolutionError",
-    "DependencyScope",
-    "override",
-    "resolve",
-]
+__all__ = ["Dependencies", "DependencyKey", "DependencyResolutionError", "DependencyScope", "override", "resolve"]
 
 logger = logging.getLogger(__name__)
 

@@ -14,13 +14,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-__all__ = [
-    "DirectoryToolOutputStore",
-    "MemoryToolOutputStore",
-    "ToolOutputStore",
-    "is_ref_id",
-    "new_ref_id",
-]
+__all__ = ["DirectoryToolOutputStore", "MemoryToolOutputStore", "ToolOutputStore", "is_ref_id", "new_ref_id"]
 
 logger = logging.getLogger(__name__)
 
