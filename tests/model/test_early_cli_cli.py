@@ -66,7 +66,7 @@ SCRIPT = textwrap.dedent(
 
     anyio.open_process = recording_open_process
 
-    from pydantic_ai import Agent, ToolOutput
+    from pydantic_ai import Agent
 
     from claudecode_model import ClaudeCodeModel
     from claudecode_model._sessions import early_cli as _early_cli
@@ -134,6 +134,18 @@ SCRIPT = textwrap.dedent(
     time.sleep(0.3)
     report["alive"] = [s["pid"] for s in answered if os.path.exists(f"/proc/{s['pid']}")
                        and open(f"/proc/{s['pid']}/stat").read().split(")")[-1].split()[0] != "Z"]
+
+
+    def live_child(pid):
+        try:
+            state, ppid = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[:2]
+        except OSError:
+            return False
+        return ppid == str(os.getpid()) and state != "Z"
+
+
+    # any process this one started that still runs (the CLI, a spare, the bridge)
+    report["children_left"] = [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and live_child(pid)]
     report["temps_left"] = [  # this package's private folders (not one the user chose)
         s["temp"] for s in answered
         if s["temp"] and os.path.basename(s["temp"]).startswith("claudecode_cli_") and os.path.exists(s["temp"])
@@ -166,6 +178,7 @@ def test_the_first_cli_starts_before_the_sdk_is_imported_and_the_session_adopts_
     assert report["sdk_commands"] == [spawn["command"]]  # exactly the command line the SDK builds for it
     assert Path(spawn["temp"]).name.startswith(CLI_TEMP_PREFIX)  # its private temp folder, removed with it
     assert report["alive"] == []
+    assert report["children_left"] == []
     assert report["temps_left"] == []
 
 
@@ -176,6 +189,7 @@ def test_after_an_adopted_first_cli_the_next_conversation_takes_a_spare(claude_b
     assert report["spawns"][0]["sdk_imported"] is False
     assert report["second"] == [ANSWER, "spare"]
     assert report["alive"] == []
+    assert report["children_left"] == []
 
 
 def test_over_the_stdio_transport_the_first_cli_starts_after_the_import(claude_backend: OfflineBackend) -> None:
@@ -185,6 +199,7 @@ def test_over_the_stdio_transport_the_first_cli_starts_after_the_import(claude_b
     [cli] = [spawn for spawn in report["spawns"] if "--mcp-config" in spawn["command"]]  # not the IPC bridge
     assert cli["sdk_imported"] is True
     assert report["alive"] == []
+    assert report["children_left"] == []
 
 
 @pytest.mark.parametrize("own_temp", [True, False], ids=["private-temp", "user-temp"])
@@ -201,6 +216,7 @@ def test_a_wrong_prediction_stops_the_early_cli_and_the_sdk_starts_its_own(
     assert report["sdk_commands"] == [started_by_sdk["command"]]
     assert early["temp"] == started_by_sdk["temp"]  # the session got the folder reserved for it
     assert report["alive"] == []
+    assert report["children_left"] == []
     assert report["temps_left"] == []
 
 
@@ -213,6 +229,7 @@ def test_a_request_cancelled_or_interrupted_while_the_sdk_is_imported_stops_the_
     assert report["output"] == (None if mode == "cancel" else "interrupted")
     assert report["spawns"][0]["sdk_imported"] is False
     assert report["alive"] == []
+    assert report["children_left"] == []
     assert report["temps_left"] == []
 
 
