@@ -103,6 +103,7 @@ class NewProcessSuite(Suite):
     description = "first answer of a fresh interpreter: ours, the raw SDK, ai-sdk-provider-claude-code (Node)"
     row_names = (
         "new-first-call",
+        "new-first-call-overlap",
         "new-first-call-peer",
         "new-first-call-floor",
         "new-answer",
@@ -134,6 +135,7 @@ class NewProcessSuite(Suite):
         python = sys.executable
         variants: dict[str, Variant] = {
             "ours": lambda: first_answer([python, str(SCRIPTS / "ours.py")], env),
+            "sequential": lambda: first_answer([python, str(SCRIPTS / "ours.py")], {**env, "BENCH_SDK_IN_CALL": "1"}),
             "raw": lambda: first_answer([python, str(SCRIPTS / "raw.py")], env),
             "floor": lambda: floor(env),
         }
@@ -172,6 +174,13 @@ class NewProcessSuite(Suite):
                 **measured(medians, "ours.call", "raw.call"),
                 target=Target("<= 1.0 x raw", 1.0),
                 note="raw = query() with a create_sdk_mcp_server tool; claude_agent_sdk imported before the call",
+            ),
+            Row(
+                key="new-first-call-overlap",
+                name="new process: first call vs the same with claude_agent_sdk imported first in the call",
+                **measured(medians, "ours.call", "sequential.call"),
+                target=Target("reported"),
+                note="raw column: the CLI starts after the SDK's import (no early start), as before issue 29's item 1",
             ),
             Row(
                 key="new-first-call-floor",

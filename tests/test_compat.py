@@ -11,7 +11,9 @@ import functools
 import inspect
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
@@ -193,3 +195,50 @@ def test_an_agent_run_holds_the_models_run_scope_around_its_requests() -> None:
 
     assert result.output == "ok"
     assert events == ["enter", "request", "exit"]
+
+
+def test_the_sdk_versions_read_without_importing_it_are_the_sdks_own() -> None:
+    import claude_agent_sdk
+    from claude_agent_sdk._cli_version import __cli_version__
+
+    assert (_compat.sdk_version(), _compat.bundled_cli_version()) == (claude_agent_sdk.__version__, __cli_version__)
+
+
+def test_sdk_cli_command_is_the_command_line_of_the_sdks_transport() -> None:
+    command = _compat.sdk_cli_command(ClaudeAgentOptions(cli_path="/bin/claude", model="m", allowed_tools=["Read"]))
+
+    assert command[0] == "/bin/claude"
+    assert command[command.index("--model") + 1] == "m"
+    assert command[command.index("--allowedTools") + 1] == "Read"
+    assert command[-2:] == ["--input-format", "stream-json"]
+
+
+async def test_adopted_spawns_get_the_process_the_finder_returns() -> None:
+    """``adopt_cli_spawns`` replaces the ``open_process`` the SDK's transport calls: the finder's process is used,
+    ``None`` starts one as before."""
+    import anyio
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    asked: list[list[str]] = []
+    mine = await anyio.open_process(["true"])
+
+    async def finder(command: Sequence[str], keywords: Mapping[str, Any]) -> Any:
+        asked.append(list(command))
+        return mine if command[0] == "mine" else None
+
+    previous = vars(subprocess_cli)["anyio"]
+    _compat.adopt_cli_spawns(finder)
+    try:
+        open_process = subprocess_cli.anyio.open_process
+        assert await open_process(["mine"], stdin=None) is mine
+        started = await open_process(["true"])
+        await started.wait()
+        assert started is not mine
+        assert started.returncode == 0
+        assert subprocess_cli.anyio.Lock is anyio.Lock  # everything else is anyio's own
+    finally:
+        vars(subprocess_cli)["anyio"] = previous
+        await mine.wait()
+        await mine.aclose()
+        await started.aclose()
+    assert asked == [["mine"], ["true"]]

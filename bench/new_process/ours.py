@@ -5,6 +5,9 @@ environment from ``BENCH_CLI_ENV`` (JSON) and the prompt from ``BENCH_PROMPT``; 
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the parent's clock too) of: imports done, first call started, answer in
 hand; this process's CPU seconds until the answer and during the first call (steady where wall time is not); and the
 answer.
+
+With ``BENCH_SDK_IN_CALL=1`` the call starts with ``import claude_agent_sdk``: the library then starts the CLI after
+the SDK's import, as before the first CLI was started ahead of it (the "sequential" variant of the suite).
 """
 
 import json
@@ -27,6 +30,8 @@ async def probe(n: int) -> str:
 
 
 call, cpu_call = time.monotonic_ns(), time.process_time()
+if os.environ.get("BENCH_SDK_IN_CALL") == "1":
+    import claude_agent_sdk  # noqa: F401
 output = agent.run_sync(os.environ["BENCH_PROMPT"]).output
 answer, cpu = time.monotonic_ns(), time.process_time()
 print(

@@ -5,23 +5,25 @@ instructions helper and its run-context variable; the SDK's session-file layout,
 and the CLI process of its subprocess transport. Each is wrapped here by a small function, and
 ``tests/test_compat.py`` exercises every one, so an upgrade that moves or renames one fails there, loudly, with
 the name that broke. No other module of this package imports a private name of either library.
+claude-agent-sdk (and the ``mcp`` package it imports, about a second) is imported only by the functions that need
+it, so that the path of a new process's first request up to the CLI's start does not wait for it.
 (One reach is an override, not an import: ``ClaudeCodeModel._run_scope()`` implements pydantic-ai's private
 run-scope hook to learn when an agent run ends; ``tests/test_compat.py`` checks the hook still wraps a run.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import ast
+import importlib.util
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
+from functools import cache
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import claude_agent_sdk
 from anyio.abc import Process
-from claude_agent_sdk import AssistantMessage, ClaudeSDKClient
-from claude_agent_sdk._cli_version import __cli_version__ as _BUNDLED_CLI_VERSION
-from claude_agent_sdk._internal import message_parser as _sdk_message_parser
-from claude_agent_sdk._internal import sessions as _sdk_sessions
 from pydantic_ai import _utils as _pydantic_ai_utils
 from pydantic_ai._instrumentation import get_instructions
 from pydantic_ai._parts_manager import ModelResponsePartsManager
@@ -30,8 +32,12 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import RunContext
 
+if TYPE_CHECKING:
+    from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient
+
 __all__ = [
     "ModelResponsePartsManager",
+    "adopt_cli_spawns",
     "api_error_fields",
     "bundled_cli_dir",
     "bundled_cli_version",
@@ -41,6 +47,8 @@ __all__ = [
     "new_parts_manager",
     "now_utc",
     "request_instructions",
+    "sdk_cli_command",
+    "sdk_version",
     "session_transcript_path",
 ]
 
@@ -76,18 +84,51 @@ def current_run_context() -> RunContext[Any] | None:
 # --- claude-agent-sdk -------------------------------------------------------------------------------------------
 
 
+@cache
+def _sdk_dir() -> Path:
+    """The installed claude-agent-sdk package's folder, found without importing it."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("claude-agent-sdk is not installed", name="claude_agent_sdk")
+    return Path(spec.origin).parent
+
+
+def _sdk_constant(module: str, name: str) -> str:
+    """A string constant of the SDK module ``module`` (``_version``, ``_cli_version``): from the module if it is
+    imported, else read from its source without importing the package."""
+    loaded = sys.modules.get(f"claude_agent_sdk.{module}")
+    if loaded is not None:
+        return str(getattr(loaded, name))
+    tree = ast.parse((_sdk_dir() / f"{module}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return str(ast.literal_eval(node.value))
+    raise LookupError(f"claude_agent_sdk.{module} defines no {name}")
+
+
 def bundled_cli_dir() -> Path:
     """The folder where the claude-agent-sdk wheel keeps the CLI it bundles (it may hold none)."""
-    return Path(claude_agent_sdk.__file__).parent / "_bundled"
+    return _sdk_dir() / "_bundled"
 
 
+@cache
 def bundled_cli_version() -> str:
-    """The version of the CLI bundled with the installed claude-agent-sdk, known without running it."""
-    return _BUNDLED_CLI_VERSION
+    """The version of the CLI bundled with the installed claude-agent-sdk, known without running it (or importing
+    the SDK)."""
+    return _sdk_constant("_cli_version", "__cli_version__")
+
+
+@cache
+def sdk_version() -> str:
+    """The installed claude-agent-sdk's version, as it tells the CLI (``CLAUDE_AGENT_SDK_VERSION``), known without
+    importing it."""
+    return _sdk_constant("_version", "__version__")
 
 
 def session_transcript_path(session_id: str, *, env: Mapping[str, str], cwd: str) -> Path:
     """Where the CLI keeps the transcript of ``session_id`` for this environment's config dir and ``cwd``."""
+    from claude_agent_sdk._internal import sessions as _sdk_sessions
+
     project = _sdk_sessions._canonicalize_path(cwd)
     projects_dir = _sdk_sessions._get_projects_dir(dict(env))
     return projects_dir / _sdk_sessions._sanitize_path(project) / f"{session_id}.jsonl"
@@ -108,6 +149,9 @@ def keep_api_error_fields() -> None:
     """Have the SDK's message parser keep what the CLI says about a failed API request on the ``AssistantMessage``
     that reports it: the API's error ``type``, its ``details.error_code`` and the request id, which the parser
     drops (read them with :func:`api_error_fields`). Installed once; other messages are left as they were."""
+    from claude_agent_sdk import AssistantMessage
+    from claude_agent_sdk._internal import message_parser as _sdk_message_parser
+
     original = _sdk_message_parser.parse_message
     if getattr(original, "keeps_api_errors", False):
         return
@@ -140,3 +184,53 @@ def close_process_pipes(process: Process) -> None:
     transport = getattr(asyncio_process, "_transport", None)
     if transport is not None:
         transport.close()  # kills the process if it still runs (the session is over either way)
+
+
+SpawnFinder = Callable[[Sequence[str], Mapping[str, Any]], Awaitable["Process | None"]]
+"""Given the command line and the ``anyio.open_process`` keywords of a CLI the SDK is about to start: a process
+already running with exactly those (the SDK then uses it), or ``None`` (the SDK starts one)."""
+
+
+class _AnyioWithAdoption(ModuleType):
+    """What the SDK's subprocess transport sees as ``anyio``: anyio itself, except that ``open_process`` first asks
+    the installed :data:`SpawnFinder` for a process already running with the same command line and keywords."""
+
+    def __init__(self, anyio: ModuleType, find: SpawnFinder) -> None:
+        super().__init__(anyio.__name__, anyio.__doc__)
+        self._anyio = anyio
+        self._find = find
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._anyio, name)
+
+    async def open_process(self, command: Sequence[str], **kwargs: Any) -> Process:
+        found = await self._find(command, kwargs)
+        if found is not None:
+            return found
+        process: Process = await self._anyio.open_process(command, **kwargs)
+        return process
+
+
+def adopt_cli_spawns(find: SpawnFinder) -> None:
+    """Have the SDK's subprocess transport (``SubprocessCLITransport.connect()``) take a CLI process ``find``
+    returns for its command line and environment instead of starting one (installed once; a later call replaces
+    ``find``). Everything else of ``connect()`` runs as it is: its command, environment, stderr reader and the
+    SDK's own bookkeeping of its children."""
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    current = vars(subprocess_cli)["anyio"]
+    if isinstance(current, _AnyioWithAdoption):
+        current._find = find
+        return
+    vars(subprocess_cli)["anyio"] = _AnyioWithAdoption(current, find)
+
+
+def sdk_cli_command(options: ClaudeAgentOptions) -> list[str]:
+    """The command line the SDK's subprocess transport starts the CLI with for ``options``."""
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    async def nothing() -> Any:
+        return
+        yield
+
+    return SubprocessCLITransport(prompt=nothing(), options=options)._build_command()

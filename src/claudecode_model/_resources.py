@@ -120,6 +120,11 @@ class ModelResources:
         return self._tools
 
     @property
+    def tools_registered(self) -> bool:
+        """Whether toolsets were registered with ``set_agent_toolsets`` (known without loading the tool modules)."""
+        return self._tools is not None and self._tools.registered_toolsets is not None
+
+    @property
     def parked(self) -> ParkingLot[CLITurn]:
         """The CLI turns waiting for tool results pydantic-ai runs."""
         if self.parked_if_created is None:
@@ -166,8 +171,8 @@ class ModelResources:
         anything starts), then plan and start a new turn (inside ``prewarm()``, a spare instead)."""
         requested_at = asyncio.get_running_loop().time()
         from claudecode_model._prewarm import prewarm_requested, start_spare_instead
-        from claudecode_model._tools.agent_executed import current_run_scope
-        from claudecode_model._turns.start import start_turn
+        from claudecode_model._sessions.early_cli import start_early_cli
+        from claudecode_model._tools.run_scope import current_run_scope
 
         scope = current_run_scope()
         run_started = scope.first_request_start() if scope is not None else None
@@ -180,14 +185,22 @@ class ModelResources:
             if parked is not None:
                 return parked
         check_request_settings(settings)
-        track(model, self.pool.kill_all)  # closed at interpreter exit if still alive
-        runner = self._runner()
-        # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
-        if prewarming:
-            await start_spare_instead(runner, repair_history(messages), settings, params)
-        return await start_turn(
-            runner, repair_history(messages), settings, params, run_context, requested_at=requested_at
-        )
+        # A new process's first request starts its CLI now and imports claude-agent-sdk while it boots.
+        early = None if prewarming else await start_early_cli(self, messages, settings, params)
+        try:
+            from claudecode_model._turns.start import start_turn
+
+            track(model, self.pool.kill_all)  # closed at interpreter exit if still alive
+            runner = self._runner()
+            # Orphaned or repeated tool results are repaired, with a WARNING saying what changed.
+            if prewarming:
+                await start_spare_instead(runner, repair_history(messages), settings, params)
+            return await start_turn(
+                runner, repair_history(messages), settings, params, run_context, requested_at=requested_at
+            )
+        finally:
+            if early is not None:
+                await early.settle()
 
     def _runner(self) -> TurnRunner:
         if self._runner_if_created is not None:

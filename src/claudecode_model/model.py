@@ -280,10 +280,12 @@ class ClaudeCodeModel(Model):
 
     def _run_scope(self) -> AbstractAsyncContextManager[None]:
         """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""
-        started = time.monotonic()  # the run's first request's timeout counts the imports below
-        from claudecode_model._tools.agent_executed import run_scope
+        from claudecode_model._tools.run_scope import run_scope
 
-        return run_scope(self._resources.parked, lambda: self._resources.pool.idle_timeout, started=started)
+        resources = self._resources
+        return run_scope(
+            lambda: resources.parked_if_created, lambda: resources.pool.idle_timeout, started=time.monotonic()
+        )
 
     def _settings_overriding_thinking(self, model_settings: Mapping[str, object]) -> tuple[str, ...]:
         """``claude_code_thinking`` takes precedence over the unified ``thinking`` setting."""

@@ -15,6 +15,7 @@ SAMPLES = {
     "ours.ready": [0.8, 0.9, 1.0],
     "ours.cpu": [1.0, 1.1, 1.2],
     "ours.cpu_call": [0.5, 0.6, 0.7],
+    "sequential.call": [1.6, 1.7, 1.8],
     "raw.total": [1.5, 1.6, 1.7],
     "raw.call": [0.6, 0.7, 0.8],
     "raw.ready": [0.9, 0.9, 0.9],
@@ -54,6 +55,7 @@ def test_each_row_compares_the_medians_it_names():
     rows = rows_of(suite, SAMPLES)
 
     assert rows["new-first-call"] == (1.3, 0.7)
+    assert rows["new-first-call-overlap"] == (1.3, 1.7)
     assert rows["new-first-call-floor"] == (1.3, pytest.approx(1.35))
     assert rows["new-answer"] == (2.2, 1.6)
     assert rows["new-answer-floor"] == (2.2, pytest.approx(2.15))

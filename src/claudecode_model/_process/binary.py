@@ -48,6 +48,9 @@ COMMON_LOCATIONS = (
 
 _QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 
+SDK_SERVER_MINIMUM_CLI = (2, 0, 0)
+"""The first Claude Code version that serves in-process (``type="sdk"``) MCP servers."""
+
 TESTED_CLI_VERSIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 1, 332), (2, 1, 332))
 """The oldest and newest Claude Code CLI versions the test suite has passed on (the locked suite and the canary).
 

@@ -14,10 +14,11 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import SystemPromptCustom, SystemPromptFile
+if TYPE_CHECKING:  # the SDK's types only: its import (a second) waits for the first request
+    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk.types import SystemPromptCustom, SystemPromptFile
 
 __all__ = ["INLINE_SYSTEM_PROMPT_BYTES", "PROMPT_FILE_PREFIX", "with_prompt_file"]
 

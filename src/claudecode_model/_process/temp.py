@@ -6,15 +6,21 @@ CLI process this package starts gets a folder of its own as ``CLAUDE_CODE_TMPDIR
 it) and removed once the process is gone. Folders whose owner died without removing them (killed) are removed when
 a later CLI starts on the machine, together with the IPC folders of dead stdio sessions, whether or not the user set
 the variable (at most once every :data:`SWEEP_INTERVAL_SECONDS` per process).
+
+A CLI started before its session exists (a new process's first one, :mod:`claudecode_model._sessions.early_cli`)
+reserves its folder with :func:`reserve_cli_temp`: the next :func:`private_cli_temp` of the same task gets that
+folder.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from claudecode_model.ipc._leftovers import directory_prefix, remove_dead_leftovers
 
@@ -44,9 +50,42 @@ SOCKET_PATH_ROOM = 60
 a Unix socket path has at most 108."""
 
 
+@dataclass
+class ReservedTemp:
+    """A private temp folder made ahead of the CLI session that will own it (see :func:`reserve_cli_temp`)."""
+
+    env: dict[str, str]
+    remove: Callable[[], None]
+    taken: bool = False
+    """Whether a session took it (then the session removes it; else whoever reserved it)."""
+
+
+_RESERVED: contextvars.ContextVar[ReservedTemp | None] = contextvars.ContextVar(
+    "claudecode_model_reserved_cli_temp", default=None
+)
+
+
+def reserve_cli_temp(env: Mapping[str, str]) -> tuple[ReservedTemp, contextvars.Token[ReservedTemp | None]]:
+    """:func:`private_cli_temp` for a CLI started early: the next call of :func:`private_cli_temp` in this context
+    returns the same folder (reset the token when the reservation ends)."""
+    temp_env, remove = private_cli_temp(env)
+    reserved = ReservedTemp(temp_env, remove)
+    return reserved, _RESERVED.set(reserved)
+
+
+def end_reservation(token: contextvars.Token[ReservedTemp | None]) -> None:
+    """End a reservation (the folder stays where it is: with the session that took it, or for its reserver)."""
+    _RESERVED.reset(token)
+
+
 def private_cli_temp(env: Mapping[str, str]) -> tuple[dict[str, str], Callable[[], None]]:
     """The environment that gives a new CLI process (started with ``env``) a private temp folder, and the function
-    that removes the folder; nothing when the user chose the CLI's temp dir."""
+    that removes the folder; nothing when the user chose the CLI's temp dir. A folder reserved in this context
+    (:func:`reserve_cli_temp`) is handed out once."""
+    reserved = _RESERVED.get()
+    if reserved is not None and not reserved.taken:
+        reserved.taken = True
+        return reserved.env, reserved.remove
     base = tempfile.gettempdir()
     if len(os.fsencode(base)) + SOCKET_PATH_ROOM > 107 and os.path.isdir("/tmp"):
         base = "/tmp"  # the CLI's sockets would not fit below the temp dir

@@ -9,18 +9,14 @@ instrumentation) and its next request carries the answers, which resolve the wai
 on.
 
 This module holds the pieces of that flow that do not depend on how a turn is run: the waiting tool specs, finding
-the pending calls of a history and delivering pydantic-ai's answers to them, and the run scope that decides, when an
-agent run ends, whether a parked turn is kept (the run ended with ``DeferredToolRequests``, or on an output tool
-call: a later run continues it) or closed (the run failed or was cancelled).
+the pending calls of a history and delivering pydantic-ai's answers to them (the run scope that decides what
+happens to a run's parked turns is :mod:`claudecode_model._tools.run_scope`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,20 +38,17 @@ from claudecode_model._tools.call_results import anthropic_tool_result, mcp_resu
 from claudecode_model._tools.cli_executed import tool_specs
 from claudecode_model._tools.core import McpResponse, ToolCallHandler, ToolSpec, text_result
 from claudecode_model._tools.execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
-from claudecode_model._tools.parked_calls import CallResults, ParkingLot
+from claudecode_model._tools.parked_calls import CallResults
 from claudecode_model._tools.result_reader import ResultReader
 
 __all__ = [
     "TOOL_EXECUTIONS",
     "PendingCalls",
-    "RunScope",
     "ToolExecution",
     "checked_tool_execution",
-    "current_run_scope",
     "deliver_answers",
     "pending_calls",
     "resumed_calls",
-    "run_scope",
     "waiting_tool_specs",
 ]
 
@@ -143,57 +136,6 @@ def deliver_answers(results: CallResults, pending: PendingCalls) -> list[str]:
     if missing:
         logger.warning("the request answered no result for tool call(s) %s: they get a 'not executed' error", missing)
     return missing
-
-
-# --- the run scope ----------------------------------------------------------------------------------------------
-
-
-class RunScope:
-    """One agent run using the model (an identity: the parking lot knows which turns each run parked)."""
-
-    def __init__(self, started: float | None = None) -> None:
-        self.unrequested_since = started
-        """When the model started preparing for the run (``time.monotonic()``; its first request's imports
-        happen then), until the run's first request takes it as its own start (see :meth:`first_request_start`)."""
-
-    def first_request_start(self) -> float | None:
-        """For the run's first request: when the model started working for it (``time.monotonic()``); ``None``
-        for later requests."""
-        started, self.unrequested_since = self.unrequested_since, None
-        return started
-
-
-_CURRENT_SCOPE: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
-    "claudecode_model_run_scope", default=None
-)
-
-
-def current_run_scope() -> RunScope | None:
-    """The scope of the agent run this request belongs to (``None`` outside an agent run, or in a durable one)."""
-    return _CURRENT_SCOPE.get()
-
-
-@asynccontextmanager
-async def run_scope(
-    lot: ParkingLot[Any], keep_for: Callable[[], float | None], *, started: float | None = None
-) -> AsyncIterator[None]:
-    """Hold an agent run's parked turns: when the run ends, turns it parked are kept for ``keep_for()`` seconds
-    if it ended cleanly (a later run continues them: ``DeferredToolRequests``, an output tool call) and closed at once
-    if it failed or was cancelled. ``started``: when the model began preparing for the run (``time.monotonic()``)."""
-    scope = RunScope(started)
-    token = _CURRENT_SCOPE.set(scope)
-    failed = True
-    try:
-        yield
-        failed = False
-    finally:
-        with contextlib.suppress(ValueError):  # exited in another context than entered: nothing to restore
-            _CURRENT_SCOPE.reset(token)
-        for turn in lot.owned_by(scope):
-            if failed:
-                await lot.close(turn)
-            else:
-                lot.extend(turn, keep_for(), owner=None)
 
 
 # --- continuing from the history (no parked turn: another model instance, another process) ---------------------

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from claude_agent_sdk.types import McpServerConfig
 
-from claudecode_model._process.binary import cli_version, cli_version_async
+from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version, cli_version_async
 from claudecode_model._tools.call_results import RESULT_SIZE_META
 from claudecode_model._tools.core import ToolSpec, run_tool_call, tool_spec
 from claudecode_model._tools.execution import TransportType
@@ -46,9 +46,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ResolvedTransport = Literal["sdk", "stdio"]
-
-SDK_SERVER_MINIMUM_CLI = (2, 0, 0)
-"""The first Claude Code version that serves in-process (``type="sdk"``) MCP servers."""
 
 _TRANSPORTS = ("auto", "stdio", "sdk")
 

@@ -43,7 +43,8 @@ async def continue_parked(
     from claudecode_model._compat import new_parts_manager, request_instructions
     from claudecode_model._history.plan import system_prompt_of
     from claudecode_model._sessions.options import effective_system_prompt
-    from claudecode_model._tools.agent_executed import current_run_scope, deliver_answers, pending_calls
+    from claudecode_model._tools.agent_executed import deliver_answers, pending_calls
+    from claudecode_model._tools.run_scope import current_run_scope
 
     lot.prune_dead_loops()
     pending = pending_calls(messages, PROVIDER_NAME)
@@ -89,7 +90,7 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     if not waiting:
         await turn.finish()
         return
-    from claudecode_model._tools.agent_executed import current_run_scope
+    from claudecode_model._tools.run_scope import current_run_scope
 
     scope = current_run_scope()
 
