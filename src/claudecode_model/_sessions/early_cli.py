@@ -43,6 +43,7 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
 from claudecode_model._compat import adopt_cli_spawns, request_instructions, sdk_version
+from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._history.plan import system_prompt_of
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
 from claudecode_model._process.launcher import guarded_cli_path
@@ -216,7 +217,9 @@ def predict_launch(
 
     command = [str(guarded_cli_path(cli_path)), "--output-format", "stream-json", "--verbose"]
     command += ["--system-prompt", system_prompt, "--tools", ""]
-    allowed = [*([f"mcp__{TOOLS_SERVER}"] if tools else []), *settings.get("claude_code_allowed_tools", [])]
+    # A session serving the agent's tools also serves the reader of cut results (in process, listed when needed).
+    served = [TOOLS_SERVER, RESULT_READER_SERVER] if tools else []
+    allowed = [*(f"mcp__{name}" for name in served), *settings.get("claude_code_allowed_tools", [])]
     if allowed:
         command += ["--allowedTools", ",".join(allowed)]
     if max_turns := settings.get("claude_code_max_turns"):
@@ -228,7 +231,7 @@ def predict_launch(
     if permission_mode := settings.get("claude_code_permission_mode", _DEFAULT_PERMISSION_MODE):
         command += ["--permission-mode", str(permission_mode)]
     if tools:
-        servers = {TOOLS_SERVER: {"type": "sdk", "name": TOOLS_SERVER}}
+        servers = {name: {"type": "sdk", "name": name} for name in served}
         command += ["--mcp-config", json.dumps({"mcpServers": servers})]
     command += ["--include-partial-messages", "--strict-mcp-config"]
     command.append(f"--setting-sources={','.join(settings.get('claude_code_setting_sources', []))}")
