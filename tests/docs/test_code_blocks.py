@@ -47,6 +47,8 @@ CREDENTIALS = ("TAVILY_API_KEY", "LOGFIRE_TOKEN", "ANTHROPIC_AUTH_TOKEN", "CLAUD
 """Real credentials a developer's shell may hold: a block never gets them (``cli_env()`` replaces the API key)."""
 NOISE = re.compile(r"\w+Warning: |Traceback \(most recent call last\)|Exception ignored in")
 """What a block's stderr must not hold: Python warnings, tracebacks (also of unraisable exceptions at exit)."""
+SILENT_PAGE = "docs/testing.md:"
+"""The testing guide's blocks write nothing at all to stderr (others may log, e.g. the Tavily example's retries)."""
 
 Outcome = subprocess.CompletedProcess[str] | str
 """A block's run, or why it was not run."""
@@ -148,3 +150,5 @@ def test_block_runs(block: CodeBlock, outcomes: dict[str, Outcome]):
         assert re.search(r"\d+ passed", completed.stdout), output
         assert "warnings summary" not in completed.stdout, output
     assert not NOISE.search(completed.stderr), output
+    if block.where.startswith(SILENT_PAGE):
+        assert completed.stderr == "", output
