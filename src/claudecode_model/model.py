@@ -33,7 +33,12 @@ from claudecode_model._streamed import (
     raw_messages,
     response_with_metadata,
 )
-from claudecode_model._tools.execution import ToolExecution, TransportType, checked_tool_execution
+from claudecode_model._tools.execution import (
+    DEFAULT_SERVER_NAME,
+    ToolExecution,
+    TransportType,
+    checked_tool_execution,
+)
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT, checked_session_store, checked_store_timeout
 
@@ -42,9 +47,6 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import Message, SessionStore
     from pydantic_ai.agent import AbstractAgent
 
-
-DEFAULT_SERVER_NAME = "pydantic_tools"
-"""The MCP server name of registered toolsets (kept here so that importing the model does not import mcp)."""
 
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
 

@@ -50,16 +50,12 @@ from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
-from claudecode_model._tools.execution import TransportType
+from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, DEFAULT_SERVER_NAME, TransportType
 
 __all__ = ["EarlyCLI", "Launch", "ModelFacts", "Prediction", "predict_launch", "start_early_cli"]
 
 logger = logging.getLogger(__name__)
 
-TOOLS_SERVER = "pydantic_tools"
-"""The MCP server of a request's function and output tools (``_tools.cli_executed.AGENT_TOOLS_SERVER``)."""
-
-_DEFAULT_PERMISSION_MODE = "dontAsk"
 _SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
 _DERIVED_CLIENT_APP_ENV = "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP"
 
@@ -218,7 +214,7 @@ def predict_launch(
     command = [str(guarded_cli_path(cli_path)), "--output-format", "stream-json", "--verbose"]
     command += ["--system-prompt", system_prompt, "--tools", ""]
     # A session serving the agent's tools also serves the reader of cut results (in process, listed when needed).
-    served = [TOOLS_SERVER, RESULT_READER_SERVER] if tools else []
+    served = [DEFAULT_SERVER_NAME, RESULT_READER_SERVER] if tools else []
     allowed = [*(f"mcp__{name}" for name in served), *settings.get("claude_code_allowed_tools", [])]
     if allowed:
         command += ["--allowedTools", ",".join(allowed)]
@@ -228,7 +224,7 @@ def predict_launch(
         command += ["--disallowedTools", ",".join(disallowed)]
     if resources.model_name:
         command += ["--model", resources.model_name]
-    if permission_mode := settings.get("claude_code_permission_mode", _DEFAULT_PERMISSION_MODE):
+    if permission_mode := settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE):
         command += ["--permission-mode", str(permission_mode)]
     if tools:
         servers = {name: {"type": "sdk", "name": name} for name in served}

@@ -19,13 +19,13 @@ from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._sessions.subagents import subagent_options
 from claudecode_model._tools.builtin_approvals import ApprovalPlan
+from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE
 from claudecode_model._tools.native import NativeToolPlan
 from claudecode_model._tools.restrictions import restriction_hooks
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = [
-    "DEFAULT_PERMISSION_MODE",
     "LITERAL_PROMPTS_VERSION",
     "MAX_CLI_MESSAGE_BYTES",
     "BuiltOptions",
@@ -36,8 +36,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_PERMISSION_MODE = "dontAsk"
 
 MAX_CLI_MESSAGE_BYTES = 64 * 1024 * 1024
 """The largest message (one JSON line: a reply with its tool calls' arguments, a tool result) read from the CLI.

@@ -27,6 +27,7 @@ import pydantic
 from pydantic_ai.messages import ToolReturnPart
 
 from claudecode_model._history.cut_results import TEXT_LIMIT, cap_text
+from claudecode_model._tools.execution import DEFAULT_SERVER_NAME
 from claudecode_model.exceptions import MissingDepsError, ToolValidationError
 from claudecode_model.ipc._constants import TOOL_USE_ID_META_KEY
 from claudecode_model.ipc._types import ToolResult, ToolResultContent, ToolResultImage, ToolResultResource
@@ -62,9 +63,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_SERVER_NAME = "pydantic_tools"
-"""The MCP server name tools are published under unless another is given."""
 
 JsonSchema = dict[str, Any]
 """A JSON Schema object."""

@@ -7,7 +7,20 @@ from typing import Literal, TypeAlias
 
 from claudecode_model.exceptions import ToolValidationError
 
-__all__ = ["TOOL_EXECUTIONS", "ToolExecution", "TransportType", "checked_tool_execution"]
+__all__ = [
+    "DEFAULT_PERMISSION_MODE",
+    "DEFAULT_SERVER_NAME",
+    "TOOL_EXECUTIONS",
+    "ToolExecution",
+    "TransportType",
+    "checked_tool_execution",
+]
+
+DEFAULT_SERVER_NAME = "pydantic_tools"
+"""The MCP server the agent's tools are published under unless another is given (``mcp__pydantic_tools__<name>``)."""
+
+DEFAULT_PERMISSION_MODE = "dontAsk"
+"""Claude Code's permission mode unless a setting says otherwise: a tool not granted is refused, nothing asks."""
 
 TransportType: TypeAlias = Literal["auto", "stdio", "sdk"]
 """How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server), ``"stdio"`` (the IPC bridge) or
