@@ -107,3 +107,11 @@ def numbered_lines(size: int) -> str:
     """``size`` characters of numbered lines, for a tool result whose every span says where it comes from."""
     lines = "".join(f"line {i:07d} of the output\n" for i in range(size // 27 + 1))
     return lines[:size]
+
+
+async def run_then_close(agent: Agent[Any, Any], model: ClaudeCodeModel, *args: Any, **kwargs: Any) -> Any:
+    """``agent.run(*args, **kwargs)`` on ``model``, which is closed afterwards, whatever happened."""
+    try:
+        return await agent.run(*args, model=model, **kwargs)
+    finally:
+        await model.aclose()

@@ -31,7 +31,7 @@ from claudecode_model._history.cut_results import READ_RESULT_TOOL, SEARCH_RESUL
 from claudecode_model._sessions.session import CLISession
 from claudecode_model._tools.result_reader import ResultReader
 from claudecode_model.testing import OfflineBackend
-from tests._support.agents import numbered_lines
+from tests._support.agents import add_constant_tools, numbered_lines, run_then_close
 from tests._support.brains import tool_returns
 
 pytestmark = pytest.mark.cli
@@ -89,15 +89,8 @@ async def test_claude_reads_the_tail_of_a_3_mb_result_with_the_tool_its_marker_n
         env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport, tool_execution=execution
     )
     agent = Agent(model)
-
-    @agent.tool_plain
-    def dump() -> str:
-        return output
-
-    try:
-        result = await agent.run("dump it")
-    finally:
-        await model.aclose()
+    add_constant_tools(agent, dump=output)
+    result = await run_then_close(agent, model, "dump it")
 
     first, after_cut, after_read = claude_backend.requests
     # Before a result is cut Claude is offered exactly the agent's tools.
@@ -149,15 +142,8 @@ async def test_search_finds_text_past_the_cut_and_reports_its_offset(claude_back
     claude_backend.set_brain(FunctionModel(brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
     agent = Agent(model)
-
-    @agent.tool_plain
-    def dump() -> str:
-        return output
-
-    try:
-        await agent.run("dump it")
-    finally:
-        await model.aclose()
+    add_constant_tools(agent, dump=output)
+    await run_then_close(agent, model, "dump it")
 
     found = claude_backend.requests[-1].tool_results()[-1]
     assert offset > TEXT_LIMIT
@@ -179,15 +165,8 @@ async def test_results_claude_code_shows_whole_leave_the_tool_list_alone(
     claude_backend.set_brain(FunctionModel(brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_execution=execution)
     agent = Agent(model)
-
-    @agent.tool_plain
-    def dump() -> str:
-        return numbered_lines(TEXT_LIMIT)
-
-    try:
-        await agent.run("dump it")
-    finally:
-        await model.aclose()
+    add_constant_tools(agent, dump=numbered_lines(TEXT_LIMIT))
+    await run_then_close(agent, model, "dump it")
 
     assert [request.tool_names for request in claude_backend.requests] == [[DUMP]] * 3
     assert all("[tool result cut" not in r.text for request in claude_backend.requests for r in request.tool_results())
@@ -205,15 +184,8 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
     first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_execution=execution)
     agent = Agent(first_model)
-
-    @agent.tool_plain
-    def dump() -> str:
-        return output
-
-    try:
-        first = await agent.run("dump it")
-    finally:
-        await first_model.aclose()
+    add_constant_tools(agent, dump=output)
+    first = await run_then_close(agent, first_model, "dump it")
     [dump_id] = [
         p.tool_call_id
         for m in first.all_messages()
@@ -231,10 +203,7 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
     claude_backend.set_brain(FunctionModel(reads_the_middle))
     env = claude_backend.cli_env(tmp_path / "config" if path == "replayed" else None)
     second_model = ClaudeCodeModel(env=env, spare_sessions=0, tool_execution=execution)
-    try:
-        second = await agent.run("read the middle", message_history=first.all_messages(), model=second_model)
-    finally:
-        await second_model.aclose()
+    second = await run_then_close(agent, second_model, "read the middle", message_history=first.all_messages())
 
     assert second.output == "read it again"
     details = second.all_messages()[-1].provider_details or {}
@@ -274,10 +243,7 @@ async def test_two_results_cut_in_one_reply_are_both_read(claude_backend: Offlin
     def dump(which: str) -> str:
         return outputs[which]
 
-    try:
-        result = await agent.run("dump both")
-    finally:
-        await model.aclose()
+    result = await run_then_close(agent, model, "dump both")
 
     assert result.output == "both read"
     reads = [r.text for r in claude_backend.requests[-1].tool_results()[-2:]]
@@ -294,15 +260,8 @@ async def test_a_reader_left_off_in_the_config_by_a_killed_cli_is_turned_on_agai
     async def run_once() -> str:
         model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
         agent = Agent(model)
-
-        @agent.tool_plain
-        def dump() -> str:
-            return output
-
-        try:
-            return (await agent.run("dump it")).output
-        finally:
-            await model.aclose()
+        add_constant_tools(agent, dump=output)
+        return (await run_then_close(agent, model, "dump it")).output
 
     await run_once()  # creates the project's entry in the config
     path = Path(claude_backend.cli_env()["CLAUDE_CONFIG_DIR"]) / ".claude.json"
@@ -328,15 +287,8 @@ async def test_the_timeout_covers_offering_the_reader_at_the_start_of_a_turn(
     claude_backend.set_brain(FunctionModel(reads_the_tail(size)))
     first_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
     agent = Agent(first_model)
-
-    @agent.tool_plain
-    def dump() -> str:
-        return output
-
-    try:
-        first = await agent.run("dump it")
-    finally:
-        await first_model.aclose()
+    add_constant_tools(agent, dump=output)
+    first = await run_then_close(agent, first_model, "dump it")
 
     async def never_answers(self: CLISession, server_name: str) -> None:
         await asyncio.Event().wait()
@@ -367,22 +319,17 @@ async def test_an_approved_call_continued_on_another_model_instance_has_its_cut_
     def dump() -> str:
         return output
 
-    try:
-        first = await agent.run("dump it")
-    finally:
-        await first_model.aclose()
+    first = await run_then_close(agent, first_model, "dump it")
     assert isinstance(first.output, DeferredToolRequests)
     [call] = first.output.approvals
 
     second_model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
-    try:
-        second = await agent.run(
-            message_history=first.all_messages(),
-            deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}),
-            model=second_model,
-        )
-    finally:
-        await second_model.aclose()
+    second = await run_then_close(
+        agent,
+        second_model,
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}),
+    )
 
     *_, after_cut, after_read = claude_backend.requests
     assert READ_RESULT_TOOL in after_cut.tool_names

@@ -15,7 +15,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel
 from claudecode_model._history.cut_results import CLI_INLINE_LIMIT, TEXT_LIMIT
 from claudecode_model.testing import OfflineBackend
-from tests._support.agents import numbered_lines
+from tests._support.agents import add_constant_tools, numbered_lines, run_then_close
 
 pytestmark = pytest.mark.cli
 
@@ -47,15 +47,8 @@ async def test_a_result_claude_code_can_show_reaches_claude_whole(
         env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport, tool_execution=execution
     )
     agent = Agent(model)
-
-    @agent.tool_plain
-    def dump() -> str:
-        return output
-
-    try:
-        result = await agent.run("dump it")
-    finally:
-        await model.aclose()
+    add_constant_tools(agent, dump=output)
+    result = await run_then_close(agent, model, "dump it")
 
     assert result.output == "done"
     assert tool_result_seen(claude_backend) == output
@@ -69,15 +62,8 @@ async def test_a_result_longer_than_claude_code_shows_is_cut_with_a_marker_and_k
     output = numbered_lines(3_000_000)
     model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, tool_transport=transport)
     agent = Agent(model)
-
-    @agent.tool_plain
-    def dump() -> str:
-        return output
-
-    try:
-        result = await agent.run("dump it")
-    finally:
-        await model.aclose()
+    add_constant_tools(agent, dump=output)
+    result = await run_then_close(agent, model, "dump it")
 
     seen = tool_result_seen(claude_backend)
     assert len(seen) < CLI_INLINE_LIMIT
