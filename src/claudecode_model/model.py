@@ -1,6 +1,6 @@
 """``ClaudeCodeModel``: a pydantic-ai model that runs Claude through the Claude Code CLI.
 
-This module keeps the pydantic-ai contract only; a request's CLI turn is run by :mod:`claudecode_model._turns.turn`.
+This module keeps the pydantic-ai contract only; a request's CLI turn starts in :mod:`claudecode_model._turns.start`.
 claude-agent-sdk and mcp (about a second of imports) are imported at the first request, not with this module.
 """
 
