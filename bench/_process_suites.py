@@ -119,6 +119,7 @@ class NewProcessSuite(Suite):
     row_names = (
         "new-first-call",
         "new-first-call-overlap",
+        "new-first-call-eager",
         "new-first-call-peer",
         "new-first-call-floor",
         "new-first-call-floor-raw",
@@ -128,6 +129,7 @@ class NewProcessSuite(Suite):
         "new-answer-floor",
         "new-answer-floor-raw",
         "new-answer-floor-peer",
+        "new-answer-eager",
         "new-ready",
         "new-ready-peer",
         "new-ready-framework",
@@ -156,6 +158,7 @@ class NewProcessSuite(Suite):
         variants: dict[str, Variant] = {
             "ours": lambda: first_answer([python, str(SCRIPTS / "ours.py")], env),
             "sequential": lambda: first_answer([python, str(SCRIPTS / "ours.py")], {**env, "BENCH_SDK_IN_CALL": "1"}),
+            "eager": lambda: first_answer([python, str(SCRIPTS / "ours.py")], {**env, "BENCH_SDK_BEFORE_CALL": "1"}),
             "raw": lambda: first_answer([python, str(SCRIPTS / "raw.py")], env),
             "floor": lambda: floor(env),
         }
@@ -203,6 +206,13 @@ class NewProcessSuite(Suite):
                 note="raw column: the CLI starts after the SDK's import (no early start), as before issue 29's item 1",
             ),
             Row(
+                key="new-first-call-eager",
+                name="new process: first call with claude_agent_sdk imported before it vs raw SDK's first query()",
+                **measured(medians, "eager.call", "raw.call"),
+                target=Target("reported"),
+                note="ours column: the SDK imported with the other imports, as ClaudeCodeModel() could",
+            ),
+            Row(
                 key="new-first-call-floor",
                 name="new process: first call vs raw first query() + SDK import + pydantic-ai's first run",
                 **measured(medians, "ours.call", "least.call"),
@@ -235,6 +245,13 @@ class NewProcessSuite(Suite):
                 **measured(medians, "least.total", "raw.total"),
                 target=Target("reported"),
                 note="ours column: the raw column of new-answer-floor (the same work without this library)",
+            ),
+            Row(
+                key="new-answer-eager",
+                name="new process: start -> first answer vs the same with claude_agent_sdk imported before the call",
+                **measured(medians, "ours.total", "eager.total"),
+                target=Target("reported"),
+                note="raw column: what importing the SDK before the first call (in the constructor) would give",
             ),
             Row(
                 key="new-ready",

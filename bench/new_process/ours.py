@@ -7,7 +7,10 @@ hand; this process's CPU seconds until the answer and during the first call (ste
 answer.
 
 With ``BENCH_SDK_IN_CALL=1`` the call starts with ``import claude_agent_sdk``: the library then starts the CLI after
-the SDK's import, as before the first CLI was started ahead of it (the "sequential" variant of the suite).
+the SDK's import, as before the first CLI was started ahead of it (the "sequential" variant of the suite). With
+``BENCH_SDK_BEFORE_CALL=1`` the SDK is imported with the others, before the model is made, as a library that
+imported it in ``ClaudeCodeModel()`` would (the "eager" variant): the call no longer contains the import, and the
+CLI starts after it.
 """
 
 import json
@@ -18,6 +21,8 @@ from pydantic_ai import Agent
 
 from claudecode_model import ClaudeCodeModel
 
+if os.environ.get("BENCH_SDK_BEFORE_CALL") == "1":
+    import claude_agent_sdk
 ready = time.monotonic_ns()
 model = ClaudeCodeModel(env=json.loads(os.environ["BENCH_CLI_ENV"]))
 agent = Agent(model)

@@ -16,6 +16,8 @@ SAMPLES = {
     "ours.cpu": [1.0, 1.1, 1.2],
     "ours.cpu_call": [0.5, 0.6, 0.7],
     "sequential.call": [1.6, 1.7, 1.8],
+    "eager.call": [0.9, 1.0, 1.1],
+    "eager.total": [2.3, 2.5, 2.7],
     "raw.total": [1.5, 1.6, 1.7],
     "raw.call": [0.6, 0.7, 0.8],
     "raw.ready": [0.9, 0.9, 0.9],
@@ -56,6 +58,8 @@ def test_each_row_compares_the_medians_it_names():
 
     assert rows["new-first-call"] == (1.3, 0.7)
     assert rows["new-first-call-overlap"] == (1.3, 1.7)
+    assert rows["new-first-call-eager"] == (1.0, 0.7)
+    assert rows["new-answer-eager"] == (2.2, 2.5)
     assert rows["new-first-call-floor"] == (1.3, pytest.approx(1.35))
     assert rows["new-first-call-floor-raw"] == (pytest.approx(1.35), 0.7)
     assert rows["new-first-call-floor-peer"] == (pytest.approx(1.35), 0.8)
