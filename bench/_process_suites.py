@@ -8,10 +8,9 @@ then the SDK's import), so that the rows can show which part of a gap no change 
 target's row has a floor row beside it (the floor against the same contender). This library's byte code is
 compiled first, as installing it does (pip compiles a wheel's modules; the SDK's and pydantic-ai's are compiled in
 the environment), so that an editable checkout under ``PYTHONDONTWRITEBYTECODE=1`` does not compile its modules in
-every process. The
-peer is ``ai-sdk-provider-claude-code`` (the Vercel AI SDK provider over the TypeScript Agent SDK, installed from
-``bench/node/package-lock.json`` by ``scripts/install-node-bench``), with its ``createAiSdkMcpServer`` tool bridge;
-every contender runs the CLI bundled with claude-agent-sdk.
+every process. The peer is ``ai-sdk-provider-claude-code`` (the Vercel AI SDK provider over the TypeScript Agent
+SDK, installed from ``bench/node/package-lock.json`` by ``scripts/install-node-bench``), with its
+``createAiSdkMcpServer`` tool bridge; every contender runs the CLI bundled with claude-agent-sdk.
 """
 
 from __future__ import annotations
