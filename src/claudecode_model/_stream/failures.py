@@ -111,10 +111,6 @@ def _context_window_error(model_name: str, text: str, details: dict[str, Any]) -
     return error
 
 
-def _number(text: str) -> int:
-    return int(text.replace(",", ""))
-
-
 def _rate_limit_error(
     model_name: str, text: str, details: dict[str, Any], resets: int | None, error_type: object = None
 ) -> ClaudeCodeRateLimitError:
