@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from claudecode_model.durable import DurableSetupError, check_dbos_sqlite, dbos_config
     from claudecode_model.exceptions import (
         BridgeStartupError,
+        BuiltinDecisionError,
         ClaudeCodeAPIError,
         ClaudeCodeAuthenticationError,
         ClaudeCodeConnectionError,
@@ -164,6 +165,7 @@ __all__ = [
     "DEFAULT_TRANSPORT",
     "AgentToolset",
     "BridgeStartupError",
+    "BuiltinDecisionError",
     "BuiltinToolApprovals",
     "BuiltinToolPolicy",
     "CLIConnectionError",

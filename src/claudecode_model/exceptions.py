@@ -8,6 +8,7 @@ provider's errors.
 The tree (with the other classes each one derives from)::
 
     * ClaudeCodeError
+      * BuiltinDecisionError (also UserError)
       * CLIExecutionError
         * CLIProcessError
           * CLIConnectionError
@@ -67,6 +68,7 @@ from pydantic_ai.exceptions import (
 
 __all__ = [
     "BridgeStartupError",
+    "BuiltinDecisionError",
     "CLIConnectionError",
     "CLIExecutionError",
     "CLIInterruptedError",
@@ -118,6 +120,14 @@ class ClaudeCodeSettingsError(ClaudeCodeError, UserError, ValueError):
     """A setting or constructor argument is invalid (the message names it and says what is allowed).
 
     Raised before any CLI process starts. Also a pydantic-ai ``UserError`` and a ``ValueError``.
+    """
+
+
+class BuiltinDecisionError(ClaudeCodeError, UserError):
+    """A person's decision on a call of a Claude Code built-in tool cannot be carried out as given on this path.
+
+    Raised before anything starts, so that no call runs that was not approved as it would run; the message says
+    what to do instead (see ``docs/builtin-tools.md``). Also a pydantic-ai ``UserError``.
     """
 
 

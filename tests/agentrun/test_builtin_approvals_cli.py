@@ -35,7 +35,13 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
-from claudecode_model import BuiltinToolApprovals, BuiltinToolPolicy, ClaudeCodeModel, PolicyDecision
+from claudecode_model import (
+    BuiltinDecisionError,
+    BuiltinToolApprovals,
+    BuiltinToolPolicy,
+    ClaudeCodeModel,
+    PolicyDecision,
+)
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import tool_returns
@@ -375,7 +381,7 @@ async def test_several_calls_of_one_reply_are_approved_or_denied_each(
     assert "Only one." in results[two.tool_call_id].text
 
 
-async def test_after_a_restart_only_the_last_approved_call_of_a_reply_runs_and_claude_is_told(
+async def test_after_a_restart_two_approved_calls_of_a_reply_are_refused_before_anything_runs(
     claude_backend: OfflineBackend, tmp_path: Path
 ):
     claude_backend.set_brain(FunctionModel(two_bash_calls))
@@ -383,16 +389,15 @@ async def test_after_a_restart_only_the_last_approved_call_of_a_reply_runs_and_c
     assert isinstance(first.output, DeferredToolRequests)
     one, two = first.output.approvals
     decisions = DeferredToolResults(approvals={one.tool_call_id: True, two.tool_call_id: True})
+    asked = len(claude_backend.requests)
 
-    await run_on_a_new_model(
-        claude_backend, BASH, tmp_path, message_history=first.all_messages(), deferred_tool_results=decisions
-    )
+    with pytest.raises(BuiltinDecisionError, match="2 approved calls"):
+        await run_on_a_new_model(
+            claude_backend, BASH, tmp_path, message_history=first.all_messages(), deferred_tool_results=decisions
+        )
 
-    assert log_text(tmp_path) == "two\n"
-    results = {r.tool_use_id: r for r in claude_backend.requests[-1].tool_results()}
-    assert results[one.tool_call_id].is_error
-    assert "ended before it ran" in results[one.tool_call_id].text
-    assert not results[two.tool_call_id].is_error
+    assert log_text(tmp_path) == ""
+    assert len(claude_backend.requests) == asked
 
 
 async def test_a_policy_also_decides_when_claude_code_runs_the_agents_tools(

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 import pytest
+from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 from pydantic_ai import Agent, DeferredToolRequests, ToolApproved, ToolDenied
 from pydantic_ai.messages import (
     ModelRequest,
@@ -18,11 +19,18 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from claudecode_model import BuiltinToolApprovals, ClaudeCodeModel, ClaudeCodeSettingsError
+from claudecode_model import BuiltinDecisionError, BuiltinToolApprovals, ClaudeCodeModel, ClaudeCodeSettingsError
 from claudecode_model._history.details import APPROVED_CALL_KEY, CLI_TOOL_NAME_KEY
 from claudecode_model._history.repair import repair_history
 from claudecode_model._history.replay import transcript_of
-from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate, approval_result, not_run_result
+from claudecode_model._tools.agent_executed import PendingCalls, resumed_calls
+from claudecode_model._tools.builtin_approvals import (
+    ApprovalPlan,
+    BuiltinGate,
+    approval_result,
+    check_permission_mode_for_taken_up_call,
+    cli_permission_mode,
+)
 from claudecode_model._tools.core import McpResponse, text_result
 from claudecode_model.builtin_tools import APPROVED_INPUT_KEY
 
@@ -50,19 +58,34 @@ def test_an_approval_carries_the_input_to_run_and_anything_else_is_a_denial():
     assert "bad input" in text(approval_result(CALL, retry))
     assert is_error(approval_result(CALL, unmarked))
     assert "was not approved" in text(approval_result(CALL, unmarked))
-    # A call answered in a replayed transcript did not run: an approval says so, a denial stays a denial.
-    assert "ended before it ran" in text(not_run_result(CALL, approved))
-    assert text(not_run_result(CALL, denied)) == "No."
 
 
-def decide(gate: BuiltinGate, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    async def wait(tool_use_id: str) -> McpResponse:
-        raise AssertionError("the policy decided: nothing waits for pydantic-ai")
-
-    [matcher] = gate.hooks(wait)["PreToolUse"]
-    hook = matcher.hooks[0]
+def hook_output(gate: BuiltinGate, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    [matcher] = gate.hooks()["PreToolUse"]
     hook_input = {"hook_event_name": "PreToolUse", "tool_name": name, "tool_input": arguments}
-    return asyncio.run(hook(hook_input, call_id, {"signal": None}))  # type: ignore[arg-type]
+    return asyncio.run(matcher.hooks[0](hook_input, call_id, {"signal": None}))  # type: ignore[arg-type]
+
+
+def permission(
+    gate: BuiltinGate, call_id: str, name: str, arguments: dict[str, Any], answers: dict[str, McpResponse] | None = None
+) -> PermissionResultAllow | PermissionResultDeny:
+    waited: list[str] = []
+
+    async def wait(tool_use_id: str) -> McpResponse:
+        waited.append(tool_use_id)
+        if answers is None:
+            raise AssertionError("the policy decided: nothing waits for pydantic-ai")
+        return answers[tool_use_id]
+
+    decide = gate.can_use_tool(wait)
+    result: PermissionResultAllow | PermissionResultDeny = asyncio.run(
+        decide(name, arguments, ToolPermissionContext(tool_use_id=call_id))
+    )
+    assert waited == ([call_id] if answers is not None else [])
+    return result
+
+
+ASK = {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "needs a decision"}
 
 
 def test_the_policy_is_asked_once_per_call_and_its_decisions_become_permission_decisions():
@@ -70,24 +93,31 @@ def test_the_policy_is_asked_once_per_call_and_its_decisions_become_permission_d
 
     def policy(call: ToolCallPart) -> ToolApproved | ToolDenied | bool | None:
         asked.append(call.tool_call_id)
-        return {"a": True, "b": False, "c": ToolApproved(override_args={"command": "pwd"}), "d": None}[
-            call.tool_call_id
-        ]
+        decisions = {"a": True, "b": False, "c": ToolApproved(override_args={"command": "pwd"}), "d": None}
+        return decisions.get(call.tool_call_id, ToolDenied("Not that."))
 
     gate = BuiltinGate(ApprovalPlan((), policy))
 
     assert not gate.settled("Bash", {"command": "ls"}, "a")  # Bash needs no approval: the translator leaves it
-    assert decide(gate, "a", "Bash", {"command": "ls"})["hookSpecificOutput"] == {
+    assert hook_output(gate, "a", "Bash", {"command": "ls"})["hookSpecificOutput"] == {
         "hookEventName": "PreToolUse",
         "permissionDecision": "allow",
         "updatedInput": {"command": "ls"},
     }
-    assert decide(gate, "b", "Bash", {"command": "ls"})["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert decide(gate, "c", "Bash", {"command": "ls"})["hookSpecificOutput"]["updatedInput"] == {"command": "pwd"}
-    assert decide(gate, "d", "Bash", {"command": "ls"}) == {}
-    assert decide(gate, "e", "mcp__pydantic_tools__x", {}) == {}  # the agent's own tools are pydantic-ai's
-    decide(gate, "a", "Bash", {"command": "ls"})
-    assert asked == ["a", "b", "c", "d"]
+    # A denial makes Claude Code ask, and the answer carries the message as written.
+    assert hook_output(gate, "b", "Bash", {"command": "ls"})["hookSpecificOutput"] == ASK
+    assert permission(gate, "b", "Bash", {"command": "ls"}) == PermissionResultDeny(message=ToolDenied().message)
+    assert hook_output(gate, "e", "Bash", {"command": "ls"})["hookSpecificOutput"] == ASK
+    assert permission(gate, "e", "Bash", {"command": "ls"}) == PermissionResultDeny(message="Not that.")
+    assert hook_output(gate, "c", "Bash", {"command": "ls"})["hookSpecificOutput"]["updatedInput"] == {"command": "pwd"}
+    assert hook_output(gate, "d", "Bash", {"command": "ls"}) == {}
+    assert hook_output(gate, "f", "mcp__pydantic_tools__x", {}) == {}  # the agent's own tools are pydantic-ai's
+    hook_output(gate, "a", "Bash", {"command": "ls"})
+    assert asked == ["a", "b", "e", "c", "d"]
+    # What Claude Code asks about beyond the gate's calls is refused, as the headless CLI refuses what it would ask.
+    refused = permission(gate, "d", "Write", {"file_path": "x"})
+    assert isinstance(refused, PermissionResultDeny)
+    assert "not allowed" in refused.message
 
 
 def test_a_failing_or_wrong_policy_denies_the_call(caplog: pytest.LogCaptureFixture):
@@ -98,41 +128,88 @@ def test_a_failing_or_wrong_policy_denies_the_call(caplog: pytest.LogCaptureFixt
         return "yes"
 
     with caplog.at_level(logging.ERROR):
-        failed = decide(BuiltinGate(ApprovalPlan((), failing)), "a", "Bash", {})["hookSpecificOutput"]
-        refused = decide(BuiltinGate(ApprovalPlan((), wrong)), "a", "Bash", {})["hookSpecificOutput"]
+        failed = permission(BuiltinGate(ApprovalPlan((), failing)), "a", "Bash", {})
+        refused = permission(BuiltinGate(ApprovalPlan((), wrong)), "a", "Bash", {})
 
-    assert failed["permissionDecision"] == "deny"
-    assert "policy bug" in failed["permissionDecisionReason"]
-    assert refused["permissionDecision"] == "deny"
+    assert isinstance(failed, PermissionResultDeny)
+    assert "policy bug" in failed.message
+    assert isinstance(refused, PermissionResultDeny)
     assert "policy" in caplog.text
 
 
 def test_a_call_under_approval_waits_for_pydantic_ais_answer_unless_a_restriction_denies_it():
-    results: dict[str, McpResponse] = {
+    answers: dict[str, McpResponse] = {
         "t1": {"content": [], "structuredContent": {"updated_input": {"command": "pwd"}}},
         "t2": text_result("Nope.", is_error=True),
     }
-    waited: list[str] = []
-
-    async def wait(tool_use_id: str) -> McpResponse:
-        waited.append(tool_use_id)
-        return results[tool_use_id]
-
     gate = BuiltinGate(ApprovalPlan(("Bash",), restrictions={"Bash": {"command": "rm -rf /"}}))
-    [matcher] = gate.hooks(wait)["PreToolUse"]
 
-    def run(call_id: str, command: str) -> dict[str, Any]:
-        hook_input = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command}}
-        return asyncio.run(matcher.hooks[0](hook_input, call_id, {"signal": None}))  # type: ignore[arg-type]
-
-    assert run("t1", "ls")["hookSpecificOutput"]["updatedInput"] == {"command": "pwd"}
-    assert run("t2", "ls")["hookSpecificOutput"]["permissionDecisionReason"] == "Nope."
-    assert run("t3", "rm -rf /") == {}  # the restriction hook denies it
-    assert waited == ["t1", "t2"]
+    assert hook_output(gate, "t1", "Bash", {"command": "ls"})["hookSpecificOutput"] == ASK
+    assert permission(gate, "t1", "Bash", {"command": "ls"}, answers) == PermissionResultAllow(
+        updated_input={"command": "pwd"}
+    )
+    assert permission(gate, "t2", "Bash", {"command": "ls"}, answers) == PermissionResultDeny(message="Nope.")
+    assert hook_output(gate, "t3", "Bash", {"command": "rm -rf /"}) == {}  # the restriction hook denies it
     assert gate.settled("Bash", {"command": "rm -rf /"}, "t3")
     assert not gate.settled("Bash", {"command": "ls"}, "t4")
-    assert matcher.timeout is not None
-    assert matcher.timeout > 3600
+
+
+def test_the_cli_asks_about_tools_under_approval_in_a_mode_that_asks():
+    assert cli_permission_mode("dontAsk", ApprovalPlan(("Bash",))) == "default"
+    assert cli_permission_mode("dontAsk", ApprovalPlan()) == "dontAsk"
+    assert cli_permission_mode("acceptEdits", ApprovalPlan(("Bash",))) == "acceptEdits"
+    check_permission_mode_for_taken_up_call("dontAsk")
+    check_permission_mode_for_taken_up_call("default")
+    with pytest.raises(BuiltinDecisionError, match="acceptEdits"):
+        check_permission_mode_for_taken_up_call("acceptEdits")
+
+
+def builtin_call(call_id: str, command: str) -> ToolCallPart:
+    return ToolCallPart(
+        "Bash", {"command": command}, tool_call_id=call_id, provider_details={CLI_TOOL_NAME_KEY: "Bash"}
+    )
+
+
+def approved(call_id: str, **override: Any) -> ToolReturnPart:
+    return ToolReturnPart("Bash", "ok", tool_call_id=call_id, metadata={APPROVED_INPUT_KEY: override or {"c": 1}})
+
+
+def denied(call_id: str, message: str) -> ToolReturnPart:
+    return ToolReturnPart("Bash", message, tool_call_id=call_id, outcome="denied")
+
+
+def taken_up(*answers: Any) -> Any:
+    calls = [builtin_call("t1", "one"), builtin_call("t2", "two"), builtin_call("t3", "three")]
+    response = ModelResponse(parts=calls, provider_name="claude-code")
+    messages = [ModelRequest(parts=[UserPromptPart("go")]), response, ModelRequest(parts=list(answers))]
+    return resumed_calls(messages, PendingCalls(response, calls, list(answers)))
+
+
+def test_a_new_session_takes_up_the_approved_call_and_gives_claude_each_denial_as_written():
+    resumed = taken_up(denied("t1", "Not one."), approved("t2"), denied("t3", "Not three."))
+
+    assert resumed.deferred_call is not None
+    assert resumed.deferred_call["id"] == "t2"  # the approved call is the one Claude Code runs on resume
+    results = {
+        block["tool_use_id"]: (block["content"], block["is_error"])
+        for entry in resumed.entries
+        if entry.role == "user"
+        for block in entry.content
+        if block.get("type") == "tool_result"
+    }
+    assert results == {
+        "t1": ([{"type": "text", "text": "Not one."}], True),
+        "t3": ([{"type": "text", "text": "Not three."}], True),
+    }
+    assert resumed.entries[-1].role == "assistant"
+    assert resumed.entries[-1].content[-1] is resumed.deferred_call
+
+
+def test_two_approved_calls_or_an_approval_with_a_prompt_are_refused_before_anything_runs():
+    with pytest.raises(BuiltinDecisionError, match="2 approved calls"):
+        taken_up(approved("t1"), approved("t2"), denied("t3", "No."))
+    with pytest.raises(BuiltinDecisionError, match="new prompt"):
+        taken_up(approved("t1"), denied("t2", "No."), denied("t3", "No."), UserPromptPart("and then?"))
 
 
 @pytest.mark.parametrize(

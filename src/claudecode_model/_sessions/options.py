@@ -18,7 +18,7 @@ from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._sessions.subagents import subagent_options
-from claudecode_model._tools.builtin_approvals import ApprovalPlan
+from claudecode_model._tools.builtin_approvals import ApprovalPlan, cli_permission_mode
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE
 from claudecode_model._tools.native import NativeToolPlan
 from claudecode_model._tools.restrictions import restriction_hooks
@@ -109,13 +109,10 @@ def build_options(
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
 
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
-    extra_allowed = [
-        *needs.native_tools.builtin_tools,
-        *needs.native_tools.allowed_tools,
-        *subagents.allowed_tools,
-        *needs.approvals.tools,  # every call is held by the approval hook
-    ]
+    extra_allowed = [*needs.native_tools.builtin_tools, *needs.native_tools.allowed_tools, *subagents.allowed_tools]
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
+    # A tool under approval is never allowed by a rule: Claude Code asks the approval gate before every call.
+    allowed = [rule for rule in allowed if _rule_tool(rule) not in needs.approvals.tools]
     system_prompt = effective_system_prompt(settings, needs.system_prompt)
     literal = not settings.get("claude_code_interpret_prompts", False)
 
@@ -129,7 +126,10 @@ def build_options(
         system_prompt={"type": "custom", "prompt": system_prompt or "", "snapshot": False},
         mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
         strict_mcp_config=True,
-        permission_mode=cast(Any, settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)),
+        permission_mode=cast(
+            Any,
+            cli_permission_mode(settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE), needs.approvals),
+        ),
         max_turns=settings.get("claude_code_max_turns"),
         max_budget_usd=settings.get("claude_code_max_budget_usd"),
         model=model_name,
@@ -310,3 +310,8 @@ def _effort(
         return explicit
     level = _unified_thinking(settings, unified)
     return _THINKING_EFFORTS.get(level) if isinstance(level, str) else None
+
+
+def _rule_tool(rule: str) -> str:
+    """The tool a permission rule is about (``"Bash(git status:*)"`` → ``"Bash"``)."""
+    return rule.split("(", 1)[0].strip()

@@ -78,7 +78,7 @@ SDK_OPTIONS: Mapping[str, OptionUse] = {
     "max_buffer_size": Internal("64 MiB (the SDK's 1 MiB default cut off a 1 MB tool argument)"),
     "debug_stderr": NotExposed("deprecated by the SDK and no longer read; stderr is collected through 'stderr'"),
     "stderr": Internal("collected per session for CLIProcessError and the logs"),
-    "can_use_tool": Internal("tool parameter restrictions and the domain filters of native web tools"),
+    "can_use_tool": Internal("the approval gate of built-in tool calls (BuiltinToolApprovals, the tool policy)"),
     "hooks": Exposed(("claude_code_hooks",)),  # beside the library's own: restrictions, built-in approvals
     "user": NotExposed("an identifier the CLI does not send to the API; nothing in pydantic-ai maps to it"),
     "include_partial_messages": Internal("always on: true streaming of text, thinking and tool arguments"),

@@ -30,6 +30,7 @@ from claudecode_model._compat import cli_process, close_process_pipes, keep_api_
 from claudecode_model._process.clock import running_loop
 from claudecode_model._process.exit import kill_at_exit
 from claudecode_model._process.slots import starting_slots
+from claudecode_model._sessions.sdk_advice import sdk_advice_silenced
 from claudecode_model._sessions.trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
 
@@ -299,7 +300,8 @@ class CLISession:
                 logger.debug("waiting to start a CLI: %d are starting already", gate.used)
             await gate.acquire(_nothing_to_evict)
             try:
-                await client.connect()
+                with sdk_advice_silenced(self.options.can_use_tool is not None):
+                    await client.connect()
             finally:
                 gate.release()
         except BaseException as error:

@@ -33,7 +33,13 @@ from pydantic_ai.tools import ToolDefinition
 from claudecode_model._history.plan import ResumedCalls
 from claudecode_model._history.replay import TranscriptEntry, transcript_of
 from claudecode_model._history.to_anthropic import ContentBlock, user_content_blocks
-from claudecode_model._tools.builtin_approvals import approval_result, is_builtin_call, not_run_result
+from claudecode_model._tools.builtin_approvals import (
+    approval_result,
+    check_taken_up_decisions,
+    is_approved,
+    is_builtin_call,
+    not_approved_result,
+)
 from claudecode_model._tools.call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
 from claudecode_model._tools.cli_executed import tool_specs
 from claudecode_model._tools.core import McpResponse, ToolCallHandler, ToolSpec, text_result
@@ -146,18 +152,21 @@ def resumed_calls(messages: Sequence[ModelMessage], pending: PendingCalls) -> Re
     them here): the history up to that response is replayed so that Claude sees exactly the answers pydantic-ai
     gave, and a new prompt sent along with the answers is the turn's message.
 
-    Claude Code re-runs one deferred call when a session is resumed with an empty prompt (the call's MCP handler is
-    invoked again with the same ``tool_use`` id, then the turn goes on). So the last pending call is left to it, and
-    each earlier pending call is answered in the transcript, in a reply of its own. With a new prompt along with the
-    answers, all answers go into the transcript and the prompt is the turn's message. A built-in call answered in
-    the transcript did not run: Claude gets its denial, or an error saying the approved call did not run.
+    Claude Code re-runs one deferred call when a session is resumed with an empty prompt (the call's MCP handler,
+    or for a built-in tool the CLI's own run of it once the approval gate allowed it, with the same ``tool_use``
+    id; then the turn goes on). That call is the approved built-in call if there is one (at most one can run, see
+    :func:`~claudecode_model._tools.builtin_approvals.check_taken_up_decisions`), else the last pending call; each
+    other pending call is answered in the transcript, in a reply of its own: an agent tool with pydantic-ai's
+    result, a denied built-in call with the person's message. With a new prompt along with the answers, all answers
+    go into the transcript and the prompt is the turn's message.
     """
     answers = results_by_call(pending.new_parts)
+    check_taken_up_decisions(pending.calls, answers, prompt=bool(pending.prompts))
 
     def result_block(call: ToolCallPart) -> ContentBlock:
         answer = answers.get(call.tool_call_id)
         if is_builtin_call(call):
-            result = not_run_result(call, answer)  # only the deferred call runs again
+            result = approval_result(call, answer) if answer is not None else not_approved_result(call)
         else:
             result = mcp_result(answer) if answer is not None else not_answered_result(call.tool_name)
         return anthropic_tool_result(call.tool_call_id, result)
@@ -173,16 +182,24 @@ def resumed_calls(messages: Sequence[ModelMessage], pending: PendingCalls) -> Re
         answered = TranscriptEntry("user", [result_block(call) for call in pending.calls])
         return ResumedCalls([*history, reply, answered], None, prompt, calls_made)
     calls = {call.tool_call_id: call for call in pending.calls}
-    last_id = pending.calls[-1].tool_call_id
+    approved = [
+        call.tool_call_id
+        for call in pending.calls
+        if is_builtin_call(call) and is_approved(call, answers.get(call.tool_call_id))
+    ]
+    last_id = approved[0] if approved else pending.calls[-1].tool_call_id
+    # The call taken up closes the reply (Claude Code re-runs the last call of the transcript's last reply).
+    taken_up = [block for block in reply.content if block.get("type") == "tool_use" and block.get("id") == last_id]
+    blocks = [block for block in reply.content if not any(block is deferred for deferred in taken_up)]
+    [deferred] = taken_up
     split: list[TranscriptEntry] = []
     chunk: list[ContentBlock] = []
-    for block in reply.content:
+    for block in blocks:
         chunk.append(block)
         call_id = block.get("id") if block.get("type") == "tool_use" else None
-        if call_id in calls and call_id != last_id:
+        if call_id in calls:
             split.append(TranscriptEntry("assistant", chunk))
             split.append(TranscriptEntry("user", [result_block(calls[call_id])]))
             chunk = []
-    split.append(TranscriptEntry("assistant", chunk))
-    deferred = next(block for block in chunk if block.get("type") == "tool_use" and block.get("id") == last_id)
+    split.append(TranscriptEntry("assistant", [*chunk, deferred]))
     return ResumedCalls([*history, *split], deferred, [], calls_made)

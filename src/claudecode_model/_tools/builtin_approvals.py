@@ -2,22 +2,34 @@
 
 The agent names the built-in tools that need approval with :class:`~claudecode_model.BuiltinToolApprovals`, a
 toolset whose tools stand for them (each ``ToolDefinition`` carries :data:`APPROVAL_TOOL_KEY` in its metadata and
-requires approval). Such a definition is not served over MCP: the tool is enabled in the CLI, and a ``PreToolUse``
-hook holds each of its calls until it has a decision, keyed by the call's ``tool_use`` id on the session's
-:class:`~claudecode_model._tools.parked_calls.CallResults`, exactly as a waiting MCP handler does. Claude's call reaches
-pydantic-ai as a plain ``ToolCallPart``, the run ends with ``DeferredToolRequests``, and the answer of the next
-request (approved, possibly with changed arguments, or denied) is the hook's permission decision: ``allow`` with
-the approved input, or ``deny`` with the denial's message. The CLI then runs the call (or tells Claude it was
-denied), and its result is reported in the next response as a native tool return.
+requires approval). Such a definition is not served over MCP: the tool is enabled in the CLI but never allowed by a
+rule, so that Claude Code asks before every call, and the answer comes from this module, keyed by the call's
+``tool_use`` id on the session's :class:`~claudecode_model._tools.parked_calls.CallResults` exactly as a waiting MCP
+handler gets its result. Claude's call reaches pydantic-ai as a plain ``ToolCallPart``, the run ends with
+``DeferredToolRequests``, and the answer of the next request (approved, possibly with changed arguments, or denied)
+is the permission decision: allowed with the approved input, or denied with the person's message, which Claude gets
+as the call's error result, word for word.
+
+Two of the CLI's mechanisms carry the decision (:class:`BuiltinGate`):
+
+- a ``PreToolUse`` hook sees every call first and answers ``ask`` for the calls a person or the policy decides,
+  which makes Claude Code ask even where its permission mode or a rule would let the call run;
+- the ``can_use_tool`` callback is what Claude Code asks: it waits for pydantic-ai's answer and returns it.
+
+Both are needed. The hook reaches the CLI with the SDK's ``initialize`` request, which a CLI resumed at a deferred
+call does not wait for: it may re-run the call before the hook exists. ``can_use_tool`` is on the command line
+(``--permission-prompt-tool stdio``) and the CLI waits for its answer, so with the call never allowed by a rule and a
+permission mode that asks (:func:`cli_permission_mode`), no call of a tool under approval runs without a decision
+from here. ``can_use_tool`` alone would not do: modes such as ``acceptEdits`` let calls run without asking.
 
 A policy (the ``claude_code_builtin_tool_policy`` setting) decides in code instead: once per call, first come
-first served between the hook and the stream translator (:class:`BuiltinGate`).
+first served between the hook and the stream translator.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -29,30 +41,31 @@ from claudecode_model._tools.call_results import block_texts
 from claudecode_model._tools.core import McpResponse, text_result
 from claudecode_model._tools.restrictions import ToolParameterRestrictions, forbidden_argument
 from claudecode_model.builtin_tools import APPROVAL_TOOL_KEY, APPROVED_INPUT_KEY
+from claudecode_model.exceptions import BuiltinDecisionError
 from claudecode_model.settings import BuiltinToolPolicy, PolicyDecision
 
 __all__ = [
-    "APPROVAL_HOOK_TIMEOUT",
     "ApprovalPlan",
     "BuiltinGate",
     "approval_result",
     "approval_tool_names",
+    "check_permission_mode_for_taken_up_call",
+    "check_taken_up_decisions",
+    "cli_permission_mode",
     "is_approval_tool",
+    "is_approved",
     "is_builtin_call",
-    "not_run_result",
+    "not_approved_result",
 ]
 
 logger = logging.getLogger(__name__)
 
-APPROVAL_HOOK_TIMEOUT = 7 * 24 * 3600.0
-"""Seconds the CLI lets the approval hook wait (the CLI's default is 60). The wait is bounded by the parked turn's
-lifetime (``session_idle_timeout``) instead: a turn closed on expiry answers the hook at once."""
-
 _NO_APPROVAL_TEXT = "The call of {name} was not approved."
-_NOT_RUN_TEXT = (
-    "The call of {name} was approved, but the Claude Code session waiting for the approval ended before it ran "
-    "(only the last call of a reply is taken up again). Call the tool again to run it."
-)
+_NOT_ALLOWED_TEXT = "Permission to use {name} was denied: the tool is not allowed in this session."
+
+_ASKING_MODES = frozenset({"default", "dontAsk"})
+"""The permission modes in which Claude Code asks ``can_use_tool`` about every call no rule allows (``dontAsk``
+after :func:`cli_permission_mode` turned it into ``default``). Other modes let some calls run unasked."""
 
 
 def is_approval_tool(tool_def: ToolDefinition) -> bool:
@@ -88,16 +101,59 @@ def approval_result(call: ToolCallPart, answer: ModelRequestPart) -> McpResponse
         return text_result(answer.model_response_str(), is_error=True)
     if isinstance(answer, RetryPromptPart):
         return text_result(answer.model_response(), is_error=True)
+    return not_approved_result(call)
+
+
+def not_approved_result(call: ToolCallPart) -> McpResponse:
+    """The result of a built-in call that pydantic-ai gave no answer: it was not approved, so it did not run."""
     return text_result(_NO_APPROVAL_TEXT.format(name=call.tool_name), is_error=True)
 
 
-def not_run_result(call: ToolCallPart, answer: ModelRequestPart | None) -> McpResponse:
-    """The result a replayed transcript gives a built-in call that is not taken up again: a denial's text, or an
-    error saying the approved call did not run."""
-    decision = approval_result(call, answer) if answer is not None else None
-    if decision is not None and decision.get("isError", False):
-        return decision
-    return text_result(_NOT_RUN_TEXT.format(name=call.tool_name), is_error=True)
+def is_approved(call: ToolCallPart, answer: ModelRequestPart | None) -> bool:
+    """Whether pydantic-ai's ``answer`` approves the built-in ``call``."""
+    return answer is not None and not approval_result(call, answer).get("isError", False)
+
+
+def cli_permission_mode(mode: str, approvals: ApprovalPlan) -> str:
+    """The permission mode the CLI runs with: ``dontAsk`` becomes ``default`` when calls wait for approval, so that
+    Claude Code asks ``can_use_tool`` (which refuses whatever ``dontAsk`` would refuse) instead of refusing the
+    calls of the tools under approval by itself (see the module's docstring)."""
+    return "default" if approvals.tools and mode == "dontAsk" else mode
+
+
+def check_taken_up_decisions(
+    calls: Sequence[ToolCallPart], answers: Mapping[str, ModelRequestPart], *, prompt: bool
+) -> None:
+    """Refuse, before anything starts, decisions on built-in calls that a new CLI session cannot carry out as
+    given: Claude Code takes up one call of a reply when it resumes a session, and only without a new message.
+    So at most one approved built-in call can run there, and none along with a new prompt."""
+    approved = [
+        call.tool_name for call in calls if is_builtin_call(call) and is_approved(call, answers.get(call.tool_call_id))
+    ]
+    if len(approved) > 1:
+        raise BuiltinDecisionError(
+            f"{len(approved)} approved calls of Claude Code's built-in tools ({', '.join(approved)}) cannot all run: "
+            "the Claude Code turn that waited for them is gone (another model instance, a restart, or the turn "
+            "expired after session_idle_timeout), and a new session takes up only one call of a reply. Continue on "
+            "the model whose turn waits, or approve one of them and deny the others."
+        )
+    if approved and prompt:
+        raise BuiltinDecisionError(
+            f"The approved call of {approved[0]} cannot run along with a new prompt: the Claude Code turn that "
+            "waited for it is gone (another model instance, a restart, or the turn expired), and a new session "
+            "runs it only when resumed without a new message. Send the approval without a user prompt, then the "
+            "prompt in the next run."
+        )
+
+
+def check_permission_mode_for_taken_up_call(mode: str) -> None:
+    """Refuse taking up a built-in call in a new session under a permission mode that may run it unasked."""
+    if mode not in _ASKING_MODES:
+        raise BuiltinDecisionError(
+            f"A decision on a call of Claude Code's built-in tools cannot be carried out in a new session under "
+            f"claude_code_permission_mode={mode!r}: that mode may run the call before the decision is applied. "
+            "Use 'dontAsk' (the default) or 'default', or continue on the model whose turn waits."
+        )
 
 
 @dataclass(frozen=True)
@@ -157,9 +213,10 @@ class BuiltinGate:
             return True
         return cli_name in self.plan.tools and self.policy_decision(call_id, cli_name, arguments) is not None
 
-    def hooks(self, wait: Callable[[str], Any]) -> dict[str, list[Any]]:
-        """The ``PreToolUse`` hook holding each built-in call until it is decided; ``wait(tool_use_id)`` awaits
-        pydantic-ai's answer (made by :func:`approval_result`)."""
+    def hooks(self) -> dict[str, list[Any]]:
+        """The ``PreToolUse`` hook answering ``ask`` for each call a person or the policy decides: the decision is
+        then :meth:`can_use_tool`'s, even where a permission mode or a rule would let the call run unasked. A call
+        the policy approves is allowed here (with the policy's input)."""
         from claude_agent_sdk import HookMatcher
         from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 
@@ -167,37 +224,58 @@ class BuiltinGate:
             if hook_input["hook_event_name"] != "PreToolUse":
                 return {}
             name, arguments = hook_input["tool_name"], dict(hook_input["tool_input"])
-            if name.startswith("mcp__") or tool_use_id is None:
-                return {}
-            if self.plan.forbidden(name, arguments):
-                return {}  # the restriction hook denies it
+            if name.startswith("mcp__") or tool_use_id is None or self.plan.forbidden(name, arguments):
+                return {}  # an MCP tool of the agent, or the restriction hook denies it
             decision = self.policy_decision(tool_use_id, name, arguments)
+            if decision is None and name not in self.plan.tools:
+                return {}  # Claude Code's own rules decide
+            if decision is True or isinstance(decision, ToolApproved):
+                return cast("HookJSONOutput", _allow(_approved_input(decision, arguments)))
+            return cast("HookJSONOutput", _ask())
+
+        return {"PreToolUse": [HookMatcher(matcher=None, hooks=[cast(Any, decide)])]}
+
+    def can_use_tool(self, wait: Callable[[str], Awaitable[McpResponse]]) -> Any:
+        """The ``can_use_tool`` callback: the decision on a call of a tool under approval (the policy's, else
+        pydantic-ai's answer, which ``wait(tool_use_id)`` awaits) or one the policy denied; any other call Claude
+        Code asks about is refused, as the headless CLI refuses what it would ask a person."""
+        from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
+
+        async def decide(
+            name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+        ) -> PermissionResultAllow | PermissionResultDeny:
+            call_id, arguments = context.tool_use_id, dict(tool_input)
+            if call_id is None or name.startswith("mcp__"):
+                return PermissionResultDeny(message=_NOT_ALLOWED_TEXT.format(name=name))
+            decision = self.policy_decision(call_id, name, arguments)
             if decision is None and name in self.plan.tools:
-                logger.debug("the call %s of %s waits for pydantic-ai's approval", tool_use_id, name)
-                result: McpResponse = await wait(tool_use_id)
-                if result.get("isError", False):
-                    decision = ToolDenied("\n".join(block_texts(result["content"])))
-                else:
-                    approved = result.get("structuredContent", {}).get("updated_input")
-                    decision = ToolApproved(override_args=approved if isinstance(approved, dict) else None)
-            return cast("HookJSONOutput", _permission_output(decision, name, arguments))
+                logger.debug("the call %s of %s waits for pydantic-ai's approval", call_id, name)
+                decision = _decision_of(await wait(call_id))
+            match decision:
+                case True | ToolApproved():
+                    return PermissionResultAllow(updated_input=_approved_input(decision, arguments))
+                case False | ToolDenied():
+                    message = decision.message if isinstance(decision, ToolDenied) else ToolDenied().message
+                    logger.info("denied a call of %s: %s", name, message)
+                    return PermissionResultDeny(message=message)
+                case None:
+                    return PermissionResultDeny(message=_NOT_ALLOWED_TEXT.format(name=name))
 
-        return {"PreToolUse": [HookMatcher(matcher=None, hooks=[cast(Any, decide)], timeout=APPROVAL_HOOK_TIMEOUT)]}
+        return decide
 
 
-def _permission_output(decision: PolicyDecision, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    match decision:
-        case None:
-            return {}
-        case True:
-            return _allow(arguments)
-        case False:
-            return _deny(ToolDenied().message)
-        case ToolApproved(override_args=override):
-            return _allow(override if override is not None else arguments)
-        case ToolDenied(message=message):
-            logger.info("denied a call of %s: %s", name, message)
-            return _deny(message)
+def _decision_of(result: McpResponse) -> ToolApproved | ToolDenied:
+    """pydantic-ai's answer (made by :func:`approval_result`) as a decision."""
+    if result.get("isError", False):
+        return ToolDenied("\n".join(block_texts(result["content"])))
+    approved = result.get("structuredContent", {}).get("updated_input")
+    return ToolApproved(override_args=approved if isinstance(approved, dict) else None)
+
+
+def _approved_input(decision: ToolApproved | bool, arguments: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(decision, ToolApproved) and decision.override_args is not None:
+        return decision.override_args
+    return arguments
 
 
 def _allow(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -205,6 +283,10 @@ def _allow(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"hookSpecificOutput": output}
 
 
-def _deny(message: str) -> dict[str, Any]:
-    output = {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": message}
+def _ask() -> dict[str, Any]:
+    output = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "ask",
+        "permissionDecisionReason": "needs a decision",
+    }
     return {"hookSpecificOutput": output}

@@ -315,7 +315,7 @@ async def spawn_session(
         router = RunToolRouter(builtin_gate=gate)
         hooks = request.options.hooks
         if gate is not None:
-            hooks = _merged_hooks(hooks, gate.hooks(router.results.wait))
+            hooks = _merged_hooks(hooks, gate.hooks())
         # The tools that read a cut result are served in process, whatever the agent's tools use.
         reader = reads_cut_results(request.servers) and await serves_inprocess(runner.cli_path)
         served = await serve_tool_servers(runner.tools, request.servers, router)
@@ -335,6 +335,7 @@ async def spawn_session(
             },
             env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
             hooks=hooks,
+            can_use_tool=gate.can_use_tool(router.results.wait) if gate is not None else request.options.can_use_tool,
             stderr=stderr.append,
         )
         options, remove_prompt_file = with_prompt_file(options)

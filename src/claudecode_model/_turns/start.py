@@ -25,8 +25,12 @@ from claudecode_model._sessions.options import effective_system_prompt, require_
 from claudecode_model._stream.errors import timeout_error
 from claudecode_model._stream.translator import TurnTranslator
 from claudecode_model._tools.agent_executed import PendingCalls, deliver_answers, pending_calls, resumed_calls
-from claudecode_model._tools.builtin_approvals import ApprovalPlan, approval_tool_names
-from claudecode_model._tools.execution import checked_tool_execution
+from claudecode_model._tools.builtin_approvals import (
+    ApprovalPlan,
+    approval_tool_names,
+    check_permission_mode_for_taken_up_call,
+)
+from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, checked_tool_execution
 from claudecode_model._tools.request import ToolNames, plan_tool_servers, tool_names
 from claudecode_model._tools.restrictions import forbidden_argument
 from claudecode_model._turns.acquire import SlotWait, acquire_session, session_request, start_spare
@@ -80,6 +84,8 @@ async def _prepare(
         allow_continue=keep,
         resumed=resumed_calls(messages, pending) if pending is not None else None,
     )
+    if plan.deferred_call is not None and not str(plan.deferred_call.get("name", "")).startswith("mcp__"):
+        check_permission_mode_for_taken_up_call(settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE))
     request, stderr = session_request(runner, settings, params, plan.system_prompt, servers, approvals)
     return _Prepared(
         settings=settings,
