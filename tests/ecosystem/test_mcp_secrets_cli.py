@@ -4,7 +4,11 @@ token still reaches the server as its Authorization header."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import stat
+import tempfile
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +22,9 @@ from pydantic_ai.messages import TextPart, ToolCallPart
 from pydantic_ai.native_tools import MCPServerTool
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model.testing import OfflineBackend
+from claudecode_model._process.mcp_config_file import MCP_CONFIG_PREFIX
+from claudecode_model.exceptions import CLITimeoutError
+from claudecode_model.testing import Failure, OfflineBackend
 from tests._support.asgi import serve_asgi
 from tests._support.brains import Script
 from tests._support.processes import live_descendants, process_table
@@ -126,3 +132,43 @@ async def test_no_process_of_the_run_shows_the_token_or_headers(claude_backend: 
     # The CLI read the servers from a private file, gone with the CLI.
     assert files
     assert not any(path.exists() or path.parent.exists() for path in files)
+
+
+def _config_folders() -> set[Path]:
+    base = Path(tempfile.gettempdir())
+    return {base / name for name in os.listdir(base) if name.startswith(f"{MCP_CONFIG_PREFIX}{os.getpid()}_")}
+
+
+async def _gone(paths: set[Path]) -> bool:
+    deadline = time.monotonic() + 10
+    while any(path.exists() for path in paths) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return not any(path.exists() for path in paths)
+
+
+@pytest.mark.parametrize("end", ["timeout", "cancel"])
+async def test_the_private_file_goes_when_the_cli_is_stopped(claude_backend: OfflineBackend, end: str):
+    claude_backend.fail_next(Failure.stall(30))
+    before = _config_folders()
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, settings={"claude_code_timeout": 3})
+    # Nothing listens there: the CLI reports the server as failed and goes on.
+    tool = MCPServerTool(id="notes", url="http://127.0.0.1:9/mcp", authorization_token=TOKEN, headers=HEADERS)
+    run = asyncio.create_task(Agent(model, capabilities=[NativeTool(tool)]).run("hello"))
+    try:
+        while not claude_backend.requests:
+            await asyncio.sleep(0.05)
+        during = _config_folders() - before
+        assert len(during) == 1
+        [folder] = during
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert stat.S_IMODE((folder / "mcp.json").stat().st_mode) == 0o600
+        assert TOKEN in (folder / "mcp.json").read_text()
+        if end == "cancel":
+            run.cancel()
+        with pytest.raises(CLITimeoutError if end == "timeout" else asyncio.CancelledError):
+            await run
+        assert await _gone(during)  # before the model is closed: the CLI's stop removes it
+    finally:
+        run.cancel()
+        await model.aclose()
+    assert _config_folders() == before
