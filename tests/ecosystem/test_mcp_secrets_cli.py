@@ -41,7 +41,6 @@ class RunProcesses:
 
     def __init__(self) -> None:
         self.argvs: dict[int, list[str]] = {}
-        self.environ_hits: list[int] = []
 
     def look(self) -> None:
         """Read the command line of every live descendant of this process."""
