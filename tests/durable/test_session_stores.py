@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,3 +197,37 @@ async def test_a_sqlite_file_deleted_while_in_use_is_noticed_and_opened_anew(tmp
         await other_worker.aclose()
     assert loaded is not None
     assert [entry["uuid"] for entry in loaded] == ["after"]
+
+
+def _modes(path: Path) -> dict[str, int]:
+    return {
+        file.name.removeprefix(path.name): stat.S_IMODE(file.stat().st_mode)
+        for file in path.parent.iterdir()
+        if file.name.startswith(path.name)
+    }
+
+
+async def test_a_sqlite_file_the_store_creates_is_private_with_its_wal_and_shm(tmp_path: Path):
+    path = tmp_path / "sessions.db"
+    old = os.umask(0o022)  # a common umask: files would be created 0644
+    store = SQLiteSessionStore(path)
+    try:
+        await store.append(KEY, [{"type": "user", "uuid": "one", "message": {"content": "a private conversation"}}])
+        modes = _modes(path)  # while the connection is open, its WAL and SHM files exist
+    finally:
+        os.umask(old)
+        await store.aclose()
+    assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
+
+
+async def test_a_sqlite_file_that_exists_keeps_its_mode(tmp_path: Path):
+    path = tmp_path / "sessions.db"
+    path.touch(mode=0o640)
+    path.chmod(0o640)  # the owner chose to share it with a group
+    store = SQLiteSessionStore(path)
+    try:
+        await store.append(KEY, [{"type": "user", "uuid": "one"}])
+        modes = _modes(path)
+    finally:
+        await store.aclose()
+    assert modes == {"": 0o640, "-wal": 0o640, "-shm": 0o640}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
+
 import pytest
 from pydantic_ai.messages import (
     AudioUrl,
@@ -22,7 +26,7 @@ from claudecode_model import MessageConversionError, UnsupportedContentError
 from claudecode_model._history.details import CLI_TOOL_NAME_KEY, HISTORY_DIGEST_KEY, RESUME_AT_KEY
 from claudecode_model._history.digest import DigestedHistory, history_digest
 from claudecode_model._history.plan import SessionPoint, plan_turn
-from claudecode_model._history.replay import transcript_of
+from claudecode_model._history.replay import TranscriptEntry, transcript_of, transcript_path, write_replay_transcript
 from claudecode_model._history.to_anthropic import user_content_blocks
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
@@ -243,3 +247,23 @@ def test_output_call_answered_by_the_cli_gets_pydantic_ais_verdict_as_text_when_
     [replayed_block] = replayed.new_input
     assert replayed_block["type"] == "tool_result"
     assert replayed_block["tool_use_id"] == "toolu_1"
+
+
+def test_a_replayed_transcript_is_private_in_folders_made_private(tmp_path: Path):
+    """A replay may be the first thing written to a config dir: its folders are made 0700 and the file 0600, as
+    the CLI makes its own (issue 35), whatever the umask."""
+    config = tmp_path / "config"
+    env = {"CLAUDE_CONFIG_DIR": str(config)}
+    old = os.umask(0o022)
+    try:
+        session = write_replay_transcript(
+            [TranscriptEntry("user", [{"type": "text", "text": "a private conversation"}])], env=env, cwd=tmp_path
+        )
+    finally:
+        os.umask(old)
+    path = transcript_path(session, env=env, cwd=tmp_path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    folder = path.parent
+    while folder != tmp_path:
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+        folder = folder.parent

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -278,8 +279,13 @@ async def test_no_secret_on_the_command_lines(live: LiveRun) -> None:
     # Positive control: these are the secrets the processes really hold, in their private environment.
     assert environ(live.cli)["ANTHROPIC_API_KEY"] == API_KEY
     assert environ(live.bridge)[SECRET_ENV_VAR] == live.secret
-    # ... and the bridge's server config does travel on the CLI's command line (--mcp-config).
-    assert BRIDGE_MODULE in _command_line(live.cli)
+    # ... and the bridge's server config reaches the CLI, from the private file its command line names.
+    argv = cmdline(live.cli)
+    [config_file] = [
+        Path(value) for flag, value in itertools.pairwise(argv) if flag == "--mcp-config" and value[0] != "{"
+    ]
+    assert BRIDGE_MODULE in config_file.read_text()
+    assert BRIDGE_MODULE not in _command_line(live.cli)
     secrets = [live.secret, API_KEY, AUTH_TOKEN, TAVILY_KEY, DEPS_SECRET]
 
     for pid in (live.cli, live.bridge):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import time
 from typing import TYPE_CHECKING
 
@@ -108,3 +110,16 @@ async def test_concurrent_saves(tmp_path: Path) -> None:
         refs = [new_ref_id() for _ in range(50)]
         await asyncio.gather(*(store.save(ref, ref * 3) for ref in refs))
         assert [await store.load(ref) for ref in refs] == [ref * 3 for ref in refs]
+
+
+async def test_directory_store_keeps_outputs_private(tmp_path: Path) -> None:
+    directory = tmp_path / "outputs"
+    store = DirectoryToolOutputStore(directory)
+    ref = new_ref_id()
+    old = os.umask(0o022)
+    try:
+        await store.save(ref, "a tool's output")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE((directory / f"{ref}.txt").stat().st_mode) == 0o600

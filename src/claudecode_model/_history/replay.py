@@ -7,6 +7,7 @@ replay faithful: roles, tool calls and tool results reach Claude as they were, n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -214,8 +215,9 @@ def write_branch_with_deferred_call(
 
 
 def _write_transcript(path: Path, lines: Sequence[str]) -> None:
+    """Write a transcript owner-only (0600), as the CLI writes its own, creating its folders 0700 as the CLI does."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _private_folders(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -229,6 +231,19 @@ def _write_transcript(path: Path, lines: Sequence[str]) -> None:
             f"Claude Code cannot replay the message history: writing its session transcript to {path.parent} "
             f"failed ({reason}). The CLI's config dir (CLAUDE_CONFIG_DIR) must be writable and have free space."
         ) from error
+
+
+def _private_folders(folder: Path) -> None:
+    """Create ``folder`` and each missing folder above it owner-only (0700); folders that exist keep their mode."""
+    missing: list[Path] = []
+    while not folder.is_dir():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for level in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            level.mkdir(mode=0o700)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

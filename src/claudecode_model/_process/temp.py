@@ -4,8 +4,9 @@ The CLI keeps sockets (``cc-socks``) and probes (``claude-<uid>``) under its tem
 CLI process this package starts gets a folder of its own as ``CLAUDE_CODE_TMPDIR`` (unless the user set one), named
 ``claudecode_cli_<owner pid>_<random>`` in the temp dir (``/tmp`` when the CLI's socket paths would not fit below
 it) and removed once the process is gone. Folders whose owner died without removing them (killed) are removed when
-a later CLI starts on the machine, together with the IPC folders of dead stdio sessions, whether or not the user set
-the variable (at most once every :data:`SWEEP_INTERVAL_SECONDS` per process).
+a later CLI starts on the machine, together with the IPC folders of dead stdio sessions and the MCP config folders
+of dead owners (:mod:`claudecode_model._process.mcp_config_file`), whether or not the user set the variable (at
+most once every :data:`SWEEP_INTERVAL_SECONDS` per process).
 
 A CLI started before its session exists (a new process's first one, :mod:`claudecode_model._sessions.early_cli`)
 reserves its folder with :func:`reserve_cli_temp`: the next :func:`private_cli_temp` of the same task gets that
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from claudecode_model._process.mcp_config_file import MCP_CONFIG_PREFIX
 from claudecode_model.ipc._leftovers import directory_prefix, remove_dead_leftovers
 
 __all__ = [
@@ -97,7 +99,8 @@ def private_cli_temp(env: Mapping[str, str]) -> tuple[dict[str, str], Callable[[
 
 
 def sweep_dead_leftovers(base: str) -> None:
-    """Remove the private folders of CLI processes and IPC sessions whose owner died (at most once a while)."""
+    """Remove the private folders of CLI processes, their MCP configs and IPC sessions whose owner died (at most
+    once a while)."""
     global _last_sweep
     now = time.monotonic()
     if now - _last_sweep < SWEEP_INTERVAL_SECONDS:
@@ -105,6 +108,7 @@ def sweep_dead_leftovers(base: str) -> None:
     _last_sweep = now
     remove_dead_leftovers(base, CLI_TEMP_PREFIX)
     remove_dead_leftovers(base)
+    remove_dead_leftovers(tempfile.gettempdir(), MCP_CONFIG_PREFIX)
 
 
 def _nothing() -> None:

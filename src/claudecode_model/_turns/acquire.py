@@ -39,6 +39,7 @@ from claudecode_model._history.stored_transcripts import (
 )
 from claudecode_model._history.to_anthropic import ContentBlock
 from claudecode_model._history.transcripts import TranscriptFiles
+from claudecode_model._process.mcp_config_file import with_private_mcp_config
 from claudecode_model._process.prompt_file import with_prompt_file
 from claudecode_model._process.temp import private_cli_temp
 from claudecode_model._sessions.options import RequestNeeds, build_options
@@ -339,6 +340,12 @@ async def spawn_session(
             stderr=stderr.append,
         )
         options, remove_prompt_file = with_prompt_file(options)
+        # Secrets stay off the command line: the servers the CLI reaches itself are read from a private file.
+        try:
+            options, remove_mcp_config = with_private_mcp_config(options)
+        except BaseException:
+            remove_prompt_file()
+            raise
         # The session keeps the signature computed without per-process values (such as the IPC secret).
         try:
             session = CLISession(
@@ -346,13 +353,14 @@ async def spawn_session(
             )
         except BaseException:
             remove_prompt_file()
+            remove_mcp_config()
             raise
     except BaseException:
         release()
         on_closed()
         remove_temp()
         raise
-    session.when_closed(release, on_closed, remove_prompt_file, remove_temp, router.reader.clear)
+    session.when_closed(release, on_closed, remove_prompt_file, remove_mcp_config, remove_temp, router.reader.clear)
     await session.start(warm_up=warm_up)
     return session
 

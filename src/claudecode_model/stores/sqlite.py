@@ -51,6 +51,7 @@ class SQLiteSessionStore(SessionStore):
     The same layout as :class:`~claudecode_model.stores.PostgresSessionStore`: one row per entry (entries with a
     ``uuid`` stored once), one row per transcript with its write time and the SDK's incremental summary. Database
     calls run in a worker thread so they never block the event loop. Close with :meth:`close` / :meth:`aclose`.
+    A database file the store creates is readable by its owner only (0600), and so are its WAL and SHM files.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, table_prefix: str = "claude_code_") -> None:
@@ -221,6 +222,7 @@ class SQLiteSessionStore(SessionStore):
             return work(self._db)
 
     def _open(self) -> sqlite3.Connection:
+        _create_private(self._path)
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -268,6 +270,20 @@ def _use_wal(db: sqlite3.Connection) -> None:
         if time.monotonic() > deadline:
             raise sqlite3.OperationalError(f"could not switch {db!r} to WAL mode (journal mode {mode})")
         time.sleep(0.01)
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file owner-only (0600) unless it exists (a file that exists keeps its mode). The
+    transcripts it holds are as private as the CLI's own; SQLite gives its ``-wal``, ``-shm`` and ``-journal`` files
+    the database file's mode."""
+    if str(path) == ":memory:":
+        return
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(descriptor)
+    logger.debug("created the session store %s (mode 0600)", path)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

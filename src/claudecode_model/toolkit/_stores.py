@@ -111,8 +111,9 @@ class MemoryToolOutputStore:
 class DirectoryToolOutputStore:
     """Keeps each tool output in a file ``<directory>/<ref_id>.txt`` (UTF-8), so refs outlive the process.
 
-    The directory is created on the first save. Files are written atomically (a temporary file, then a
-    rename), and nothing is ever deleted: the directory belongs to you.
+    The directory is created on the first save (owner-only, 0700, when this store creates it). Files are written
+    atomically (a temporary file, then a rename), readable by their owner only (0600), and nothing is ever deleted:
+    the directory belongs to you.
 
     Example:
         ```python
@@ -137,7 +138,8 @@ class DirectoryToolOutputStore:
         return await asyncio.to_thread(self._read, ref_id)
 
     def _write(self, ref_id: str, text: str) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # outputs are conversation content
+        # Owner-only (0600), and so is the file it becomes.
         fd, tmp = tempfile.mkstemp(prefix=f".{ref_id}.", suffix=".tmp", dir=self.directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="") as handle:
