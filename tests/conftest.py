@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from claudecode_model._process.lifeline import watcher_pid
 from tests._support.processes import live_descendants
 
 if TYPE_CHECKING:
@@ -40,16 +39,15 @@ def _ipc_files() -> set[str]:
 
 @pytest.fixture(autouse=True)
 def _nothing_leaks() -> Iterator[None]:
-    """Fail a test that leaves child processes or ``claudecode_ipc_*`` files behind (the lifeline watcher, which
-    lives as long as the test session, is no leak)."""
+    """Fail a test that leaves child processes or ``claudecode_ipc_*`` files behind."""
     processes_before = live_descendants(os.getpid())
     files_before = _ipc_files()
     yield
     deadline = time.monotonic() + 10
-    left = live_descendants(os.getpid()) - processes_before - {watcher_pid()}
+    left = live_descendants(os.getpid()) - processes_before
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = live_descendants(os.getpid()) - processes_before - {watcher_pid()}
+        left = live_descendants(os.getpid()) - processes_before
     assert not left, f"child processes left behind: {sorted(left)}"
     assert not (_ipc_files() - files_before), f"IPC files left behind: {sorted(_ipc_files() - files_before)}"
 

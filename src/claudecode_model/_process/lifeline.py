@@ -1,11 +1,12 @@
 """The lifeline: when this program dies (even by SIGKILL), the processes of its CLIs die too, commands included.
 
-One small watcher process per program (:func:`~claudecode_model._process.oscalls.start_watcher`), started at the
-first CLI start, holds the read end of a pipe whose write end only this program holds (non-inheritable: neither the
-CLIs nor their commands keep it open). The program tells it the tag of each CLI as it starts (:func:`watch`) and
-when its processes are stopped (:func:`release`). When the pipe closes (the program ended, however), the watcher
-stops every process still carrying a registered tag and exits; a program that ends normally has released them all,
-and its watcher just exits. The watcher runs in a session of its own (the terminal's Ctrl-C does not reach it).
+One small watcher process per program (:func:`~claudecode_model._process.oscalls.start_watcher`; not a child of
+the program), started at the first CLI start, holds the read end of a pipe whose write end only this program holds
+(non-inheritable: neither the CLIs nor their commands keep it open). The program tells it the tag of each CLI as it
+starts (:func:`watch`) and when its processes are stopped (:func:`release`). When the pipe closes (the program ended,
+however), the watcher stops every process still carrying a registered tag and exits; a program that ends normally
+has released them all, and its watcher just exits. The watcher runs in a session of its own (the terminal's Ctrl-C
+does not reach it).
 
 The CLI launcher's ``PR_SET_PDEATHSIG`` (Linux) stays: it stops the CLI itself at once, and the watcher the rest.
 A watcher that died is started again at the next message, with every tag still registered. A child made by
@@ -18,9 +19,9 @@ import logging
 import os
 import threading
 
-from claudecode_model._process.oscalls import reap_if_exited, start_watcher
+from claudecode_model._process.oscalls import start_watcher
 
-__all__ = ["release", "watch", "watcher_pid"]
+__all__ = ["release", "watch"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +30,7 @@ class _Lifeline:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._write_fd: int | None = None
-        self._pid: int | None = None
         self._tags: set[str] = set()
-
-    @property
-    def pid(self) -> int | None:
-        return self._pid
 
     def watch(self, tag: str) -> None:
         with self._lock:
@@ -66,7 +62,7 @@ class _Lifeline:
     def _start(self) -> bool:
         read_fd, write_fd = os.pipe()  # both non-inheritable
         try:
-            self._pid = start_watcher(read_fd)
+            start_watcher(read_fd)
         except OSError as error:
             os.close(write_fd)
             logger.warning("cannot start the lifeline watcher (%s); a killed program may leave commands running", error)
@@ -75,23 +71,20 @@ class _Lifeline:
             os.close(read_fd)
         os.set_blocking(write_fd, False)
         self._write_fd = write_fd
-        logger.debug("lifeline watcher started (pid %s)", self._pid)
+        logger.debug("lifeline watcher started")
         return True
 
     def _forget(self) -> None:
         if self._write_fd is not None:
             os.close(self._write_fd)
             self._write_fd = None
-        if self._pid is not None:
-            reap_if_exited(self._pid)
-            self._pid = None
 
     def after_fork(self) -> None:
         """In a forked child: let go of the parent's watcher (a fresh one starts at the child's first CLI)."""
         self._lock = threading.Lock()
         if self._write_fd is not None:
             os.close(self._write_fd)
-        self._write_fd = self._pid = None
+        self._write_fd = None
         self._tags = set()
 
 
@@ -108,8 +101,3 @@ def watch(tag: str) -> None:
 def release(tag: str) -> None:
     """The processes tagged ``tag`` were stopped: the watcher forgets them."""
     _LIFELINE.release(tag)
-
-
-def watcher_pid() -> int | None:
-    """The lifeline watcher's pid, if it runs (the test suite's leak guard knows it is no leak)."""
-    return _LIFELINE.pid

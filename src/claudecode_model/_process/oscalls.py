@@ -39,7 +39,6 @@ __all__ = [
     "own_session_options",
     "process_exited",
     "process_exiting",
-    "reap_if_exited",
     "reaped",
     "signal_group",
     "signal_process",
@@ -150,15 +149,6 @@ def stop_child(pid: int | None) -> None:
             time.sleep(0.01)
 
 
-def reap_if_exited(pid: int) -> bool:
-    """Reap the child ``pid`` if it has exited (a helper process of the package); whether it is gone."""
-    try:
-        finished, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return finished != 0
-
-
 def _tagged(tags: Collection[str]) -> Iterator[tuple[int, int | None]]:
     """The processes carrying one of ``tags``: each as its pid and a pidfd held on it (``None`` without pidfds),
     opened before its environment was read. The caller closes the pidfds."""
@@ -252,18 +242,32 @@ def _any_tagged(tags: Collection[str]) -> bool:
     return False
 
 
-def start_watcher(read_fd: int) -> int:
-    """Start the lifeline watcher (this module run as a script) with ``read_fd`` as its standard input, in a
-    session of its own (the terminal's Ctrl-C to its program's group does not reach it); its pid."""
-    argv = [sys.executable, "-I", "-S", os.path.abspath(__file__)]
-    return os.posix_spawn(
-        sys.executable,
+def start_watcher(read_fd: int) -> None:
+    """Start the lifeline watcher (this module run as a script) with ``read_fd`` as its standard input.
+
+    A shell started in a session of its own starts the watcher in the background and exits at once (waited for
+    here, about a millisecond): the watcher is then nobody's child here (no process of the program to count or
+    reap), in a session the terminal's Ctrl-C does not reach, and ignores SIGINT besides."""
+    # An asynchronous command's standard input is /dev/null unless redirected: the pipe goes through fd 3.
+    argv = ["/bin/sh", "-c", 'exec 3<&0; "$0" -I -S "$1" <&3 3<&- &', sys.executable, os.path.abspath(__file__)]
+    shell = os.posix_spawn(
+        "/bin/sh",
         argv,
         os.environ,
         file_actions=[(os.POSIX_SPAWN_DUP2, read_fd, 0)],
         setsid=True,
         setsigdef=(signal.SIGINT, signal.SIGTERM, signal.SIGPIPE),
     )
+    while True:
+        try:
+            _, status = os.waitpid(shell, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise OSError(f"the shell starting the lifeline watcher failed ({status})")
+        return
 
 
 def _watch() -> None:

@@ -354,7 +354,7 @@ class CLISession:
                 if self._process is not None:
                     close_process_pipes(self._process)
                 # The CLI is gone: the commands it left running (a background command, one that outlived it) go too.
-                await asyncio.shield(asyncio.to_thread(self._end_processes, _COMMANDS_GRACE_SECONDS))
+                await self._stop_leftovers()
 
     async def _serve(self, client: ClaudeSDKClient, turn: _TurnRequest) -> None:
         async def one_message(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -473,8 +473,7 @@ class CLISession:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
         stop_child(self._live_pid())
-        if not self._processes_ended:
-            await asyncio.shield(asyncio.to_thread(self._end_processes, _COMMANDS_GRACE_SECONDS))
+        await self._stop_leftovers()
         await self._stop_tool_servers()
         self._closed_now()
 
@@ -541,6 +540,24 @@ class CLISession:
         if self._tag is not None:
             signal_tagged([self._tag], force=force)
 
+    async def _stop_leftovers(self) -> None:
+        """Once the CLI is gone: SIGTERM to whatever still carries its tag, and if anything did, SIGKILL to what is
+        left after a grace period (waited for in a thread)."""
+        if self._processes_ended:
+            return
+        if self._tag is None or not signal_tagged([self._tag]):
+            self._processes_ended = True  # nothing was left
+            self._release()
+            return
+        try:
+            await asyncio.shield(asyncio.to_thread(self._end_processes, _COMMANDS_GRACE_SECONDS))
+        except RuntimeError:  # no new thread at interpreter exit: no grace either
+            self._end_processes(None)
+
+    def _release(self) -> None:
+        if self._tag is not None:
+            lifeline.release(self._tag)
+
     def _end_processes(self, grace: float | None) -> None:
         """Stop whatever still carries the CLI's tag (SIGTERM, SIGKILL after ``grace`` seconds; at once with
         ``None``), then let the lifeline forget it. Run once the CLI is gone (blocking: in a thread on a loop)."""
@@ -552,7 +569,7 @@ class CLISession:
         stopped = stop_tagged([self._tag], grace=grace)
         if stopped:
             logger.debug("stopped %d process(es) the CLI (pid %s) left running", stopped, self._pid)
-        lifeline.release(self._tag)
+        self._release()
 
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
