@@ -69,10 +69,10 @@ def ticks(scratch: Path) -> int:
         return 0
 
 
-async def until_ticking(scratch: Path) -> None:
-    """Until the command has written twice (it runs)."""
+async def until_ticking(scratch: Path, times: int = 2) -> None:
+    """Until the command has written ``times`` ticks (it runs)."""
     deadline = time.monotonic() + 60
-    while ticks(scratch) < 2:
+    while ticks(scratch) < times:
         assert time.monotonic() < deadline, "the command never started"
         await asyncio.sleep(0.05)
 
@@ -160,11 +160,24 @@ def test_close_stops_the_background_command_of_a_kept_session(
     assert_stopped_sync(scratch)
 
 
+async def test_a_kept_session_that_expires_stops_its_background_command(claude_backend: OfflineBackend, scratch: Path):
+    claude_backend.set_brain(bash_brain(scratch, background=True))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, session_idle_timeout=5)
+    try:
+        result = await Agent(model).run("tick", model_settings=BASH)
+        assert result.output.startswith("started")
+        await until_ticking(scratch, times=1)
+
+        await assert_stopped(scratch)  # the idle session expires within the polling's bound, its command with it
+    finally:
+        await model.aclose()
+
+
 async def test_an_expired_waiting_turn_stops_its_background_command(claude_backend: OfflineBackend, scratch: Path):
     """Claude starts a background command, then calls a tool that needs approval: the turn waits for it, and when
     the waiting turn expires (``session_idle_timeout``) its CLI and the command stop."""
     claude_backend.set_brain(bash_brain(scratch, background=True, then="act"))
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, session_idle_timeout=3)
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, session_idle_timeout=5)
     agent: Agent[None, str | DeferredToolRequests] = Agent(model, output_type=[str, DeferredToolRequests])
 
     @agent.tool_plain(requires_approval=True)
@@ -174,7 +187,7 @@ async def test_an_expired_waiting_turn_stops_its_background_command(claude_backe
     try:
         result = await agent.run("tick, then act", model_settings=BASH)
         assert isinstance(result.output, DeferredToolRequests)
-        await until_ticking(scratch)
+        await until_ticking(scratch, times=1)
 
         await assert_stopped(scratch)  # within the idle timeout and the polling's bound
     finally:
