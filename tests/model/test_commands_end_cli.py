@@ -231,3 +231,27 @@ def test_a_killed_program_takes_its_commands_with_it(claude_backend: OfflineBack
 
 def alive() -> set[int]:
     return {entry.pid for entry in process_table() if entry.alive}
+
+
+def test_a_program_that_ends_without_closing_its_model_stops_its_background_command(
+    claude_backend: OfflineBackend, scratch: Path
+):
+    claude_backend.set_brain(bash_brain(scratch, background=True))
+    until_first_tick = f"""
+import os, time
+deadline = time.monotonic() + 60
+while not os.path.exists({str(scratch / "ticks")!r}) and time.monotonic() < deadline:
+    time.sleep(0.05)
+"""  # then the program ends, its kept session and the background command with it
+    program = subprocess.run(
+        [sys.executable, "-c", PROGRAM + until_first_tick, json.dumps({"env": claude_backend.cli_env()})],
+        env={**os.environ, "PYTHONPATH": str(SRC_DIR)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (program.returncode, program.stderr) == (0, "")
+    assert ticks(scratch) >= 1  # the command had started before the program's exit stopped it
+
+    assert_stopped_sync(scratch)

@@ -80,7 +80,7 @@ tag = sys.argv[1]
 lifeline.watch(tag)
 subprocess.Popen(
     ["sh", "-c", {escaping!r}], env={{**os.environ, CLI_TAG_VARIABLE: tag}}, start_new_session=True,
-    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 )
 print("watching", flush=True)
 if sys.argv[2] == "release":
