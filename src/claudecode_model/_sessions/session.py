@@ -324,6 +324,7 @@ class CLISession:
             finally:
                 gate.release()
         except BaseException as error:
+            self._end_processes(None)  # whatever of a failed start still runs; the lifeline forgets the tag
             if not self._ready.done():
                 self._ready.set_exception(error)
                 if self._stop_mark.stopped:
