@@ -50,6 +50,7 @@ __all__ = [
     "sdk_cli_command",
     "sdk_version",
     "session_transcript_path",
+    "spawn_clis_with",
 ]
 
 
@@ -191,14 +192,20 @@ SpawnFinder = Callable[[Sequence[str], Mapping[str, Any]], Awaitable["Process | 
 already running with exactly those (the SDK then uses it), or ``None`` (the SDK starts one)."""
 
 
-class _AnyioWithAdoption(ModuleType):
-    """What the SDK's subprocess transport sees as ``anyio``: anyio itself, except that ``open_process`` first asks
-    the installed :data:`SpawnFinder` for a process already running with the same command line and keywords."""
+async def _nothing_found(command: Sequence[str], keywords: Mapping[str, Any]) -> Process | None:
+    return None
 
-    def __init__(self, anyio: ModuleType, find: SpawnFinder) -> None:
+
+class _AnyioForCLIs(ModuleType):
+    """What the SDK's subprocess transport sees as ``anyio``: anyio itself, except that ``open_process`` first asks
+    the installed :data:`SpawnFinder` for a process already running with the same command line and keywords, and
+    otherwise starts the CLI with the extra keywords installed."""
+
+    def __init__(self, anyio: ModuleType) -> None:
         super().__init__(anyio.__name__, anyio.__doc__)
         self._anyio = anyio
-        self._find = find
+        self._find: SpawnFinder = _nothing_found
+        self._extra: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._anyio, name)
@@ -207,8 +214,19 @@ class _AnyioWithAdoption(ModuleType):
         found = await self._find(command, kwargs)
         if found is not None:
             return found
-        process: Process = await self._anyio.open_process(command, **kwargs)
+        process: Process = await self._anyio.open_process(command, **kwargs, **self._extra)
         return process
+
+
+def _cli_spawns() -> _AnyioForCLIs:
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    current = vars(subprocess_cli)["anyio"]
+    if isinstance(current, _AnyioForCLIs):
+        return current
+    installed = _AnyioForCLIs(current)
+    vars(subprocess_cli)["anyio"] = installed
+    return installed
 
 
 def adopt_cli_spawns(find: SpawnFinder) -> None:
@@ -216,13 +234,15 @@ def adopt_cli_spawns(find: SpawnFinder) -> None:
     returns for its command line and environment instead of starting one (installed once; a later call replaces
     ``find``). Everything else of ``connect()`` runs as it is: its command, environment, stderr reader and the
     SDK's own bookkeeping of its children."""
-    from claude_agent_sdk._internal.transport import subprocess_cli
+    _cli_spawns()._find = find
 
-    current = vars(subprocess_cli)["anyio"]
-    if isinstance(current, _AnyioWithAdoption):
-        current._find = find
-        return
-    vars(subprocess_cli)["anyio"] = _AnyioWithAdoption(current, find)
+
+def spawn_clis_with(keywords: Mapping[str, Any]) -> None:
+    """Have the SDK's subprocess transport start each CLI with these extra ``anyio.open_process`` keywords (a
+    session of its own); what a :data:`SpawnFinder` is asked about stays the SDK's own keywords."""
+    spawns = _cli_spawns()
+    if spawns._extra != keywords:
+        spawns._extra = dict(keywords)
 
 
 def sdk_cli_command(options: ClaudeAgentOptions) -> list[str]:
