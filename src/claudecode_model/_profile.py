@@ -18,4 +18,6 @@ def default_profile(model_name: str | None) -> ModelProfile:
         "supports_audio_file_input": False,
         "supports_video_input": False,
         "supported_document_media_types": frozenset({"application/pdf", "text/plain"}),
+        # Claude Code sends no tool_choice: an explicit forcing choice is refused, an output tool's falls back.
+        "supports_forced_tool_choice": False,
     }

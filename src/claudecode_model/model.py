@@ -21,6 +21,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
 from claudecode_model._history.details import PROVIDER_NAME
+from claudecode_model._ignored_settings import IgnoredSettings
 from claudecode_model._process.exit import close_blocking
 from claudecode_model._profile import default_profile
 from claudecode_model._resources import ModelResources
@@ -39,6 +40,7 @@ from claudecode_model._tools.execution import (
     TransportType,
     checked_tool_execution,
 )
+from claudecode_model._tools.tool_choice import offered_tools
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT, checked_session_store, checked_store_timeout
 
@@ -69,8 +71,8 @@ class ClaudeCodeModel(Model):
     """
 
     unsupported_settings = UNSUPPORTED_STANDARD_SETTINGS
-    """The standard settings the Claude Code CLI has no way to pass on (pydantic-ai warns about those that change
-    what a request guarantees, such as ``stop_sequences``, and ignores the tuning knobs, such as ``temperature``)."""
+    """The standard settings the Claude Code CLI has no way to pass on; each one set warns
+    (``UnsupportedSettingWarning``, see ``docs/settings-parity.md``)."""
 
     def __init__(
         self,
@@ -104,10 +106,8 @@ class ClaudeCodeModel(Model):
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
                 supports: in-process for Claude Code 2.0 and later).
-            spare_sessions: How many CLI processes to start ahead, per session signature (system prompt, tools,
-                settings), for the next new conversation: after a request starts a new conversation, and with
-                :meth:`prewarm`. A new conversation claims a ready spare instead of waiting for a CLI to start.
-                Spares are stopped after ``session_idle_timeout`` unused, and with the model. 0 disables.
+            spare_sessions: How many CLI processes to start ahead, per session signature, for the next new
+                conversation (after a request starts one, and with :meth:`prewarm`). 0 disables.
             max_processes: The most CLI processes this model runs at once (busy, kept and spare together); a
                 request beyond it waits for one to end, within its timeout. By default from the machine: what the
                 available memory holds at about 250 MB per CLI, at most 8 per CPU.
@@ -119,10 +119,8 @@ class ClaudeCodeModel(Model):
                 :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
                 process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
                 replaying the history. Workers must share the store and the working directory.
-            session_store_timeout: Seconds any one call of ``session_store`` may take. A failed store write does
-                not fail the turn (its ``provider_details`` say ``"session_store": "incomplete"``; the entries are
-                written again later); a failed read makes the turn go on from this machine's copy, or replay the
-                history. See ``docs/scaling.md``.
+            session_store_timeout: Seconds any one call of ``session_store`` may take (a failed call does not fail
+                the turn; see ``docs/scaling.md``).
         """
         limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)
         check_model_arguments(limits, tool_transport=tool_transport, settings=settings)
@@ -137,6 +135,7 @@ class ClaudeCodeModel(Model):
             session_store=checked_session_store(session_store),
             session_store_timeout=checked_store_timeout(session_store_timeout),
         )
+        self._ignored = IgnoredSettings()
         super().__init__(settings=settings, profile=profile or default_profile(model_name))
 
     @property
@@ -161,6 +160,15 @@ class ClaudeCodeModel(Model):
         from claudecode_model._tools.native import unsupported_native_tool_settings
 
         return unsupported_native_tool_settings(native_tool)
+
+    def prepare_request(
+        self, model_settings: ModelSettings | None, model_request_parameters: ModelRequestParameters
+    ) -> tuple[ModelSettings | None, ModelRequestParameters]:
+        """pydantic-ai's preparation, then a warning for each setting Claude Code cannot honour, and only the tools
+        the request's ``tool_choice`` allows (raising ``UserError`` for an explicit forcing choice)."""
+        settings, params = super().prepare_request(model_settings, model_request_parameters)
+        self._ignored.warn(self.model_id, settings, params.cache)
+        return settings, offered_tools(self.model_name, settings, params)
 
     @property
     def cli_path(self) -> Path:
@@ -233,13 +241,10 @@ class ClaudeCodeModel(Model):
     ) -> None:
         """Register pydantic-ai toolsets (e.g. ``agent._function_toolset``) to serve as Claude Code MCP tools.
 
-        This is the explicit API of the tool specification. It is optional: without it, an agent's tools are
-        exposed automatically and run through the run's own tool machinery (validation, retries, real deps).
-        Registered tools are converted with :func:`~claudecode_model.convert_tool` and called without a run
-        context. ``transport`` chooses how they reach the CLI: ``"sdk"`` (in-process MCP server), ``"stdio"``
-        (the IPC bridge) or ``"auto"`` (see ``tool_transport`` of the constructor). Calling it again replaces
-        the previous registration (with a warning).
-        """
+        Optional: without it, an agent's tools are exposed automatically and run through the run's own tool
+        machinery. Registered tools are converted with :func:`~claudecode_model.convert_tool` and called without a
+        run context, over ``transport`` (see ``tool_transport``). Calling it again replaces the registration (with a
+        warning)."""
         self._resources.tools.register(toolsets, server_name=server_name, transport=transport)
 
     def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
@@ -255,11 +260,8 @@ class ClaudeCodeModel(Model):
     ) -> bool:
         """Start a spare CLI process for ``agent``'s next new conversation on this model, and wait until it is ready.
 
-        The spare has what a run of ``agent`` would start a CLI with (its instructions and system prompts, tools,
-        output type, settings): the agent's run machinery prepares the request (with ``deps`` for dynamic
-        instructions), and the request starts a spare instead of a turn; nothing reaches Claude. Without an agent,
-        the spare serves plain requests to the model. Returns whether a spare is ready (``False`` with
-        ``spare_sessions=0``, or when no process slot is free).
+        The spare has what a run of ``agent`` would start a CLI with (``deps`` for dynamic instructions); nothing
+        reaches Claude. Without an agent, it serves plain requests. Returns whether a spare is ready.
         """
         from claudecode_model._prewarm import prewarm
 
