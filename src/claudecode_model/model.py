@@ -40,6 +40,11 @@ from claudecode_model._tools.execution import (
     TransportType,
     checked_tool_execution,
 )
+from claudecode_model._tools.native import (
+    SUPPORTED_NATIVE_TOOLS,
+    native_tool_reasons,
+    unsupported_native_tool_settings,
+)
 from claudecode_model._tools.tool_choice import offered_tools
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT, checked_session_store, checked_store_timeout
@@ -151,14 +156,10 @@ class ClaudeCodeModel(Model):
     @classmethod
     def supported_native_tools(cls) -> frozenset[type[AbstractNativeTool]]:
         """pydantic-ai's native tools with a Claude Code counterpart: web search, web fetch, MCP servers."""
-        from claudecode_model._tools.native import SUPPORTED_NATIVE_TOOLS
-
         return SUPPORTED_NATIVE_TOOLS
 
     def unsupported_native_tool_settings(self, native_tool: AbstractNativeTool) -> frozenset[str]:
         """The restricting settings of a native tool Claude Code cannot apply (``max_uses``)."""
-        from claudecode_model._tools.native import unsupported_native_tool_settings
-
         return unsupported_native_tool_settings(native_tool)
 
     def prepare_request(
@@ -166,7 +167,8 @@ class ClaudeCodeModel(Model):
     ) -> tuple[ModelSettings | None, ModelRequestParameters]:
         """pydantic-ai's preparation, then a warning for each setting Claude Code cannot honour, and only the tools
         the request's ``tool_choice`` allows (raising ``UserError`` for an explicit forcing choice)."""
-        settings, params = super().prepare_request(model_settings, model_request_parameters)
+        with native_tool_reasons(model_request_parameters.native_tools):
+            settings, params = super().prepare_request(model_settings, model_request_parameters)
         self._ignored.warn(self.model_id, settings, params.cache)
         return settings, offered_tools(self.model_name, settings, params)
 
@@ -203,8 +205,7 @@ class ClaudeCodeModel(Model):
         model_settings: ModelSettings | None = None,
         model_request_parameters: ModelRequestParameters | None = None,
     ) -> ClaudeCodeResponse:
-        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages (as the request
-        does not stream, without the stream events of text and thinking and the CLI's progress notices)."""
+        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages."""
         params = model_request_parameters or ModelRequestParameters()
         if self.profile.get("may_tokenize_special_tokens_in_content", False):
             opened = self.request_stream(messages, model_settings, params)  # pydantic-ai's wrapper restores tokens
@@ -273,9 +274,8 @@ class ClaudeCodeModel(Model):
         await self._resources.aclose()
 
     def close(self) -> None:
-        """Synchronous :meth:`aclose`, for programs that use ``run_sync``. Called from async code it stops the CLI
-        processes at once and tidies up the rest in a task of the running loop (``await model.aclose()`` waits for
-        it all)."""
+        """Synchronous :meth:`aclose`, for programs that use ``run_sync`` (from async code, the rest is tidied up in a
+        task of the running loop)."""
         close_blocking(self.aclose, stop_now=self._resources.stop_now)
 
     async def __aexit__(self, *args: Any) -> bool | None:
