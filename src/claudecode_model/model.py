@@ -19,6 +19,7 @@ from pydantic_ai.native_tools import AbstractNativeTool
 from pydantic_ai.profiles import ModelProfileSpec
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
+from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._history.details import PROVIDER_NAME
 from claudecode_model._ignored_settings import IgnoredSettings
@@ -61,9 +62,7 @@ __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"
 class ClaudeCodeModel(Model):
     """A pydantic-ai model that runs Claude through the Claude Code CLI.
 
-    It uses the CLI's own login (no API key needed), lets Claude Code run the agent loop, and keeps the pydantic-ai
-    contract: system prompts and instructions, message history (continuing CLI sessions where possible), streaming,
-    usage and cost, typed errors.
+    It uses the CLI's own login (no API key needed) and keeps the pydantic-ai contract (``docs/settings-parity.md``).
 
     Example:
         ```python
@@ -99,31 +98,23 @@ class ClaudeCodeModel(Model):
         """Create a Claude Code model.
 
         Args:
-            model_name: The Claude model (``"sonnet"``, ``"opus"``, a full model id), or ``None`` for the CLI's default.
-            cli_path: Path to the ``claude`` binary; by default the CLI bundled in claude-agent-sdk, then ``PATH``.
+            model_name: The Claude model (``"sonnet"``, ``"opus"``, a full id), or ``None`` for the CLI's default.
+            cli_path: The ``claude`` binary; by default the one bundled in claude-agent-sdk, then ``PATH``.
             settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
             profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
             env: Extra environment variables for every CLI process.
-            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables). By default 4,
-                and more (within ``max_processes``) for 60 s while no new process needs their slot; a number is a
-                hard bound.
+            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables; by default 4,
+                and more for 60 s while no new process needs their slot).
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
-            tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
-                ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
-                supports: in-process for Claude Code 2.0 and later).
+            tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (in-process MCP server), ``"stdio"``
+                (the IPC bridge) or ``"auto"`` (the best one the installed CLI supports).
             spare_sessions: How many CLI processes to start ahead, per session signature, for the next new
                 conversation (after a request starts one, and with :meth:`prewarm`). 0 disables.
-            max_processes: The most CLI processes this model runs at once (busy, kept and spare together); a
-                request beyond it waits for one to end, within its timeout. By default from the machine: what the
-                available memory holds at about 250 MB per CLI, at most 8 per CPU.
-            tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai, with its approvals, deferred
-                calls, retries, events, usage limits and traces; each Claude reply that calls tools is one model
-                request) or ``"cli"`` (Claude Code's loop, one model request per turn). See
-                ``docs/tool-execution.md``.
+            max_processes: The most CLI processes this model runs at once (by default what the memory holds).
+            tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai) or ``"cli"`` (Claude Code's
+                loop). See ``docs/tool-execution.md``.
             session_store: Where CLI session transcripts are mirrored (claude-agent-sdk's ``SessionStore``, e.g.
-                :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
-                process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
-                replaying the history. Workers must share the store and the working directory.
+                :class:`~claudecode_model.PostgresSessionStore`), so another worker resumes a session from it.
             session_store_timeout: Seconds any one call of ``session_store`` may take (a failed call does not fail
                 the turn; see ``docs/scaling.md``).
         """
@@ -171,6 +162,17 @@ class ClaudeCodeModel(Model):
             settings, params = super().prepare_request(model_settings, model_request_parameters)
         self._ignored.warn(self.model_id, settings, params.cache)
         return settings, offered_tools(self.model_name, settings, params)
+
+    async def count_tokens(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> RequestUsage:
+        """The request's input tokens, estimated as Claude Code does, without an API request (see
+        ``docs/settings-parity.md``, "Counting tokens")."""
+        settings, params = self.prepare_request(model_settings, model_request_parameters)
+        return await self._resources.count_tokens(messages, settings, params)
 
     @property
     def cli_path(self) -> Path:
@@ -249,8 +251,7 @@ class ClaudeCodeModel(Model):
         self._resources.tools.register(toolsets, server_name=server_name, transport=transport)
 
     def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
-        """The in-process MCP server holding only the registered tools this request names."""
-        return self._resources.tools.registered_server(function_tool_names)
+        return self._resources.tools.registered_server(function_tool_names)  # the registered tools it names
 
     async def prewarm(
         self,
@@ -269,8 +270,7 @@ class ClaudeCodeModel(Model):
         return await prewarm(self, agent, deps=deps, model_settings=model_settings)
 
     async def aclose(self) -> None:
-        """Stop every CLI process this model keeps for follow-up turns, its spares, and every turn waiting for tool
-        results."""
+        """Stop every CLI process this model keeps (follow-ups, spares, turns waiting for tool results)."""
         await self._resources.aclose()
 
     def close(self) -> None:
