@@ -7,13 +7,16 @@ an unforced one (the output tool is still offered, and the run still ends with i
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from pydantic import BaseModel
-from pydantic_ai import Agent, ToolOutput
+from pydantic_ai import Agent, RunContext, ToolOutput
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.settings import ToolOrOutput
+from pydantic_ai.settings import ModelSettings, ToolOrOutput
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
@@ -112,3 +115,34 @@ async def test_tool_choice_none_keeps_the_output_tool(claude_backend: OfflineBac
     names = {name.rsplit("__", 1)[-1] for name in claude_backend.requests[0].tool_names}
     assert "final_result" in names
     assert not {"weather", "population"} & names
+
+
+class _WeatherFirst(AbstractCapability[None]):
+    """Offers only ``weather`` at the run's first step, every tool afterwards (as a capability may, per step)."""
+
+    def get_model_settings(self) -> Callable[[RunContext[None]], ModelSettings]:
+        def resolve(ctx: RunContext[None]) -> ModelSettings:
+            first = ctx.run_step <= 1
+            return {"tool_choice": ToolOrOutput(function_tools=["weather"])} if first else {}
+
+        return resolve
+
+
+def _weather_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if tool_returns(messages[-1]):
+        return ModelResponse(parts=[TextPart("done")])
+    return ModelResponse(parts=[ToolCallPart(PREFIX + "weather", {"city": "Paris"})])
+
+
+async def test_a_choice_that_changes_between_steps_is_followed_at_each_step(
+    claude_backend: OfflineBackend, model: ClaudeCodeModel
+):
+    claude_backend.set_brain(FunctionModel(_weather_then_answer))
+    agent = _agent(model)
+
+    result = await agent.run("Weather?", capabilities=[_WeatherFirst()])
+
+    assert result.output == "done"
+    first, last = claude_backend.requests[0], claude_backend.requests[-1]
+    assert {"weather", "population"} & {n.removeprefix(PREFIX) for n in first.tool_names} == {"weather"}
+    assert {"weather", "population"} <= {n.removeprefix(PREFIX) for n in last.tool_names}
