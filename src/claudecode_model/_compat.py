@@ -43,10 +43,13 @@ __all__ = [
     "bundled_cli_version",
     "cli_process",
     "current_run_context",
+    "forcing_allowed",
+    "guarantee_settings",
     "keep_api_error_fields",
     "new_parts_manager",
     "now_utc",
     "request_instructions",
+    "resolve_tool_choice",
     "sdk_cli_command",
     "sdk_version",
     "session_transcript_path",
@@ -60,6 +63,30 @@ __all__ = [
 def now_utc() -> datetime:
     """The current time, as pydantic-ai stamps its responses."""
     return _pydantic_ai_utils.now_utc()
+
+
+def resolve_tool_choice(settings: Mapping[str, Any] | None, params: ModelRequestParameters) -> Any:
+    """pydantic-ai's canonical form of the ``tool_choice`` setting for a request: ``'none'``, ``'auto'``,
+    ``'required'``, or ``(mode, allowed tool names)``."""
+    from pydantic_ai.models._tool_choice import resolve_tool_choice as resolve
+
+    return resolve(settings, params)  # type: ignore[arg-type]
+
+
+def forcing_allowed(model_name: str, settings: Mapping[str, Any] | None, reason: str | None) -> bool:
+    """pydantic-ai's rule for a forced tool choice a model cannot send: an explicit forcing ``tool_choice`` raises a
+    ``UserError`` (with ``reason``), a forced choice pydantic-ai resolved itself falls back (``False``)."""
+    from pydantic_ai.models._tool_choice import FORCING_UNSUPPORTED_REASON, support_tool_forcing
+
+    return support_tool_forcing(model_name, settings, reason or FORCING_UNSUPPORTED_REASON)  # type: ignore[arg-type]
+
+
+def guarantee_settings() -> frozenset[str]:
+    """The standard settings pydantic-ai itself warns about when a model ignores them (the others it ignores
+    silently)."""
+    from pydantic_ai._unsupported_settings import GUARANTEE_SETTINGS
+
+    return frozenset(GUARANTEE_SETTINGS)
 
 
 def request_instructions(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> str | None:

@@ -6,6 +6,7 @@ __all__ = [
     "ABORTED_ATTEMPTS_KEY",
     "APPROVED_CALL_KEY",
     "CLI_TOOL_NAME_KEY",
+    "COMPACTED_KEY",
     "FIRST_TOKEN_KEY",
     "HISTORY_DIGEST_KEY",
     "PARENT_TOOL_CALL_ID_KEY",
@@ -53,3 +54,8 @@ RATE_LIMIT_KEY = "rate_limit"
 """The rate-limit state Claude Code reported during the turn: ``status`` (``allowed``, ``allowed_warning``,
 ``rejected``), ``type`` (``five_hour``, ``seven_day``, ...), ``utilization`` (0..1), ``resets_at`` (Unix time), and
 the overage fields when known."""
+
+COMPACTED_KEY = "compacted"
+"""Set when Claude Code compacted the conversation during the turn (only with ``claude_code_compaction=True``): one
+entry per compaction (``trigger``, ``pre_tokens``, ``post_tokens``). Claude then saw a summary of the earlier
+conversation, while pydantic-ai's history still holds every message."""

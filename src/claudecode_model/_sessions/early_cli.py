@@ -51,6 +51,7 @@ from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
+from claudecode_model._sessions.cli_env import library_env
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, DEFAULT_SERVER_NAME, TransportType
 
@@ -64,6 +65,8 @@ _DERIVED_CLIENT_APP_ENV = "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP"
 _MODELLED_SETTINGS = frozenset(
     {
         "claude_code_allowed_tools",
+        "claude_code_auth",
+        "claude_code_compaction",
         "claude_code_cwd",
         "claude_code_disallowed_tools",
         "claude_code_env",
@@ -211,6 +214,7 @@ def predict_launch(
         options_env.setdefault("ENABLE_TOOL_SEARCH", "false")
     if not any(name.upper() == _SESSION_STATE_ENV for name in (*options_env, *os.environ)):
         options_env[_SESSION_STATE_ENV] = "0"
+    options_env.update(library_env(settings, params.cache, options_env))
     cwd = settings.get("claude_code_cwd")
     cwd_text = str(cwd) if cwd is not None else None
 
