@@ -59,9 +59,6 @@ class IgnoredSettings:
             )
 
 
-_NO_EQUIVALENT = "It is an AnthropicModel setting; the Claude Code CLI has no equivalent."
-
-
 def _reason(name: str) -> str | None:
     if name in UNSUPPORTED_STANDARD_SETTINGS and name not in guarantee_settings():
         return "The Claude Code CLI has no way to pass it on."  # pydantic-ai warns about the others itself
