@@ -62,7 +62,9 @@ __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"
 class ClaudeCodeModel(Model):
     """A pydantic-ai model that runs Claude through the Claude Code CLI.
 
-    It uses the CLI's own login (no API key needed) and keeps the pydantic-ai contract (``docs/settings-parity.md``).
+    It uses the CLI's own login (no API key needed), lets Claude Code run the agent loop, and keeps the pydantic-ai
+    contract: system prompts and instructions, message history (continuing CLI sessions where possible), streaming,
+    usage and cost, typed errors.
 
     Example:
         ```python
@@ -98,25 +100,37 @@ class ClaudeCodeModel(Model):
         """Create a Claude Code model.
 
         Args:
-            model_name: The Claude model (``"sonnet"``, ``"opus"``, a full id), or ``None`` for the CLI's default.
-            cli_path: The ``claude`` binary; by default the one bundled in claude-agent-sdk, then ``PATH``.
+            model_name: The Claude model (``"sonnet"``, ``"opus"``, a full model id), or ``None`` for the CLI's default.
+            cli_path: Path to the ``claude`` binary; by default the CLI bundled in claude-agent-sdk, then ``PATH``.
             settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
             profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
             env: Extra environment variables for every CLI process.
-            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables; by default 4,
-                and more for 60 s while no new process needs their slot).
+            keep_sessions: How many idle CLI processes to keep for fast follow-up turns (0 disables). By default 4,
+                and more (within ``max_processes``) for 60 s while no new process needs their slot; a number is a
+                hard bound.
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
-            tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (in-process MCP server), ``"stdio"``
-                (the IPC bridge) or ``"auto"`` (the best one the installed CLI supports).
-            spare_sessions: How many CLI processes to start ahead, per session signature, for the next new
-                conversation (after a request starts one, and with :meth:`prewarm`). 0 disables.
-            max_processes: The most CLI processes this model runs at once (by default what the memory holds).
-            tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai) or ``"cli"`` (Claude Code's
-                loop). See ``docs/tool-execution.md``.
+            tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
+                ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
+                supports: in-process for Claude Code 2.0 and later).
+            spare_sessions: How many CLI processes to start ahead, per session signature (system prompt, tools,
+                settings), for the next new conversation: after a request starts a new conversation, and with
+                :meth:`prewarm`. A new conversation claims a ready spare instead of waiting for a CLI to start.
+                Spares are stopped after ``session_idle_timeout`` unused, and with the model. 0 disables.
+            max_processes: The most CLI processes this model runs at once (busy, kept and spare together); a
+                request beyond it waits for one to end, within its timeout. By default from the machine: what the
+                available memory holds at about 250 MB per CLI, at most 8 per CPU.
+            tool_execution: Who runs the agent's own tools: ``"agent"`` (pydantic-ai, with its approvals, deferred
+                calls, retries, events, usage limits and traces; each Claude reply that calls tools is one model
+                request) or ``"cli"`` (Claude Code's loop, one model request per turn). See
+                ``docs/tool-execution.md``.
             session_store: Where CLI session transcripts are mirrored (claude-agent-sdk's ``SessionStore``, e.g.
-                :class:`~claudecode_model.PostgresSessionStore`), so another worker resumes a session from it.
-            session_store_timeout: Seconds any one call of ``session_store`` may take (a failed call does not fail
-                the turn; see ``docs/scaling.md``).
+                :class:`~claudecode_model.PostgresSessionStore`): a follow-up turn on another worker (another
+                process, machine or ``CLAUDE_CONFIG_DIR``) then resumes the session from the store instead of
+                replaying the history. Workers must share the store and the working directory.
+            session_store_timeout: Seconds any one call of ``session_store`` may take. A failed store write does
+                not fail the turn (its ``provider_details`` say ``"session_store": "incomplete"``; the entries are
+                written again later); a failed read makes the turn go on from this machine's copy, or replay the
+                history. See ``docs/scaling.md``.
         """
         limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)
         check_model_arguments(limits, tool_transport=tool_transport, settings=settings)
@@ -207,7 +221,8 @@ class ClaudeCodeModel(Model):
         model_settings: ModelSettings | None = None,
         model_request_parameters: ModelRequestParameters | None = None,
     ) -> ClaudeCodeResponse:
-        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages."""
+        """Like :meth:`request`, also returning the CLI's result message, init data and raw messages (as the request
+        does not stream, without the stream events of text and thinking and the CLI's progress notices)."""
         params = model_request_parameters or ModelRequestParameters()
         if self.profile.get("may_tokenize_special_tokens_in_content", False):
             opened = self.request_stream(messages, model_settings, params)  # pydantic-ai's wrapper restores tokens
@@ -244,14 +259,18 @@ class ClaudeCodeModel(Model):
     ) -> None:
         """Register pydantic-ai toolsets (e.g. ``agent._function_toolset``) to serve as Claude Code MCP tools.
 
-        Optional: without it, an agent's tools are exposed automatically and run through the run's own tool
-        machinery. Registered tools are converted with :func:`~claudecode_model.convert_tool` and called without a
-        run context, over ``transport`` (see ``tool_transport``). Calling it again replaces the registration (with a
-        warning)."""
+        This is the explicit API of the tool specification. It is optional: without it, an agent's tools are
+        exposed automatically and run through the run's own tool machinery (validation, retries, real deps).
+        Registered tools are converted with :func:`~claudecode_model.convert_tool` and called without a run
+        context. ``transport`` chooses how they reach the CLI: ``"sdk"`` (in-process MCP server), ``"stdio"``
+        (the IPC bridge) or ``"auto"`` (see ``tool_transport`` of the constructor). Calling it again replaces
+        the previous registration (with a warning).
+        """
         self._resources.tools.register(toolsets, server_name=server_name, transport=transport)
 
     def _process_function_tools(self, function_tool_names: list[str]) -> McpSdkServerConfig | None:
-        return self._resources.tools.registered_server(function_tool_names)  # the registered tools it names
+        """The in-process MCP server holding only the registered tools this request names."""
+        return self._resources.tools.registered_server(function_tool_names)
 
     async def prewarm(
         self,
@@ -262,20 +281,25 @@ class ClaudeCodeModel(Model):
     ) -> bool:
         """Start a spare CLI process for ``agent``'s next new conversation on this model, and wait until it is ready.
 
-        The spare has what a run of ``agent`` would start a CLI with (``deps`` for dynamic instructions); nothing
-        reaches Claude. Without an agent, it serves plain requests. Returns whether a spare is ready.
+        The spare has what a run of ``agent`` would start a CLI with (its instructions and system prompts, tools,
+        output type, settings): the agent's run machinery prepares the request (with ``deps`` for dynamic
+        instructions), and the request starts a spare instead of a turn; nothing reaches Claude. Without an agent,
+        the spare serves plain requests to the model. Returns whether a spare is ready (``False`` with
+        ``spare_sessions=0``, or when no process slot is free).
         """
         from claudecode_model._prewarm import prewarm
 
         return await prewarm(self, agent, deps=deps, model_settings=model_settings)
 
     async def aclose(self) -> None:
-        """Stop every CLI process this model keeps (follow-ups, spares, turns waiting for tool results)."""
+        """Stop every CLI process this model keeps for follow-up turns, its spares, and every turn waiting for tool
+        results."""
         await self._resources.aclose()
 
     def close(self) -> None:
-        """Synchronous :meth:`aclose`, for programs that use ``run_sync`` (from async code, the rest is tidied up in a
-        task of the running loop)."""
+        """Synchronous :meth:`aclose`, for programs that use ``run_sync``. Called from async code it stops the CLI
+        processes at once and tidies up the rest in a task of the running loop (``await model.aclose()`` waits for
+        it all)."""
         close_blocking(self.aclose, stop_now=self._resources.stop_now)
 
     async def __aexit__(self, *args: Any) -> bool | None:
