@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ABORTED_ATTEMPTS_KEY",
+    "API_RETRIES_KEY",
     "APPROVED_CALL_KEY",
     "CLI_TOOL_NAME_KEY",
     "FIRST_TOKEN_KEY",
@@ -53,3 +54,7 @@ RATE_LIMIT_KEY = "rate_limit"
 """The rate-limit state Claude Code reported during the turn: ``status`` (``allowed``, ``allowed_warning``,
 ``rejected``), ``type`` (``five_hour``, ``seven_day``, ...), ``utilization`` (0..1), ``resets_at`` (Unix time), and
 the overage fields when known."""
+
+API_RETRIES_KEY = "api_retries"
+"""The API requests Claude Code retried by itself during the turn, in order: ``attempt``, ``max_retries``,
+``retry_delay_ms``, ``error_status`` and ``error`` as the CLI reported them (its ``api_retry`` messages)."""

@@ -49,6 +49,7 @@ from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
 from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
+from claudecode_model._sessions.inactivity import cli_timeout_env
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, DEFAULT_SERVER_NAME, TransportType
 
@@ -66,6 +67,7 @@ _MODELLED_SETTINGS = frozenset(
         "claude_code_disallowed_tools",
         "claude_code_env",
         "claude_code_extra_args",
+        "claude_code_inactivity_timeout",
         "claude_code_interpret_prompts",
         "claude_code_max_turns",
         "claude_code_permission_mode",
@@ -208,6 +210,7 @@ def predict_launch(
         options_env.setdefault("ENABLE_TOOL_SEARCH", "false")
     if not any(name.upper() == _SESSION_STATE_ENV for name in (*options_env, *os.environ)):
         options_env[_SESSION_STATE_ENV] = "0"
+    options_env.update(cli_timeout_env(settings, options_env))
     cwd = settings.get("claude_code_cwd")
     cwd_text = str(cwd) if cwd is not None else None
 

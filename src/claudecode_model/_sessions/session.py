@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
@@ -45,6 +46,7 @@ logger = logging.getLogger(__name__)
 keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports
 
 _STOP_GRACE_SECONDS = 2.0
+_SPAWN_POLL_SECONDS = 0.005
 
 
 @dataclass
@@ -186,6 +188,10 @@ class CLISession:
         """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
         self._on_failure: Callable[[BaseException], None] | None = None
         self._stop_mark = _StopMark()
+        self._connecting = False
+        """The owner task is inside the SDK's ``connect()``: the CLI process is being spawned, or was."""
+        self.observer: Callable[[Message], None] | None = None
+        """Told of every message the CLI sends during a turn, in the owner task (a turn's inactivity watchdog)."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -267,12 +273,25 @@ class CLISession:
         except BaseException:
             self._stop_mark.stopped = True  # given up: what the start does next is of no interest
             self._kill_starting()  # a CLI that hangs at start never reads its end of input
+            with anyio.CancelScope(shield=True):  # an anyio deadline cancels every await: this one must run
+                await self._kill_spawning()
             # The owner notices the killed CLI only when the SDK's start gives up (a second or two): the caller's
             # timeout or cancellation must not wait for that, the rest of the cleanup goes on in the background.
             cleanup = self._loop.create_task(self._close_given_up_start(), name="claude-code-session-close")
             self._background.add(cleanup)
             cleanup.add_done_callback(self._background.discard)
             raise
+
+    async def _kill_spawning(self) -> None:
+        """Kill the CLI a given-up start is spawning right now, once it exists (the SDK's ``connect()`` spawns it
+        after a few awaits), so that no CLI of a cancelled or timed-out request outlives its error."""
+        deadline = self._loop.time() + _STOP_GRACE_SECONDS
+        client = self._starting_client
+        while self._connecting and client is not None and cli_process(client) is None:
+            if self._loop.time() > deadline:
+                return
+            await asyncio.sleep(_SPAWN_POLL_SECONDS)
+        self._kill_starting()
 
     async def _close_given_up_start(self) -> None:
         try:
@@ -300,9 +319,13 @@ class CLISession:
                 logger.debug("waiting to start a CLI: %d are starting already", gate.used)
             await gate.acquire(_nothing_to_evict)
             try:
+                if self._stop_mark.stopped:  # given up while it waited for the slot: no CLI is spawned for it
+                    raise CLIInterruptedError("The Claude Code session was given up before its CLI started")
+                self._connecting = True
                 with sdk_advice_silenced(self.options.can_use_tool is not None):
                     await client.connect()
             finally:
+                self._connecting = False
                 gate.release()
         except BaseException as error:
             if not self._ready.done():
@@ -313,6 +336,8 @@ class CLISession:
         self._process = cli_process(client)
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
+        if self._stop_mark.stopped:
+            _terminate(self._pid, signal.SIGKILL)  # connected after its start was given up: nobody will use it
         logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
         try:
             if warm_up:
@@ -345,6 +370,8 @@ class CLISession:
             if turn.message is not None:
                 await client.query(one_message(turn.message))
             async for message in client.receive_response():
+                if self.observer is not None:
+                    self.observer(message)
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
                 delivery = Delivery.WAKE if self._delivery is None else self._delivery(message)
@@ -364,6 +391,14 @@ class CLISession:
             self._serving = False
             self._current = None
             turn.output.put(None)
+
+    def fail_turn(self, error: BaseException) -> bool:
+        """End the turn in progress for its consumer with ``error`` (the CLI goes on until the turn is stopped);
+        whether a turn was in progress."""
+        if self._current is None:
+            return False
+        self._current.output.put(error)
+        return True
 
     def _tools_waiting(self, ids: frozenset[str]) -> None:
         if self._current is not None:

@@ -36,6 +36,7 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._compat import ModelResponsePartsManager, api_error_fields
 from claudecode_model._history.details import (
+    API_RETRIES_KEY,
     APPROVED_CALL_KEY,
     CLI_TOOL_NAME_KEY,
     PARENT_TOOL_CALL_ID_KEY,
@@ -46,7 +47,14 @@ from claudecode_model._sessions.session import Delivery
 from claudecode_model._stream.attempts import AttemptTracker
 from claudecode_model._tools.native import NativeToolPlan
 
-__all__ = ["TurnOutcome", "TurnTranslator", "delivery_unless_streaming", "rate_limit_details", "request_usage"]
+__all__ = [
+    "TurnOutcome",
+    "TurnTranslator",
+    "api_retry_details",
+    "delivery_unless_streaming",
+    "rate_limit_details",
+    "request_usage",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +91,17 @@ class TurnOutcome:
     """The last rate-limit state the CLI reported in the turn (it reports one when the state changes)."""
     reply_model: str | None = None
     """The model that wrote Claude's last reply (the fallback model, once Claude Code switched to it)."""
+    answered: set[str] = field(default_factory=set)
+    """The ids of the API responses that started in the turn (streamed or whole)."""
+    api_retries: list[dict[str, Any]] = field(default_factory=list)
+    """The API requests the CLI retried by itself (its ``api_retry`` messages)."""
+
+    @property
+    def api_requests(self) -> int:
+        """The API requests the CLI made in the turn, as far as its messages show: those answered, those it retried,
+        and a failed last one."""
+        failed_last = self.api_error_kind is not None and not self.api_error_in_stream
+        return len(self.answered) + len(self.api_retries) + int(failed_last)
 
 
 class TurnTranslator:
@@ -214,6 +233,8 @@ class TurnTranslator:
                 self.outcome.session_id = message.session_id
             case RateLimitEvent():
                 self.outcome.rate_limit = rate_limit_details(message)
+            case SystemMessage() if message.subtype == "api_retry":
+                self.outcome.api_retries.append(api_retry_details(message.data))
             case SystemMessage():
                 if message.subtype == "init":
                     self.outcome.init_data = message.data
@@ -232,6 +253,7 @@ class TurnTranslator:
             self._message_id = message.get("id")
             if self._message_id is not None:
                 self.attempts.started(self._message_id)
+                self.outcome.answered.add(self._message_id)
             self._reply_calls = []
             self._in_stream = True
             self._reply_unfinished = True
@@ -325,6 +347,7 @@ class TurnTranslator:
         if message.model:
             self.outcome.reply_model = message.model
         message_id = message.message_id or f"anon-{id(message)}"
+        self.outcome.answered.add(message_id)
         if self._in_stream and message_id != self._message_id:
             # A reply that was not streamed (the retry of a cut stream): the streamed attempt was abandoned.
             self._in_stream = False
@@ -484,6 +507,8 @@ class TurnTranslator:
             details["model_usage"] = _jsonable(result.model_usage)
         if self.outcome.rate_limit is not None:
             details[RATE_LIMIT_KEY] = self.outcome.rate_limit
+        if self.outcome.api_retries:
+            details[API_RETRIES_KEY] = list(self.outcome.api_retries)
         return details
 
 
@@ -523,6 +548,23 @@ def delivery_unless_streaming(message: Message) -> Delivery:
             return Delivery.DROP
         case _:
             return Delivery.HOLD
+
+
+_RETRY_FIELDS = ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
+
+
+def api_retry_details(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``api_retry`` message of the CLI for ``provider_details`` (logged at WARNING)."""
+    retry = {key: _jsonable(data[key]) for key in _RETRY_FIELDS if data.get(key) is not None}
+    delay = retry.get("retry_delay_ms")
+    logger.warning(
+        "Claude Code retries an API request (attempt %s of %s after %s%s)",
+        retry.get("attempt", "?"),
+        retry.get("max_retries", "?"),
+        retry.get("error", "an error"),
+        f", in {delay / 1000:.1f} s" if isinstance(delay, int | float) else "",
+    )
+    return retry
 
 
 def rate_limit_details(event: RateLimitEvent) -> dict[str, Any]:
