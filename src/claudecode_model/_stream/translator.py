@@ -99,9 +99,8 @@ class TurnOutcome:
     @property
     def api_requests(self) -> int:
         """The API requests the CLI made in the turn, as far as its messages show: those answered, those it retried,
-        and a failed last one."""
-        failed_last = self.api_error_kind is not None and not self.api_error_in_stream
-        return len(self.answered) + len(self.api_retries) + int(failed_last)
+        and a failed last one (after an error inside a stream the CLI asks once more without streaming)."""
+        return len(self.answered) + len(self.api_retries) + int(self.api_error_kind is not None)
 
 
 class TurnTranslator:
@@ -190,6 +189,11 @@ class TurnTranslator:
         self.outcome.stream_usage = RequestUsage()
         self.attempts.next_response()
         self._responses += 1
+
+    @property
+    def in_stream(self) -> bool:
+        """Whether a streamed reply is in progress (its ``message_start`` came, its ``message_stop`` not yet)."""
+        return self._in_stream
 
     @property
     def parts(self) -> ModelResponsePartsManager:

@@ -8,7 +8,7 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._stream.pricing import list_price
 from claudecode_model._stream.translator import TurnTranslator
-from claudecode_model.exceptions import ClaudeCodeError
+from claudecode_model.exceptions import ClaudeCodeError, ClaudeCodeInactivityError
 
 __all__ = ["note_nothing_spent", "note_spent"]
 
@@ -23,7 +23,9 @@ def note_spent(error: ClaudeCodeError, translator: TurnTranslator, previous_cost
         cost = list_price(usage, model_name)
     error.usage = usage
     error.cost_usd = float(cost) if cost is not None else (0.0 if not usage.has_values() else None)
-    error.api_requests = outcome.api_requests
+    # A turn stopped for silence outside a reply was waiting for an API request that never answered.
+    waiting = isinstance(error, ClaudeCodeInactivityError) and not translator.in_stream
+    error.api_requests = outcome.api_requests + int(waiting)
     error.reached_model = bool(outcome.answered) or usage.has_values() or bool(cost and cost > Decimal(0))
 
 

@@ -1,0 +1,167 @@
+"""The fault suite (issue 39): through the real CLI, the offline backend stalls or fails at chosen points, and each
+run ends with the documented error, what it spent, and whether a retry is safe (``reached_model``).
+
+The inactivity bound is short here (a few seconds) so that a stall ends quickly; the bound's default is checked in
+``tests/model/test_inactivity_unit.py``. Durations are only checked against generous bounds that prove "it ended".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelAPIError, ModelTimeoutError
+from pydantic_ai.models.fallback import FallbackModel
+from pydantic_ai.models.test import TestModel
+
+from claudecode_model import (
+    ClaudeCodeError,
+    ClaudeCodeInactivityError,
+    ClaudeCodeModel,
+    ClaudeCodeOverloadedError,
+    CLINotFoundError,
+    CLIProcessError,
+)
+from claudecode_model.testing import Failure, OfflineBackend
+
+pytestmark = pytest.mark.cli
+
+BOUND = 3.0
+"""The inactivity bound of these tests (seconds)."""
+ENDED_WITHIN = 60.0
+"""A generous bound on how long a run that stalls forever may take with ``BOUND`` (CLI start included)."""
+ANSWER = "A long enough answer that is held by the backend after its first few words reach the CLI."
+
+
+def bounded(backend: OfflineBackend, **kwargs: object) -> ClaudeCodeModel:
+    settings = {"claude_code_inactivity_timeout": BOUND}
+    return ClaudeCodeModel(env=backend.cli_env(), keep_sessions=0, spare_sessions=0, settings=settings, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_a_stall_mid_stream_ends_within_the_bound_with_what_it_spent(claude_backend: OfflineBackend):
+    claude_backend.set_brain(ANSWER)
+    claude_backend.text_chunk_size = 4
+    claude_backend.hold_next_stream(after_deltas=2)  # never released: the backend stalls forever mid-stream
+    model = bounded(claude_backend)
+    started = time.monotonic()
+
+    with pytest.raises(ClaudeCodeInactivityError) as raised:
+        await Agent(model).run("hello")
+
+    assert time.monotonic() - started < ENDED_WITHIN
+    error = raised.value
+    assert isinstance(error, ModelTimeoutError) and isinstance(error, ModelAPIError)
+    assert isinstance(error, ClaudeCodeError)
+    assert error.timeout == BOUND
+    assert f"claude_code_inactivity_timeout={BOUND:g}" in str(error)
+    assert error.reached_model is True  # the answer had started: tokens were spent
+    assert error.usage is not None and error.usage.input_tokens > 0
+    assert error.api_requests == 1
+    assert len(claude_backend.requests) == 1
+    await model.aclose()
+
+
+async def test_a_stall_before_the_first_token_ends_within_the_bound_and_spent_nothing(claude_backend: OfflineBackend):
+    claude_backend.fail_next(Failure.stall())  # accepts the request, never answers
+    model = bounded(claude_backend)
+    started = time.monotonic()
+
+    with pytest.raises(ClaudeCodeInactivityError) as raised:
+        await Agent(model).run("hello")
+
+    assert time.monotonic() - started < ENDED_WITHIN
+    error = raised.value
+    assert error.reached_model is False  # safe to send again
+    assert error.cost_usd == 0.0
+    assert error.api_requests == 1  # the one that never answered
+    assert len(claude_backend.requests) == 1
+    await model.aclose()
+
+
+async def test_a_stall_moves_a_fallback_model_on(claude_backend: OfflineBackend):
+    claude_backend.fail_next(Failure.stall())
+    model = bounded(claude_backend)
+
+    result = await Agent(FallbackModel(model, TestModel(custom_output_text="from the fallback"))).run("hello")
+
+    assert result.output == "from the fallback"
+    await model.aclose()
+
+
+@pytest.mark.parametrize("execution", ["agent", "cli"])
+async def test_a_tool_call_longer_than_the_bound_is_not_cut(claude_backend: OfflineBackend, execution: str):
+    model = bounded(claude_backend, tool_execution=execution)
+    agent = Agent(model)
+    calls: list[str] = []
+
+    @agent.tool_plain
+    async def slow_lookup(key: str) -> str:
+        """Look a key up (slowly)."""
+        calls.append(key)
+        await asyncio.sleep(BOUND * 2.5)
+        return f"value of {key}"
+
+    result = await agent.run("look it up")
+
+    assert len(calls) == 1
+    assert "value of" in str(claude_backend.requests[-1].messages[-1])  # the result reached Claude
+    assert result.output
+    await model.aclose()
+
+
+async def test_an_overload_before_any_token_is_safe_to_retry(claude_backend: OfflineBackend):
+    claude_backend.fail_next(Failure.http(529, "Overloaded", error_type="overloaded_error"), count=3)
+    model = bounded(claude_backend)
+
+    with pytest.raises(ClaudeCodeOverloadedError) as raised:
+        await Agent(model).run("hello")
+
+    error = raised.value
+    assert error.reached_model is False
+    assert error.cost_usd == 0.0
+    assert error.api_requests == len(claude_backend.requests) >= 1
+    await model.aclose()
+
+
+async def test_an_overload_mid_answer_says_tokens_were_spent(claude_backend: OfflineBackend):
+    cut = Failure.cut(ANSWER, after_deltas=2, ending="sse_error")
+    claude_backend.fail_next(cut)
+    claude_backend.fail_next(Failure.http(529, "Overloaded", error_type="overloaded_error"), count=3)
+    model = bounded(claude_backend)
+
+    with pytest.raises(ClaudeCodeOverloadedError) as raised:
+        await Agent(model).run("hello")
+
+    error = raised.value
+    assert error.reached_model is True
+    assert error.usage is not None and error.usage.input_tokens > 0
+    assert error.api_requests is not None and error.api_requests >= 2
+    await model.aclose()
+
+
+async def test_a_bad_cli_path_never_reached_the_model(tmp_path: Path):
+    model = ClaudeCodeModel(cli_path=tmp_path / "no-such-claude")
+
+    with pytest.raises(CLINotFoundError) as raised:
+        await Agent(model).run("hello")
+
+    assert raised.value.reached_model is False
+    assert raised.value.api_requests == 0
+    await model.aclose()
+
+
+async def test_a_cli_that_exits_at_once_never_reached_the_model(tmp_path: Path):
+    cli = tmp_path / "claude"
+    cli.write_text("#!/bin/sh\nexit 1\n")
+    cli.chmod(0o755)
+    model = ClaudeCodeModel(cli_path=cli, keep_sessions=0, spare_sessions=0)
+
+    with pytest.raises(CLIProcessError) as raised:
+        await Agent(model).run("hello")
+
+    assert raised.value.reached_model is False
+    assert raised.value.cost_usd == 0.0
+    await model.aclose()
