@@ -74,10 +74,12 @@ def test_the_inactivity_error_is_a_model_timeout_and_keeps_what_was_spent_when_p
 
     again = pickle.loads(pickle.dumps(error))
 
-    assert isinstance(again, ModelTimeoutError) and isinstance(again, ModelAPIError)
+    assert isinstance(again, ModelTimeoutError)
+    assert isinstance(again, ModelAPIError)
     assert again.phase == "read"
     assert (again.timeout, again.api_requests, again.reached_model, again.cost_usd) == (360.0, 2, True, 0.01)
-    assert again.usage is not None and again.usage.input_tokens == 5
+    assert again.usage is not None
+    assert again.usage.input_tokens == 5
 
 
 def test_api_errors_keep_what_was_spent_when_pickled():

@@ -53,12 +53,14 @@ async def test_a_stall_mid_stream_ends_within_the_bound_with_what_it_spent(claud
 
     assert time.monotonic() - started < ENDED_WITHIN
     error = raised.value
-    assert isinstance(error, ModelTimeoutError) and isinstance(error, ModelAPIError)
+    assert isinstance(error, ModelTimeoutError)
+    assert isinstance(error, ModelAPIError)
     assert isinstance(error, ClaudeCodeError)
     assert error.timeout == BOUND
     assert f"claude_code_inactivity_timeout={BOUND:g}" in str(error)
     assert error.reached_model is True  # the answer had started: tokens were spent
-    assert error.usage is not None and error.usage.input_tokens > 0
+    assert error.usage is not None
+    assert error.usage.input_tokens > 0
     assert error.api_requests == 1
     assert len(claude_backend.requests) == 1
     await model.aclose()
@@ -137,8 +139,10 @@ async def test_an_overload_mid_answer_says_tokens_were_spent(claude_backend: Off
 
     error = raised.value
     assert error.reached_model is True
-    assert error.usage is not None and error.usage.input_tokens > 0
-    assert error.api_requests is not None and error.api_requests >= 2
+    assert error.usage is not None
+    assert error.usage.input_tokens > 0
+    assert error.api_requests is not None
+    assert error.api_requests >= 2
     await model.aclose()
 
 
