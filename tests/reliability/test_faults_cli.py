@@ -8,6 +8,7 @@ The inactivity bound is short here (a few seconds) so that a stall ends quickly;
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
 
@@ -168,4 +169,38 @@ async def test_a_cli_that_exits_at_once_never_reached_the_model(tmp_path: Path):
 
     assert raised.value.reached_model is False
     assert raised.value.cost_usd == 0.0
+    await model.aclose()
+
+
+async def test_the_clis_own_retries_are_visible(claude_backend: OfflineBackend, caplog: pytest.LogCaptureFixture):
+    claude_backend.set_brain("Answered on the second attempt.")
+    claude_backend.fail_next(Failure.http(529, "Overloaded", error_type="overloaded_error"))
+    model = bounded(claude_backend)
+
+    with caplog.at_level(logging.WARNING, logger="claudecode_model"):
+        result = await Agent(model).run("hello", model_settings={"max_retries": 1})
+
+    assert result.output == "Answered on the second attempt."
+    assert len(claude_backend.requests) == 2
+    [retry] = result.all_messages()[-1].provider_details["api_retries"]
+    assert retry["attempt"] == 1
+    assert retry["error_status"] == 529
+    assert "Claude Code retries an API request" in caplog.text
+    await model.aclose()
+
+
+async def test_the_clis_attempt_timeout_ends_a_stall_before_the_bound_and_it_retries(claude_backend: OfflineBackend):
+    """With a bound of 15 s the CLI's first-byte window is 12.5 s: the CLI gives up on the stalled request and asks
+    again (visibly) before the bound fires, and the second request is answered."""
+    claude_backend.set_brain("Answered after the CLI's own retry.")
+    claude_backend.fail_next(Failure.stall())  # the first request only
+    model = ClaudeCodeModel(
+        env=claude_backend.cli_env(), keep_sessions=0, spare_sessions=0, settings={"claude_code_inactivity_timeout": 15}
+    )
+
+    result = await Agent(model).run("hello", model_settings={"max_retries": 1})
+
+    assert result.output == "Answered after the CLI's own retry."
+    assert len(claude_backend.requests) == 2
+    assert result.all_messages()[-1].provider_details["api_retries"]
     await model.aclose()
