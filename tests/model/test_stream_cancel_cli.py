@@ -17,6 +17,7 @@ from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.polling import wait_for
 from tests._support.processes import is_alive, live_children
 
 pytestmark = pytest.mark.cli
@@ -219,4 +220,44 @@ async def test_request_timeout_while_the_cli_starts_leaves_no_process(
         await Agent(model).run("hello", model_settings={"request_timeout": 0.2})
 
     assert not cli_processes()
+    await assert_still_works(model, claude_backend)
+
+
+async def test_a_request_cancelled_while_it_waits_for_a_start_slot_spawns_no_cli_afterwards(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    """The start slots are all taken (other CLIs starting): the request is cancelled (a timeout does the same) while
+    its session waits for one. Once the slots are free the session takes one, sees its start was given up, and
+    spawns nothing (it used to start a CLI 0.4-0.75 s after the timeout, which lived about 1.5 s)."""
+    from claudecode_model._process.slots import starting_slots
+
+    gate = starting_slots()
+    taken = 0
+    while gate.try_acquire():
+        taken += 1
+    try:
+        run = asyncio.create_task(Agent(model).run("hello", model_settings={"request_timeout": 60}))
+        assert await wait_for(lambda: gate.waiting == 1)  # its session waits for a start slot
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        seen: set[int] = set()
+
+        async def watch() -> None:
+            while True:
+                seen.update(cli_processes())
+                await asyncio.sleep(0.01)
+
+        watcher = asyncio.create_task(watch())
+    finally:
+        for _ in range(taken):
+            gate.release()
+
+    def session_tasks() -> list[asyncio.Task[object]]:
+        return [task for task in asyncio.all_tasks() if task.get_name().startswith("claude-code-session-")]
+
+    assert await wait_for(lambda: not session_tasks())  # the given-up session took its slot and ended
+    watcher.cancel()
+    assert not seen  # no CLI was ever spawned for it
+    assert claude_backend.requests == []
     await assert_still_works(model, claude_backend)
