@@ -291,7 +291,12 @@ class CLISession:
             if self._loop.time() > deadline:
                 return
             await asyncio.sleep(_SPAWN_POLL_SECONDS)
+        process = cli_process(client) if client is not None and self._client is None else None
         self._kill_starting()
+        # Killed: a large process takes a moment to die; the caller's error waits for that, not for the reaping.
+        pid = process.pid if process is not None else None
+        while pid is not None and not (_exited(pid) or _exiting(pid)) and self._loop.time() < deadline:
+            await asyncio.sleep(_SPAWN_POLL_SECONDS)
 
     async def _close_given_up_start(self) -> None:
         try:
