@@ -91,6 +91,8 @@ class TurnOutcome:
     """The last rate-limit state the CLI reported in the turn (it reports one when the state changes)."""
     reply_model: str | None = None
     """The model that wrote Claude's last reply (the fallback model, once Claude Code switched to it)."""
+    recovered: bool = False
+    """The result said ``is_error`` with subtype ``success`` and held an answer, which the turn kept."""
     answered: set[str] = field(default_factory=set)
     """The ids of the API responses that started in the turn (streamed or whole)."""
     api_retries: list[dict[str, Any]] = field(default_factory=list)
@@ -484,7 +486,7 @@ class TurnTranslator:
             return "tool_call"
         result = self.outcome.result
         stop = (result.stop_reason if result is not None else None) or self.outcome.last_stop_reason
-        if result is not None and result.is_error:
+        if result is not None and result.is_error and not self.outcome.recovered:
             return "error"
         if stop == "tool_use" and result is not None and result.subtype == "success":
             # Claude Code ran every tool itself; a loop that ends on a tool call ended on the one that finishes
