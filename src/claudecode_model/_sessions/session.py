@@ -295,7 +295,8 @@ class CLISession:
         self._kill_starting()
         # Killed: a large process takes a moment to die; the caller's error waits for that, not for the reaping.
         pid = process.pid if process is not None else None
-        while pid is not None and not (_exited(pid) or _exiting(pid)) and self._loop.time() < deadline:
+        # Polled: the process's end has no event to wait for here (its owner's watcher reaps it later).
+        while pid is not None and not (_exited(pid) or _exiting(pid)) and self._loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(_SPAWN_POLL_SECONDS)
 
     async def _close_given_up_start(self) -> None:
