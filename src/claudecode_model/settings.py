@@ -82,6 +82,11 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     ``ClaudeCodeInactivityError`` (default 360: above the CLI's own longest silent wait of one API attempt, see
     ``docs/reliability.md``); ``None`` turns the bound off. The CLI's own per-attempt API timeouts are set below it."""
 
+    claude_code_limit_reset_wait: float
+    """Seconds a request may wait, in all, for a usage limit of the subscription to reset (the 5-hour or weekly limit)
+    before it asks again; default ``0``: no waiting, ``ClaudeCodeRateLimitError`` is raised with ``resets_at`` and
+    ``retry_after``. A WARNING says until when. Requests that do not stream (``agent.run()``), DBOS steps included."""
+
     claude_code_max_turns: int
     """Maximum agentic turns (API round trips) the CLI may take for one request."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from claudecode_model import (
     ClaudeCodeInactivityError,
     ClaudeCodeModel,
     ClaudeCodeOverloadedError,
+    ClaudeCodeRateLimitError,
     CLINotFoundError,
     CLIProcessError,
 )
@@ -203,4 +205,76 @@ async def test_the_clis_attempt_timeout_ends_a_stall_before_the_bound_and_it_ret
     assert result.output == "Answered after the CLI's own retry."
     assert len(claude_backend.requests) == 2
     assert result.all_messages()[-1].provider_details["api_retries"]
+    await model.aclose()
+
+
+def limit_headers(resets: int, claim: str = "five_hour") -> dict[str, str]:
+    """The headers of a subscription's usage limit refusal (``five_hour`` or ``seven_day``)."""
+    short = {"five_hour": "5h", "seven_day": "7d"}[claim]
+    return {
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-reset": str(resets),
+        "anthropic-ratelimit-unified-representative-claim": claim,
+        f"anthropic-ratelimit-unified-{short}-status": "rejected",
+        f"anthropic-ratelimit-unified-{short}-reset": str(resets),
+        f"anthropic-ratelimit-unified-{short}-utilization": "1.0",
+    }
+
+
+def subscription_env(backend: OfflineBackend) -> dict[str, str]:
+    """The backend's environment with a (fake) subscription login instead of an API key."""
+    env = {name: value for name, value in backend.cli_env().items() if name != "ANTHROPIC_API_KEY"}
+    return {**env, "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-offline-test"}
+
+
+def limit_reached(resets: int, claim: str = "five_hour") -> Failure:
+    return Failure.http(429, "rate limited", error_type="rate_limit_error", headers=limit_headers(resets, claim))
+
+
+@pytest.mark.parametrize("claim", ["five_hour", "seven_day"])
+async def test_a_usage_limit_says_when_it_resets_and_spent_nothing(claude_backend: OfflineBackend, claim: str):
+    resets = int(time.time()) + (3600 if claim == "five_hour" else 4 * 86400)
+    claude_backend.fail_next(limit_reached(resets, claim))
+    model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0, spare_sessions=0)
+
+    with pytest.raises(ClaudeCodeRateLimitError) as raised:
+        await Agent(model).run("hello")
+
+    error = raised.value
+    assert error.resets_at == datetime.fromtimestamp(resets, UTC)
+    assert error.retry_after is not None
+    assert resets - time.time() - 60 < error.retry_after <= resets - time.time() + 1
+    assert error.reached_model is False
+    assert len(claude_backend.requests) == 1
+    await model.aclose()
+
+
+async def test_a_plain_run_that_opts_in_waits_out_the_reset(
+    claude_backend: OfflineBackend, caplog: pytest.LogCaptureFixture
+):
+    claude_backend.set_brain("Answered after the reset.")
+    resets = int(time.time()) + 5
+    claude_backend.fail_next(limit_reached(resets))
+    model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0, spare_sessions=0)
+
+    with caplog.at_level(logging.WARNING, logger="claudecode_model"):
+        result = await Agent(model).run("hello", model_settings={"claude_code_limit_reset_wait": 60})
+
+    assert result.output == "Answered after the reset."
+    assert time.time() >= resets  # asked again only once the limit had reset
+    assert len(claude_backend.requests) == 2
+    assert "waiting until " + datetime.fromtimestamp(resets, UTC).isoformat(timespec="seconds") in caplog.text
+    await model.aclose()
+
+
+async def test_a_reset_beyond_the_wait_is_raised_at_once(claude_backend: OfflineBackend):
+    claude_backend.fail_next(limit_reached(int(time.time()) + 3600))
+    model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0, spare_sessions=0)
+    started = time.monotonic()
+
+    with pytest.raises(ClaudeCodeRateLimitError):
+        await Agent(model).run("hello", model_settings={"claude_code_limit_reset_wait": 600})
+
+    assert time.monotonic() - started < ENDED_WITHIN
+    assert len(claude_backend.requests) == 1
     await model.aclose()

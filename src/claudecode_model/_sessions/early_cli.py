@@ -69,6 +69,7 @@ _MODELLED_SETTINGS = frozenset(
         "claude_code_extra_args",
         "claude_code_inactivity_timeout",
         "claude_code_interpret_prompts",
+        "claude_code_limit_reset_wait",
         "claude_code_max_turns",
         "claude_code_permission_mode",
         "claude_code_session",

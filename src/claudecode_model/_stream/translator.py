@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -586,17 +587,27 @@ def rate_limit_details(event: RateLimitEvent) -> dict[str, Any]:
         "overage_disabled_reason": info.overage_disabled_reason,
     }
     state = {key: value for key, value in state.items() if value is not None}
-    level = logging.INFO if info.status == "allowed" else logging.WARNING
+    # A warning is news once per program and limit window (then INFO); a rejection always is.
+    window = (info.rate_limit_type, info.resets_at)
+    first_warning = info.status == "allowed_warning" and window not in _WARNED
+    if first_warning:
+        _WARNED.add(window)
+    level = logging.WARNING if first_warning or info.status == "rejected" else logging.INFO
     utilization = f"{info.utilization:.0%}" if info.utilization is not None else "unknown"
+    resets = datetime.fromtimestamp(info.resets_at, UTC).isoformat(timespec="minutes") if info.resets_at else None
     logger.log(
         level,
         "Claude Code reports its rate limit %s: %s (%s used%s)",
         info.rate_limit_type or "",
         info.status,
         utilization,
-        f", resets at {info.resets_at}" if info.resets_at else "",
+        f", resets at {resets}" if resets else "",
     )
     return state
+
+
+_WARNED: set[tuple[str | None, int | None]] = set()
+"""The limit windows (type, reset time) whose first ``allowed_warning`` the program logged at WARNING."""
 
 
 def request_usage(usage: Mapping[str, Any]) -> RequestUsage:
