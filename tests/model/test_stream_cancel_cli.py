@@ -7,6 +7,7 @@ happens while Claude is still answering.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -261,3 +262,40 @@ async def test_a_request_cancelled_while_it_waits_for_a_start_slot_spawns_no_cli
     assert not seen  # no CLI was ever spawned for it
     assert claude_backend.requests == []
     await assert_still_works(model, claude_backend)
+
+
+async def test_a_start_given_up_leaves_no_temp_folder_even_if_the_loop_ends_at_once(claude_backend: OfflineBackend):
+    """Its private temp folder is removed before the error is raised, not only by the background close (which never
+    runs when the event loop closes right after the error)."""
+    import tempfile
+
+    from claudecode_model._process.slots import starting_slots
+    from claudecode_model._process.temp import CLI_TEMP_PREFIX
+
+    def cli_folders() -> set[str]:
+        return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith(CLI_TEMP_PREFIX)}
+
+    claude_backend.set_brain(LONG_TEXT)
+    # Without the backend's CLAUDE_CODE_TMPDIR, so that the CLI gets a private temp folder.
+    env = {name: value for name, value in claude_backend.cli_env().items() if name != "CLAUDE_CODE_TMPDIR"}
+    model = ClaudeCodeModel(env=env, spare_sessions=0)
+    before = cli_folders()
+    gate = starting_slots()
+    taken = 0
+    while gate.try_acquire():
+        taken += 1
+    try:
+        run = asyncio.create_task(Agent(model).run("hello", model_settings={"request_timeout": 60}))
+        assert await wait_for(lambda: gate.waiting == 1)  # its session (and its temp folder) exists, waiting
+        assert cli_folders() - before
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert not (cli_folders() - before)  # checked before any other await: nothing else ran meanwhile
+    finally:
+        for _ in range(taken):
+            gate.release()
+    try:
+        await assert_still_works(model, claude_backend)
+    finally:
+        await model.aclose()

@@ -274,7 +274,13 @@ class CLISession:
             self._stop_mark.stopped = True  # given up: what the start does next is of no interest
             self._kill_starting()  # a CLI that hangs at start never reads its end of input
             with anyio.CancelScope(shield=True):  # an anyio deadline cancels every await: this one must run
-                await self._kill_spawning()
+                gone = await self._kill_spawning()
+            if gone:
+                # Nothing runs in the folders and files of this start any more: removed now, not only by the
+                # background close, which never runs if the event loop closes right after the error.
+                for server in self.tool_servers:
+                    server.discard()
+                self._closed_now()
             # The owner notices the killed CLI only when the SDK's start gives up (a second or two): the caller's
             # timeout or cancellation must not wait for that, the rest of the cleanup goes on in the background.
             cleanup = self._loop.create_task(self._close_given_up_start(), name="claude-code-session-close")
@@ -282,14 +288,15 @@ class CLISession:
             cleanup.add_done_callback(self._background.discard)
             raise
 
-    async def _kill_spawning(self) -> None:
+    async def _kill_spawning(self) -> bool:
         """Kill the CLI a given-up start is spawning right now, once it exists (the SDK's ``connect()`` spawns it
-        after a few awaits), so that no CLI of a cancelled or timed-out request outlives its error."""
+        after a few awaits), so that no CLI of a cancelled or timed-out request outlives its error. Whether no CLI
+        of this start runs any more (none was spawned, or it is dying)."""
         deadline = self._loop.time() + _STOP_GRACE_SECONDS
         client = self._starting_client
         while self._connecting and client is not None and cli_process(client) is None:
             if self._loop.time() > deadline:
-                return
+                return False
             await asyncio.sleep(_SPAWN_POLL_SECONDS)
         process = cli_process(client) if client is not None and self._client is None else None
         self._kill_starting()
@@ -298,6 +305,11 @@ class CLISession:
         # Polled: the process's end has no event to wait for here (its owner's watcher reaps it later).
         while pid is not None and not (_exited(pid) or _exiting(pid)) and self._loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(_SPAWN_POLL_SECONDS)
+        if self._client is not None:
+            return False  # connected after all: the background close stops it
+        if pid is None:
+            return client is None or cli_process(client) is None
+        return _exited(pid) or _exiting(pid)
 
     async def _close_given_up_start(self) -> None:
         try:
