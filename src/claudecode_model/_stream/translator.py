@@ -530,10 +530,12 @@ def delivery_unless_streaming(message: Message) -> Delivery:
     CLI's progress notices. A tool call's events are kept, so that its arguments are the text Claude wrote, as when
     the request streams. Of what is kept, only what can end the response wakes the request at once: the end of a
     reply (``message_stop``: a reply that called tools pydantic-ai runs ends the response) and a subagent's reply
-    (its calls of such tools are not streamed); the rest waits for it (the result, an error and the tool calls
-    waiting for pydantic-ai always wake it).
+    (its calls of such tools are not streamed); the rest waits for it (the result, an error, the tool calls
+    waiting for pydantic-ai and the CLI's retry notices always wake it).
     """
     if type(message) is SystemMessage:
+        if message.subtype == "api_retry":
+            return Delivery.WAKE  # its WARNING is logged when the CLI retries, not once the turn ends
         return Delivery.DROP if message.subtype in _STATUS_SUBTYPES else Delivery.HOLD
     if type(message) is AssistantMessage:
         return Delivery.HOLD if message.parent_tool_use_id is None else Delivery.WAKE
