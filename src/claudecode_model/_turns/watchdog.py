@@ -1,7 +1,7 @@
 """The inactivity bound of a turn in flight (:class:`InactivityWatchdog`).
 
 Every message the CLI sends counts as activity (stream events included, also those a request that does not stream
-drops): the session's owner task reports each one (``CLISession.observer``). While a tool call is open (Claude called
+drops; keep-alive ``ping`` events excepted): the session's owner task reports each one (``CLISession.observer``). While a tool call is open (Claude called
 a tool and its result has not come back: the agent's tools, parked calls waiting for pydantic-ai, approvals,
 built-in tools, subagents) the bound is paused, so long tool calls are never cut. After an ``api_retry`` message the
 CLI's announced backoff is not counted as silence. When the bound fires, the turn's consumer gets
@@ -53,6 +53,8 @@ class InactivityWatchdog:
 
     def heard(self, message: Message) -> None:
         """The CLI sent ``message`` (called by the session's owner task for each one)."""
+        if isinstance(message, StreamEvent) and message.event.get("type") == "ping":
+            return  # a keep-alive says nothing of progress
         self._heard = self._loop.time()
         match message:
             case AssistantMessage():
