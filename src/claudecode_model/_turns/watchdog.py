@@ -1,11 +1,12 @@
 """The inactivity bound of a turn in flight (:class:`InactivityWatchdog`).
 
 Every message the CLI sends counts as activity (stream events included, also those a request that does not stream
-drops; keep-alive ``ping`` events excepted): the session's owner task reports each one (``CLISession.observer``). While a tool call is open (Claude called
-a tool and its result has not come back: the agent's tools, parked calls waiting for pydantic-ai, approvals,
-built-in tools, subagents) the bound is paused, so long tool calls are never cut. After an ``api_retry`` message the
-CLI's announced backoff is not counted as silence. When the bound fires, the turn's consumer gets
-:class:`~claudecode_model.exceptions.ClaudeCodeInactivityError` and the turn is stopped like a timed-out one.
+drops; keep-alive ``ping`` events excepted): the session's owner task reports each one (``CLISession.observer``).
+While a tool call is open (Claude called a tool and its result has not come back: the agent's tools, parked calls
+waiting for pydantic-ai, approvals, built-in tools, subagents) the bound is paused, so long tool calls are never cut.
+After an ``api_retry`` message the CLI's announced backoff is not counted as silence. When the bound fires, the
+turn's consumer gets :class:`~claudecode_model.exceptions.ClaudeCodeInactivityError` and the turn is stopped like a
+timed-out one.
 """
 
 from __future__ import annotations
