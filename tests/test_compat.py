@@ -242,3 +242,31 @@ async def test_adopted_spawns_get_the_process_the_finder_returns() -> None:
         await mine.aclose()
         await started.aclose()
     assert asked == [["mine"], ["true"]]
+
+
+async def test_spawned_clis_get_the_extra_keywords_and_finders_see_the_sdks_own() -> None:
+    """``spawn_clis_with`` adds keywords to the SDK transport's ``open_process`` (a session of its own); a finder is
+    still asked with the SDK's keywords alone."""
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    seen: list[dict[str, Any]] = []
+
+    async def finder(command: Sequence[str], keywords: Mapping[str, Any]) -> Any:
+        seen.append(dict(keywords))
+        return None
+
+    previous = vars(subprocess_cli)["anyio"]
+    _compat.adopt_cli_spawns(finder)
+    _compat.spawn_clis_with({"start_new_session": True})
+    try:
+        started = await subprocess_cli.anyio.open_process(["sleep", "5"], stdin=None)
+        try:
+            assert os.getsid(started.pid) == started.pid
+        finally:
+            started.kill()
+            await started.wait()
+            await started.aclose()
+    finally:
+        _compat.spawn_clis_with({})
+        vars(subprocess_cli)["anyio"] = previous
+    assert seen == [{"stdin": None}]

@@ -43,13 +43,17 @@ __all__ = [
     "bundled_cli_version",
     "cli_process",
     "current_run_context",
+    "forcing_allowed",
+    "guarantee_settings",
     "keep_api_error_fields",
     "new_parts_manager",
     "now_utc",
     "request_instructions",
+    "resolve_tool_choice",
     "sdk_cli_command",
     "sdk_version",
     "session_transcript_path",
+    "spawn_clis_with",
 ]
 
 
@@ -59,6 +63,30 @@ __all__ = [
 def now_utc() -> datetime:
     """The current time, as pydantic-ai stamps its responses."""
     return _pydantic_ai_utils.now_utc()
+
+
+def resolve_tool_choice(settings: Mapping[str, Any] | None, params: ModelRequestParameters) -> Any:
+    """pydantic-ai's canonical form of the ``tool_choice`` setting for a request: ``'none'``, ``'auto'``,
+    ``'required'``, or ``(mode, allowed tool names)``."""
+    from pydantic_ai.models._tool_choice import resolve_tool_choice as resolve
+
+    return resolve(settings, params)  # type: ignore[arg-type]
+
+
+def forcing_allowed(model_name: str, settings: Mapping[str, Any] | None, reason: str | None) -> bool:
+    """pydantic-ai's rule for a forced tool choice a model cannot send: an explicit forcing ``tool_choice`` raises a
+    ``UserError`` (with ``reason``), a forced choice pydantic-ai resolved itself falls back (``False``)."""
+    from pydantic_ai.models._tool_choice import FORCING_UNSUPPORTED_REASON, support_tool_forcing
+
+    return support_tool_forcing(model_name, settings, reason or FORCING_UNSUPPORTED_REASON)  # type: ignore[arg-type]
+
+
+def guarantee_settings() -> frozenset[str]:
+    """The standard settings pydantic-ai itself warns about when a model ignores them (the others it ignores
+    silently)."""
+    from pydantic_ai._unsupported_settings import GUARANTEE_SETTINGS
+
+    return frozenset(GUARANTEE_SETTINGS)
 
 
 def request_instructions(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> str | None:
@@ -191,14 +219,20 @@ SpawnFinder = Callable[[Sequence[str], Mapping[str, Any]], Awaitable["Process | 
 already running with exactly those (the SDK then uses it), or ``None`` (the SDK starts one)."""
 
 
-class _AnyioWithAdoption(ModuleType):
-    """What the SDK's subprocess transport sees as ``anyio``: anyio itself, except that ``open_process`` first asks
-    the installed :data:`SpawnFinder` for a process already running with the same command line and keywords."""
+async def _nothing_found(command: Sequence[str], keywords: Mapping[str, Any]) -> Process | None:
+    return None
 
-    def __init__(self, anyio: ModuleType, find: SpawnFinder) -> None:
+
+class _AnyioForCLIs(ModuleType):
+    """What the SDK's subprocess transport sees as ``anyio``: anyio itself, except that ``open_process`` first asks
+    the installed :data:`SpawnFinder` for a process already running with the same command line and keywords, and
+    otherwise starts the CLI with the extra keywords installed."""
+
+    def __init__(self, anyio: ModuleType) -> None:
         super().__init__(anyio.__name__, anyio.__doc__)
         self._anyio = anyio
-        self._find = find
+        self._find: SpawnFinder = _nothing_found
+        self._extra: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._anyio, name)
@@ -207,8 +241,19 @@ class _AnyioWithAdoption(ModuleType):
         found = await self._find(command, kwargs)
         if found is not None:
             return found
-        process: Process = await self._anyio.open_process(command, **kwargs)
+        process: Process = await self._anyio.open_process(command, **kwargs, **self._extra)
         return process
+
+
+def _cli_spawns() -> _AnyioForCLIs:
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    current = vars(subprocess_cli)["anyio"]
+    if isinstance(current, _AnyioForCLIs):
+        return current
+    installed = _AnyioForCLIs(current)
+    vars(subprocess_cli)["anyio"] = installed
+    return installed
 
 
 def adopt_cli_spawns(find: SpawnFinder) -> None:
@@ -216,13 +261,15 @@ def adopt_cli_spawns(find: SpawnFinder) -> None:
     returns for its command line and environment instead of starting one (installed once; a later call replaces
     ``find``). Everything else of ``connect()`` runs as it is: its command, environment, stderr reader and the
     SDK's own bookkeeping of its children."""
-    from claude_agent_sdk._internal.transport import subprocess_cli
+    _cli_spawns()._find = find
 
-    current = vars(subprocess_cli)["anyio"]
-    if isinstance(current, _AnyioWithAdoption):
-        current._find = find
-        return
-    vars(subprocess_cli)["anyio"] = _AnyioWithAdoption(current, find)
+
+def spawn_clis_with(keywords: Mapping[str, Any]) -> None:
+    """Have the SDK's subprocess transport start each CLI with these extra ``anyio.open_process`` keywords (a
+    session of its own); what a :data:`SpawnFinder` is asked about stays the SDK's own keywords."""
+    spawns = _cli_spawns()
+    if spawns._extra != keywords:
+        spawns._extra = dict(keywords)
 
 
 def sdk_cli_command(options: ClaudeAgentOptions) -> list[str]:

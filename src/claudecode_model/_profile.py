@@ -18,4 +18,9 @@ def default_profile(model_name: str | None) -> ModelProfile:
         "supports_audio_file_input": False,
         "supports_video_input": False,
         "supported_document_media_types": frozenset({"application/pdf", "text/plain"}),
+        # The unified cache setting: off (DISABLE_PROMPT_CACHING), or a TTL (CLAUDE_CODE_PROMPT_CACHE_TTL).
+        "supports_cache": True,
+        "supported_cache_retentions": ("5m", "1h"),
+        # Claude Code sends no tool_choice: an explicit forcing choice is refused, an output tool's falls back.
+        "supports_forced_tool_choice": False,
     }

@@ -20,6 +20,7 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
+from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._history.repair import repair_history
 from claudecode_model._process.exit import Closable, close_on, track
@@ -207,6 +208,18 @@ class ModelResources:
         finally:
             if early is not None:
                 await early.settle()
+
+    async def count_tokens(
+        self,
+        messages: list[ModelMessage],
+        settings: ModelSettings | None,
+        params: ModelRequestParameters,
+    ) -> RequestUsage:
+        """A request's input tokens, estimated without an API request (see :mod:`claudecode_model._turns.count`)."""
+        check_request_settings(settings)
+        from claudecode_model._turns.count import count_request_tokens
+
+        return count_request_tokens(repair_history(messages), settings, params)
 
     def _runner(self) -> TurnRunner:
         if self._runner_if_created is not None:

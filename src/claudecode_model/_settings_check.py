@@ -47,6 +47,7 @@ UNSUPPORTED_STANDARD_SETTINGS: frozenset[ModelSettingName] = frozenset(
         "extra_headers",
         "extra_body",
         "service_tier",
+        "citations",
     }
 )
 """Standard settings the Claude Code CLI has no way to honour: ``ClaudeCodeModel.unsupported_settings``, which

@@ -546,17 +546,26 @@ async def _doctor(args: argparse.Namespace) -> int:
 
 
 def _credentials() -> list[str]:
+    from claudecode_model._process.credentials import find_credentials
+
     lines: list[str] = []
-    found: list[str] = [name for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if os.environ.get(name)]
-    config_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-    if (config_dir / ".credentials.json").exists():
-        found.append(f"login in {config_dir / '.credentials.json'}")
+    credentials = find_credentials({})
+    found: list[str] = list(credentials.api_keys)
+    if credentials.login is not None:
+        found.append(f"login in {credentials.login}")
     if os.environ.get("CLAUDE_CODE_USE_BEDROCK") or os.environ.get("CLAUDE_CODE_USE_VERTEX"):
         found.append("cloud provider settings (Bedrock/Vertex)")
     if found:
         lines.append(f"[ok]   credentials: {', '.join(found)} (values not shown)")
     else:
         lines.append(f"[warn] credentials: none found; run `{LOGIN_COMMAND}` to use `claudecode-model run` online")
+    if credentials.api_keys and credentials.login is not None:
+        lines.append(
+            f"[warn] billing: runs bill {credentials.api_keys[0]}, not the subscription login (Claude Code prefers "
+            "a key in the environment); set claude_code_auth='subscription' to bill the login"
+        )
+    elif credentials.api_keys or credentials.login is not None:
+        lines.append(f"[ok]   billing: runs bill {credentials.billed()}")
     return lines
 
 

@@ -70,8 +70,9 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     (a deadline for the whole CLI turn), ``thinking``; pydantic-ai's ``request_timeout`` and ``first_event_timeout``
     stop the CLI turn as for any model. The CLI has no flags for ``temperature``, ``top_p``, ``top_k``, ``seed``,
     ``stop_sequences``, penalties, ``logit_bias``, ``parallel_tool_calls``, ``extra_headers``, ``extra_body`` or
-    ``service_tier``: ``ClaudeCodeModel.unsupported_settings`` declares them, and pydantic-ai warns
-    (``UnsupportedSettingWarning``) about those that change what a request guarantees.
+    ``service_tier``: ``ClaudeCodeModel.unsupported_settings`` declares them, and each one set warns
+    (``UnsupportedSettingWarning``). ``tool_choice`` and ``cache`` are honoured as far as the CLI can; see
+    ``docs/settings-parity.md`` for every setting.
     """
 
     claude_code_timeout: float
@@ -181,3 +182,15 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
 
     claude_code_task_budget: int
     """A token budget for the task that Claude is told about, to pace itself (``--task-budget``)."""
+
+    claude_code_compaction: bool
+    """Let Claude Code compact the conversation when its context window fills (default ``False``: it never does,
+    and a request over the window raises ``ClaudeCodeContextWindowExceededError``, as on ``AnthropicModel``). When
+    it compacts, Claude sees a summary of the earlier messages while pydantic-ai's history still holds them all: the
+    response's ``provider_details["compacted"]`` says so, and a line is logged at INFO."""
+
+    claude_code_auth: Literal["auto", "subscription", "api_key"]
+    """Which credential the CLI bills. ``"auto"`` (the default): Claude Code's own choice, an API key in the
+    environment (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``) before the subscription login, with a one-time
+    WARNING when both are present. ``"subscription"``: an inherited key is kept away from the CLI, so the login
+    bills. ``"api_key"``: a key must be set (``ClaudeCodeSettingsError`` otherwise)."""

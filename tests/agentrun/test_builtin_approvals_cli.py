@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from claude_agent_sdk import CanUseToolShadowedWarning
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -454,3 +456,14 @@ async def test_the_approval_and_the_call_show_in_the_trace(
     assert request.tool_call_id in chats[0]  # the call, in the response that asked for it
     assert "approved" in chats[-1]  # Claude Code's output of the call, in the next one
     exporter.shutdown()
+
+
+async def test_the_sdk_advice_on_the_approval_callback_does_not_reach_the_user(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
+):
+    # Read is allowed beside the approval callback: the SDK would warn that Read never reaches the callback.
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        await ask(model, claude_backend, EDIT, tmp_path)
+
+    assert [str(warning.message) for warning in shown if warning.category is CanUseToolShadowedWarning] == []

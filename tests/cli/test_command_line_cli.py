@@ -242,3 +242,30 @@ async def test_run_progress_lines_come_when_a_tool_starts_and_ends_with_its_real
         assert match is not None, done
         assert end - start >= SLEEP_SECONDS  # the start line came when the tool started, not with its end
         assert float(match.group(1)) >= SLEEP_SECONDS
+
+
+def _doctor_with(config_dir: Path, **env: str) -> list[str]:
+    """The credential lines of ``doctor`` with ``env`` added (no round trip needed: they come first)."""
+    logged_out = {name: value for name, value in os.environ.items() if not name.startswith("ANTHROPIC_")}
+    completed = run_python(
+        "-c",
+        "from claudecode_model.cli import _credentials\nprint('\\n'.join(_credentials()))",
+        base_env=logged_out,
+        env={"CLAUDE_CONFIG_DIR": str(config_dir), **env},
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout.splitlines()
+
+
+def test_doctor_says_which_credential_a_run_bills(tmp_path: Path):
+    login = tmp_path / ".credentials.json"
+    login.write_text("{}")
+
+    both = _doctor_with(tmp_path, ANTHROPIC_API_KEY="sk-ant-test")
+    only_login = _doctor_with(tmp_path)
+
+    assert both[0] == f"[ok]   credentials: ANTHROPIC_API_KEY, login in {login} (values not shown)"
+    assert both[1].startswith("[warn] billing: runs bill ANTHROPIC_API_KEY, not the subscription login")
+    assert "claude_code_auth='subscription'" in both[1]
+    assert only_login[1] == f"[ok]   billing: runs bill the subscription login ({login})"

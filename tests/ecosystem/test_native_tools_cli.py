@@ -20,7 +20,14 @@ from pydantic_ai.messages import (
     TextPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.native_tools import CodeExecutionTool, MCPServerTool, WebFetchTool, WebSearchTool
+from pydantic_ai.native_tools import (
+    AbstractNativeTool,
+    CodeExecutionTool,
+    MCPServerTool,
+    MemoryTool,
+    WebFetchTool,
+    WebSearchTool,
+)
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
@@ -137,6 +144,23 @@ async def test_max_uses_cannot_be_enforced_and_says_so(model: ClaudeCodeModel, c
     with pytest.raises(UserError, match="max_uses"):
         await agent.run("hi")
 
+    assert claude_backend.requests == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "reason"),
+    [
+        (CodeExecutionTool(), "its Bash tool runs commands on this machine"),
+        (MemoryTool(), "no counterpart of the API's memory tool"),
+    ],
+)
+async def test_native_tools_without_a_counterpart_are_refused_with_the_reason(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend, tool: AbstractNativeTool, reason: str
+):
+    with pytest.raises(UserError, match="not supported by this model") as raised:
+        await Agent(model, capabilities=[NativeTool(tool)]).run("hi")
+
+    assert reason in str(raised.value)
     assert claude_backend.requests == []
 
 

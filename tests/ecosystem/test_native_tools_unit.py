@@ -7,8 +7,18 @@ from typing import Any
 
 import pytest
 from pydantic_ai.exceptions import UserError
-from pydantic_ai.native_tools import CodeExecutionTool, MCPServerTool, WebFetchTool, WebSearchTool
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.native_tools import (
+    NATIVE_TOOL_TYPES,
+    AbstractNativeTool,
+    CodeExecutionTool,
+    MCPServerTool,
+    MemoryTool,
+    WebFetchTool,
+    WebSearchTool,
+)
 
+from claudecode_model import ClaudeCodeModel
 from claudecode_model._tools.native import plan_native_tools, unsupported_native_tool_settings
 
 
@@ -129,3 +139,25 @@ def test_tools_without_a_counterpart_add_nothing():
     plan = plan_native_tools([CodeExecutionTool()])
 
     assert (plan.builtin_tools, plan.mcp_servers, plan.hooks()) == ([], {}, {})
+
+
+@pytest.mark.parametrize(
+    ("tool", "reason"),
+    [
+        (CodeExecutionTool(), "runs commands on this machine"),
+        (MemoryTool(), "no counterpart of the API's memory tool"),
+        (NATIVE_TOOL_TYPES["tool_search"](), "ToolSearch capability's local strategy"),
+    ],
+)
+def test_native_tools_without_a_counterpart_are_refused_with_the_reason(tool: AbstractNativeTool, reason: str):
+    model = ClaudeCodeModel()
+    with pytest.raises(UserError, match="not supported by this model") as raised:
+        model.prepare_request(None, ModelRequestParameters(native_tools=[tool]))
+
+    assert reason in str(raised.value)
+
+
+def test_max_uses_is_refused_before_anything_starts():
+    model = ClaudeCodeModel()
+    with pytest.raises(UserError, match="max_uses"):
+        model.prepare_request(None, ModelRequestParameters(native_tools=[WebSearchTool(max_uses=2)]))

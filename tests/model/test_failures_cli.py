@@ -29,6 +29,7 @@ from claudecode_model import (
     CLIResponseParseError,
 )
 from claudecode_model._stream.failures import map_sdk_error
+from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import Failure, OfflineBackend
 
 pytestmark = pytest.mark.cli
@@ -44,9 +45,11 @@ TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
     ],
     ids=["http-400", "sse-error"],
 )
-async def test_a_prompt_too_long_is_a_context_window_error_with_the_sizes(claude_backend: OfflineBackend, failure):
+@pytest.mark.parametrize("compaction", [False, True], ids=["default", "compaction"])
+async def test_a_prompt_too_long_is_a_context_window_error(claude_backend: OfflineBackend, failure, compaction: bool):
     claude_backend.fail_next(failure, count=3)
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)
+    settings: ClaudeCodeModelSettings = {"claude_code_compaction": compaction}
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0, settings=settings)
 
     with pytest.raises(ClaudeCodeContextWindowExceededError) as raised:
         await Agent(model).run("hello")
@@ -55,8 +58,12 @@ async def test_a_prompt_too_long_is_a_context_window_error_with_the_sizes(claude
     assert isinstance(error, ModelContextWindowExceededError)
     assert not isinstance(error, ModelConnectionError | ModelServerError)  # not transient
     assert error.status_code == 400
-    assert (error.prompt_tokens, error.limit_tokens) == (250_000, 200_000)
-    assert "the prompt is 250000 tokens, the limit 200000" in str(error)
+    if compaction:  # the CLI says the sizes when it explains why it could not compact
+        assert (error.prompt_tokens, error.limit_tokens) == (250_000, 200_000)
+        assert "the prompt is 250000 tokens, the limit 200000" in str(error)
+    else:  # without compaction it reports only "Prompt is too long"
+        assert (error.prompt_tokens, error.limit_tokens) == (None, None)
+        assert "Context window exceeded: the prompt is too long" in str(error)
 
 
 def subscription_env(backend: OfflineBackend) -> dict[str, str]:

@@ -267,3 +267,13 @@ def test_a_replayed_transcript_is_private_in_folders_made_private(tmp_path: Path
     while folder != tmp_path:
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
         folder = folder.parent
+
+
+def test_a_cache_point_is_left_out_with_a_warning():
+    from pydantic_ai.exceptions import UnsupportedSettingWarning
+    from pydantic_ai.messages import CachePoint
+
+    with pytest.warns(UnsupportedSettingWarning, match="CachePoint markers are not supported"):
+        blocks = user_content_blocks(["before", CachePoint(), "after"])
+
+    assert blocks == [{"type": "text", "text": "before"}, {"type": "text", "text": "after"}]

@@ -7,6 +7,7 @@ __all__ = [
     "API_RETRIES_KEY",
     "APPROVED_CALL_KEY",
     "CLI_TOOL_NAME_KEY",
+    "COMPACTED_KEY",
     "FIRST_TOKEN_KEY",
     "HISTORY_DIGEST_KEY",
     "PARENT_TOOL_CALL_ID_KEY",
@@ -58,3 +59,7 @@ the overage fields when known."""
 API_RETRIES_KEY = "api_retries"
 """The API requests Claude Code retried by itself during the turn, in order: ``attempt``, ``max_retries``,
 ``retry_delay_ms``, ``error_status`` and ``error`` as the CLI reported them (its ``api_retry`` messages)."""
+COMPACTED_KEY = "compacted"
+"""Set when Claude Code compacted the conversation during the turn (only with ``claude_code_compaction=True``): one
+entry per compaction (``trigger``, ``pre_tokens``, ``post_tokens``). Claude then saw a summary of the earlier
+conversation, while pydantic-ai's history still holds every message."""

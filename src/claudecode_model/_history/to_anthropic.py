@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic_ai.exceptions import UnsupportedSettingWarning
 from pydantic_ai.messages import (
     AudioUrl,
     BinaryContent,
@@ -97,6 +99,12 @@ def user_content_blocks(content: str | Sequence[UserContent]) -> list[ContentBlo
             case TextContent():
                 blocks.append({"type": "text", "text": item.content})
             case CachePoint():
+                warnings.warn(
+                    "CachePoint markers are not supported by ClaudeCodeModel and are left out: Claude Code places its "
+                    "own cache breakpoints (the unified `cache` setting turns caching off or sets its TTL).",
+                    UnsupportedSettingWarning,
+                    stacklevel=2,
+                )
                 continue
             case ImageUrl():
                 blocks.append({"type": "image", "source": {"type": "url", "url": item.url}})

@@ -1,4 +1,4 @@
-"""A private temp folder for each CLI process, removed when the process is gone.
+"""A private temp folder for each CLI process, removed when the process is gone, and the CLI's tag.
 
 The CLI keeps sockets (``cc-socks``) and probes (``claude-<uid>``) under its temp dir and leaves them there. Each
 CLI process this package starts gets a folder of its own as ``CLAUDE_CODE_TMPDIR`` (unless the user set one), named
@@ -11,12 +11,17 @@ most once every :data:`SWEEP_INTERVAL_SECONDS` per process).
 A CLI started before its session exists (a new process's first one, :mod:`claudecode_model._sessions.early_cli`)
 reserves its folder with :func:`reserve_cli_temp`: the next :func:`private_cli_temp` of the same task gets that
 folder.
+
+The same environment carries the CLI's tag (:data:`~claudecode_model._process.oscalls.CLI_TAG_VARIABLE`, unique to
+each process), which the commands of its built-in tools inherit: what finds them when the CLI's processes are
+stopped (:mod:`claudecode_model._process.oscalls`).
 """
 
 from __future__ import annotations
 
 import contextvars
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -24,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from claudecode_model._process.mcp_config_file import MCP_CONFIG_PREFIX
+from claudecode_model._process.oscalls import CLI_TAG_VARIABLE
 from claudecode_model.ipc._leftovers import directory_prefix, hold_owner_lock, release_owner_lock, remove_dead_leftovers
 
 __all__ = [
@@ -81,9 +87,9 @@ def end_reservation(token: contextvars.Token[ReservedTemp | None]) -> None:
 
 
 def private_cli_temp(env: Mapping[str, str]) -> tuple[dict[str, str], Callable[[], None]]:
-    """The environment that gives a new CLI process (started with ``env``) a private temp folder, and the function
-    that removes the folder; nothing when the user chose the CLI's temp dir. A folder reserved in this context
-    (:func:`reserve_cli_temp`) is handed out once."""
+    """The environment that gives a new CLI process (started with ``env``) a private temp folder (none when the
+    user chose the CLI's temp dir) and its tag, and the function that removes the folder. A folder reserved in this
+    context (:func:`reserve_cli_temp`) is handed out once."""
     reserved = _RESERVED.get()
     if reserved is not None and not reserved.taken:
         reserved.taken = True
@@ -92,8 +98,9 @@ def private_cli_temp(env: Mapping[str, str]) -> tuple[dict[str, str], Callable[[
     if len(os.fsencode(base)) + SOCKET_PATH_ROOM > 107 and os.path.isdir("/tmp"):
         base = "/tmp"  # the CLI's sockets would not fit below the temp dir
     sweep_dead_leftovers(base)
+    tag = {CLI_TAG_VARIABLE: f"{os.getpid()}-{secrets.token_hex(8)}"}
     if TEMP_DIR_VARIABLE in env or TEMP_DIR_VARIABLE in os.environ:
-        return {}, _nothing
+        return tag, _nothing
     path = tempfile.mkdtemp(prefix=directory_prefix(CLI_TEMP_PREFIX), dir=base)
     # Held until the folder is removed: a sweep that cannot see this process (another PID namespace sharing the temp
     # dir) still sees the folder is in use.
@@ -103,7 +110,7 @@ def private_cli_temp(env: Mapping[str, str]) -> tuple[dict[str, str], Callable[[
         release_owner_lock(lock)
         shutil.rmtree(path, ignore_errors=True)
 
-    return {TEMP_DIR_VARIABLE: path}, remove
+    return {TEMP_DIR_VARIABLE: path, **tag}, remove
 
 
 def sweep_dead_leftovers(base: str) -> None:

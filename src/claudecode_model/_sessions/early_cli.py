@@ -15,8 +15,9 @@ The prediction repeats what ``_sessions.options.build_options()``, ``_turns.acqu
 transport (``SubprocessCLITransport._build_command()`` and ``connect()``) do for that case;
 ``tests/model/test_early_cli_cli.py`` runs each supported input through both and fails when they part.
 
-The early CLI gets what every CLI this package starts gets: the launcher that kills it with this process, and its
-private ``CLAUDE_CODE_TMPDIR`` (reserved for the session that adopts it, see :mod:`claudecode_model._process.temp`).
+The early CLI gets what every CLI this package starts gets: the launcher that kills it with this process, a session
+of its own, and its private ``CLAUDE_CODE_TMPDIR`` and tag (reserved for the session that adopts it, see
+:mod:`claudecode_model._process.temp`).
 It is stopped when its request fails, is cancelled or did not adopt it.
 """
 
@@ -47,8 +48,10 @@ from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._history.plan import system_prompt_of
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
 from claudecode_model._process.launcher import guarded_cli_path
+from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
+from claudecode_model._sessions.cli_env import library_env
 from claudecode_model._sessions.inactivity import cli_timeout_env
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, DEFAULT_SERVER_NAME, TransportType
@@ -63,6 +66,8 @@ _DERIVED_CLIENT_APP_ENV = "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP"
 _MODELLED_SETTINGS = frozenset(
     {
         "claude_code_allowed_tools",
+        "claude_code_auth",
+        "claude_code_compaction",
         "claude_code_cwd",
         "claude_code_disallowed_tools",
         "claude_code_env",
@@ -119,7 +124,8 @@ class Launch:
         return {"stdin": PIPE, "stdout": PIPE, "stderr": PIPE, "cwd": self.cwd, "env": self.env, "user": None}
 
     def difference(self, command: Sequence[str], keywords: Mapping[str, Any]) -> str | None:
-        """What differs from the SDK's ``command`` and ``keywords`` (``None``: nothing).
+        """What differs from the SDK's ``command`` and ``keywords`` (``None``: nothing; both without the session of
+        its own every CLI gets, see :func:`~claudecode_model._compat.spawn_clis_with`).
 
         A ``TRACEPARENT`` of a span that is not sampled counts as equal to another one: the SDK gives each CLI the
         placeholder span of its session task, a random one (the CLI's telemetry joins no trace either way)."""
@@ -211,6 +217,7 @@ def predict_launch(
         options_env.setdefault("ENABLE_TOOL_SEARCH", "false")
     if not any(name.upper() == _SESSION_STATE_ENV for name in (*options_env, *os.environ)):
         options_env[_SESSION_STATE_ENV] = "0"
+    options_env.update(library_env(settings, params.cache, options_env))
     options_env.update(cli_timeout_env(settings, options_env))
     cwd = settings.get("claude_code_cwd")
     cwd_text = str(cwd) if cwd is not None else None
@@ -300,7 +307,7 @@ class EarlyCLI:
 
     def _offered(self, command: Sequence[str], keywords: Mapping[str, Any]) -> Process | None:
         """The SDK is about to start a CLI with ``command`` and ``keywords``: this process if they are exactly its
-        own; a different start of the session it was started for (its private temp folder) stops it."""
+        own; a different start of the session it was started for (its tag) stops it."""
         difference = self.launch.difference(command, keywords)
         if difference is None:
             self.outcome = "adopted"
@@ -311,8 +318,8 @@ class EarlyCLI:
             )
             return self.process
         env = cast("Mapping[str, str]", keywords.get("env") or {})
-        own_temp = self._temp.env.get("CLAUDE_CODE_TMPDIR")
-        if own_temp is not None and env.get("CLAUDE_CODE_TMPDIR") == own_temp:
+        own_tag = self._temp.env.get(CLI_TAG_VARIABLE)
+        if own_tag is not None and env.get(CLI_TAG_VARIABLE) == own_tag:
             self._stop(f"the session's CLI differs from the prediction: {difference}")
         return None
 
@@ -393,7 +400,7 @@ async def start_early_cli(
     temp, token = reserve_cli_temp(prediction.options_env)
     launch = prediction.launch({**temp.env, **traceparent_env()})
     try:
-        process = await anyio.open_process(launch.command, **launch.keywords())
+        process = await anyio.open_process(launch.command, **launch.keywords(), **own_session_options())
     except BaseException as error:
         end_reservation(token)
         temp.remove()

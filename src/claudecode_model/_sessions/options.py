@@ -17,6 +17,7 @@ from pydantic_ai.settings import ThinkingLevel
 from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
+from claudecode_model._sessions.cli_env import library_env
 from claudecode_model._sessions.inactivity import cli_timeout_env
 from claudecode_model._sessions.subagents import subagent_options
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, cli_permission_mode
@@ -62,6 +63,8 @@ class RequestNeeds:
     can_use_tool: CanUseTool | None = None
     thinking: ThinkingLevel | None = None
     """pydantic-ai's unified ``thinking`` setting: ``prepare_request`` moves it from the settings to the parameters."""
+    cache: object = None
+    """pydantic-ai's unified ``cache`` setting, resolved by ``prepare_request`` (``params.cache``)."""
     native_tools: NativeToolPlan = field(default_factory=NativeToolPlan)
     """Built-in tools (and their hooks) standing in for the request's native tools."""
     approvals: ApprovalPlan = field(default_factory=ApprovalPlan)
@@ -105,6 +108,7 @@ def build_options(
         env.setdefault("ENABLE_TOOL_SEARCH", "false")
     if not any(name.upper() == _SESSION_STATE_ENV for name in (*env, *os.environ)):
         env[_SESSION_STATE_ENV] = "0"
+    env.update(library_env(settings, needs.cache, env))
     env.update(cli_timeout_env(settings, env))  # the CLI's API timeouts below the turn's inactivity bound
     thinking = _thinking(settings, needs.thinking)
     if thinking is not None and thinking["type"] == "disabled":

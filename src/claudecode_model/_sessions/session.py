@@ -3,7 +3,11 @@
 ``ClaudeSDKClient`` must be connected, used and disconnected inside one task. A :class:`CLISession` therefore runs
 the client in an owner task and serves turns through queues, so a turn may come from any task on the same event
 loop (an agent run, a stream, a later run continuing the conversation). Every exit path of the owner task
-disconnects the client, which stops the CLI and its stdio MCP children.
+disconnects the client, which stops the CLI and its stdio MCP children, and then stops what is left of the CLI's
+processes: the commands its built-in tools started (the Bash tool's ``bash -c``, in a session of its own, and its
+children, re-parented to PID 1 once the CLI is gone) are found by the CLI's tag
+(:mod:`claudecode_model._process.oscalls`). Every signal sent to the CLI goes to its process group and its tagged
+processes as well, and the lifeline (:mod:`claudecode_model._process.lifeline`) stops them if this program dies.
 """
 
 from __future__ import annotations
@@ -11,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import signal
 import time
 import uuid
 from collections import deque
@@ -27,9 +29,21 @@ from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
 
-from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields
+from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields, spawn_clis_with
+from claudecode_model._process import lifeline
 from claudecode_model._process.clock import running_loop
 from claudecode_model._process.exit import kill_at_exit
+from claudecode_model._process.oscalls import (
+    CLI_TAG_VARIABLE,
+    own_session_options,
+    process_exited,
+    process_exiting,
+    reaped,
+    signal_group,
+    signal_tagged,
+    stop_child,
+    stop_tagged,
+)
 from claudecode_model._process.slots import starting_slots
 from claudecode_model._sessions.sdk_advice import sdk_advice_silenced
 from claudecode_model._sessions.trace_context import untraced_context
@@ -46,6 +60,8 @@ logger = logging.getLogger(__name__)
 keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports
 
 _STOP_GRACE_SECONDS = 2.0
+_COMMANDS_GRACE_SECONDS = 0.5
+"""How long the commands a CLI left running get between SIGTERM and SIGKILL once the CLI is gone."""
 _SPAWN_POLL_SECONDS = 0.005
 
 
@@ -188,6 +204,9 @@ class CLISession:
         """When the item :meth:`run_turn` yielded last reached this process (``time.perf_counter()``)."""
         self._on_failure: Callable[[BaseException], None] | None = None
         self._stop_mark = _StopMark()
+        self._tag = options.env.get(CLI_TAG_VARIABLE) if isinstance(options.env, dict) else None
+        """The CLI's tag: its processes, and the commands it started, carry it (see ``_process/oscalls.py``)."""
+        self._processes_ended = False
         self._connecting = False
         """The owner task is inside the SDK's ``connect()``: the CLI process is being spawned, or was."""
         self.observer: Callable[[Message], None] | None = None
@@ -233,7 +252,7 @@ class CLISession:
             return True
         if self._alive_this_step:
             return False
-        if _exiting(self._pid):
+        if process_exiting(self._pid):
             return True
         if running_loop() is self._loop:
             # Known alive for the rest of this step of the event loop: a turn asks several times in one step (the pool
@@ -250,7 +269,7 @@ class CLISession:
             return False
         if self._owner.done() or (self._process is not None and self._process.returncode is not None):
             return True
-        return _exited(self._pid)
+        return process_exited(self._pid)
 
     def _forget_alive(self) -> None:
         self._alive_this_step = False
@@ -263,6 +282,9 @@ class CLISession:
         does not pay for it.
         """
         kill_at_exit(self, CLISession.kill)
+        spawn_clis_with(own_session_options())
+        if self._tag is not None:
+            lifeline.watch(self._tag)  # before the process exists: no moment when a killed program would leave it
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
         # library's spans of the in-process tool server are opened in it).
         self._owner = asyncio.create_task(
@@ -303,13 +325,13 @@ class CLISession:
         # Killed: a large process takes a moment to die; the caller's error waits for that, not for the reaping.
         pid = process.pid if process is not None else None
         # Polled: the process's end has no event to wait for here (its owner's watcher reaps it later).
-        while pid is not None and not (_exited(pid) or _exiting(pid)) and self._loop.time() < deadline:  # noqa: ASYNC110
+        while pid is not None and not (process_exited(pid) or process_exiting(pid)) and self._loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(_SPAWN_POLL_SECONDS)
         if self._client is not None:
             return False  # connected after all: the background close stops it
         if pid is None:
             return client is None or cli_process(client) is None
-        return _exited(pid) or _exiting(pid)
+        return process_exited(pid) or process_exiting(pid)
 
     async def _close_given_up_start(self) -> None:
         try:
@@ -322,9 +344,8 @@ class CLISession:
         """Kill the CLI process of a start that did not complete (timed out or cancelled), if it was spawned."""
         client = self._starting_client
         process = cli_process(client) if client is not None and self._client is None else None
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+        if process is not None and process.returncode is None and not reaped(process.pid):
+            signal_group(process.pid, force=True)
 
     async def _own(self, *, warm_up: bool) -> None:
         _STOP_MARK.set(self._stop_mark)
@@ -346,6 +367,7 @@ class CLISession:
                 self._connecting = False
                 gate.release()
         except BaseException as error:
+            self._end_processes(None)  # whatever of a failed start still runs; the lifeline forgets the tag
             if not self._ready.done():
                 self._ready.set_exception(error)
                 if self._stop_mark.stopped:
@@ -355,7 +377,7 @@ class CLISession:
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
         if self._stop_mark.stopped:
-            _terminate(self._pid, signal.SIGKILL)  # connected after its start was given up: nobody will use it
+            self._signal(force=True)  # connected after its start was given up: nobody will use it
         logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
         try:
             if warm_up:
@@ -368,15 +390,17 @@ class CLISession:
                 self._ready.set_exception(CLIInterruptedError("The Claude Code session was closed while starting"))
             if self.waiting_for_tools:
                 # Its tool calls would fail, and the CLI would send Claude one more request before it exits.
-                _terminate(self._pid, signal.SIGKILL)
+                self._signal(force=True)
             try:
                 await asyncio.shield(_disconnect(client))
             except BaseException:
-                _kill_if_alive(self._pid)
+                stop_child(self._live_pid())
                 raise
             finally:
                 if self._process is not None:
                     close_process_pipes(self._process)
+                # The CLI is gone: the commands it left running (a background command, one that outlived it) go too.
+                await self._stop_leftovers()
 
     async def _serve(self, client: ClaudeSDKClient, turn: _TurnRequest) -> None:
         async def one_message(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -497,14 +521,15 @@ class CLISession:
             self._commands.put_nowait(None)
             if self._serving:
                 # Mid-turn the CLI does not exit on end of input: stop it, and the turn with it.
-                _terminate(self._pid)
+                self._signal(force=False)
                 owner.cancel()
             done, _ = await asyncio.wait({owner}, timeout=_STOP_GRACE_SECONDS)
             if not done:
                 owner.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
-        _kill_if_alive(self._pid)
+        stop_child(self._live_pid())
+        await self._stop_leftovers()
         await self._stop_tool_servers()
         self._closed_now()
 
@@ -531,7 +556,7 @@ class CLISession:
         would answer with one more API request before it exits.
         """
         self._stop_mark.stopped = True
-        _terminate(self._pid, signal.SIGKILL if at_once else signal.SIGTERM)
+        self._signal(force=at_once)
         for server in self.tool_servers:
             server.discard()
         cleanup = self._loop.create_task(self.close())
@@ -539,89 +564,72 @@ class CLISession:
         cleanup.add_done_callback(self._background.discard)
         await asyncio.shield(cleanup)
 
-    def terminate(self, sig: signal.Signals = signal.SIGTERM) -> None:
-        """Send the CLI process SIGTERM (or ``sig``), from any thread: its owner task notices once its event loop
-        runs again (what the pools' clock does to an idle session of a loop that does not run)."""
-        if not _exited(self._pid):
+    def terminate(self, *, force: bool = False) -> None:
+        """Send the CLI's processes SIGTERM (SIGKILL with ``force``), from any thread: its owner task notices once
+        its event loop runs again (what the pools' clock does to an idle session of a loop that does not run)."""
+        if not process_exited(self._pid):
             self._stop_mark.stopped = True
-            _terminate(self._pid, sig)
+            self._signal(force=force)
 
     def kill(self) -> None:
         """Synchronous last resort, for sessions whose event loop is gone (or still connecting)."""
-        pid = self._pid
-        if self._process is not None and self._process.returncode is not None:
-            pid = None  # already reaped: the number may belong to another process by now
-        elif pid is None and self._starting_client is not None:
-            process = cli_process(self._starting_client)
-            pid = process.pid if process is not None else None
-        _kill_if_alive(pid)
+        stop_child(self._live_pid())
+        self._end_processes(None)
         for server in self.tool_servers:
             server.discard()
         self._closed_now()
 
+    def _live_pid(self) -> int | None:
+        """The CLI's pid while it is this process's unreaped child (then it, and its group id, are still ours)."""
+        process = self._process
+        if process is None and self._starting_client is not None:
+            process = cli_process(self._starting_client)
+        if process is None or process.returncode is not None or reaped(process.pid):
+            return None
+        return process.pid
+
+    def _signal(self, *, force: bool) -> None:
+        """SIGTERM (SIGKILL with ``force``) to the CLI's process group and every process carrying its tag."""
+        pid = self._live_pid()
+        if pid is not None:
+            signal_group(pid, force=force)
+        if self._tag is not None:
+            signal_tagged([self._tag], force=force)
+
+    async def _stop_leftovers(self) -> None:
+        """Once the CLI is gone: SIGTERM to whatever still carries its tag, and if anything did, SIGKILL to what is
+        left after a grace period (waited for in a thread)."""
+        if self._processes_ended:
+            return
+        if self._tag is None or not signal_tagged([self._tag]):
+            self._processes_ended = True  # nothing was left
+            self._release()
+            return
+        try:
+            await asyncio.shield(asyncio.to_thread(self._end_processes, _COMMANDS_GRACE_SECONDS))
+        except RuntimeError:  # no new thread at interpreter exit: no grace either
+            self._end_processes(None)
+
+    def _release(self) -> None:
+        if self._tag is not None:
+            lifeline.release(self._tag)
+
+    def _end_processes(self, grace: float | None) -> None:
+        """Stop whatever still carries the CLI's tag (SIGTERM, SIGKILL after ``grace`` seconds; at once with
+        ``None``), then let the lifeline forget it. Run once the CLI is gone (blocking: in a thread on a loop)."""
+        if self._processes_ended:
+            return
+        self._processes_ended = True
+        if self._tag is None:
+            return
+        stopped = stop_tagged([self._tag], grace=grace)
+        if stopped:
+            logger.debug("stopped %d process(es) the CLI (pid %s) left running", stopped, self._pid)
+        self._release()
+
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
     await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
-
-
-def _exited(pid: int | None) -> bool:
-    """Whether the child ``pid`` has exited, without reaping it (its owner's watcher may not have seen it yet)."""
-    if pid is None or not hasattr(os, "waitid"):
-        return False
-    try:
-        status = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True  # already reaped
-    except OSError:
-        return False
-    return status is not None
-
-
-def _exiting(pid: int | None) -> bool:
-    """Whether the child ``pid`` was killed and is still tearing down (a large multi-threaded process takes a
-    while): its main thread is a zombie already, though the process cannot be waited for yet."""
-    if pid is None:
-        return False
-    # Read with the os module: this runs for every session a turn takes, and a buffered file object costs several
-    # times more.
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        stat = os.read(fd, 4096)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X")
-
-
-def _terminate(pid: int | None, sig: signal.Signals = signal.SIGTERM) -> None:
-    """Send SIGTERM (or ``sig``), leaving the reaping to the SDK's transport (which waits for the process)."""
-    if pid is None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
-
-
-def _kill_if_alive(pid: int | None) -> None:
-    if pid is None:
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
-            try:
-                finished, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if finished:
-                return
-            time.sleep(0.01)
 
 
 def _nothing_to_evict() -> bool:

@@ -40,6 +40,7 @@ from claudecode_model._history.details import (
     API_RETRIES_KEY,
     APPROVED_CALL_KEY,
     CLI_TOOL_NAME_KEY,
+    COMPACTED_KEY,
     PARENT_TOOL_CALL_ID_KEY,
     PROVIDER_NAME,
     RATE_LIMIT_KEY,
@@ -104,6 +105,9 @@ class TurnOutcome:
         """The API requests the CLI made in the turn, as far as its messages show: those answered, those it retried,
         and a failed last one (after an error inside a stream the CLI asks once more without streaming)."""
         return len(self.answered) + len(self.api_retries) + int(self.api_error_kind is not None)
+
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    """Each compaction of the conversation Claude Code reported in the turn (``compact_boundary``)."""
 
 
 class TurnTranslator:
@@ -248,6 +252,8 @@ class TurnTranslator:
                     session_id = message.data.get("session_id")
                     if isinstance(session_id, str):
                         self.outcome.session_id = session_id
+                elif message.subtype == "compact_boundary":
+                    self._compacted(message.data)
             case _:
                 logger.debug("ignoring SDK message %s", type(message).__name__)
 
@@ -495,9 +501,23 @@ class TurnTranslator:
             return "stop"
         return _FINISH_REASONS.get(stop or "", "stop" if stop is None else None)
 
+    def _compacted(self, data: dict[str, Any]) -> None:
+        metadata = data.get("compact_metadata") or {}
+        entry = {key: metadata.get(key) for key in ("trigger", "pre_tokens", "post_tokens")}
+        self.outcome.compactions.append(_jsonable(entry))
+        logger.info(
+            "Claude Code compacted the conversation (%s, %s tokens -> %s): Claude now sees a summary of the earlier "
+            "messages, while the pydantic-ai history still holds them all",
+            entry["trigger"],
+            entry["pre_tokens"],
+            entry["post_tokens"],
+        )
+
     def provider_details(self) -> dict[str, Any]:
         result = self.outcome.result
         details: dict[str, Any] = {"session_id": self.outcome.session_id}
+        if self.outcome.compactions:
+            details[COMPACTED_KEY] = list(self.outcome.compactions)
         if result is None:
             return details
         details.update(

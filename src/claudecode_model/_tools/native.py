@@ -18,7 +18,8 @@ The calls come back as native tool parts named as Anthropic's own model names th
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -30,7 +31,14 @@ if TYPE_CHECKING:  # claude-agent-sdk loads with the first request (creating a m
     from claude_agent_sdk import HookMatcher
     from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput, McpHttpServerConfig
 
-__all__ = ["SUPPORTED_NATIVE_TOOLS", "NativeToolPlan", "plan_native_tools", "unsupported_native_tool_settings"]
+__all__ = [
+    "NO_COUNTERPART",
+    "SUPPORTED_NATIVE_TOOLS",
+    "NativeToolPlan",
+    "native_tool_reasons",
+    "plan_native_tools",
+    "unsupported_native_tool_settings",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +48,36 @@ SUPPORTED_NATIVE_TOOLS: frozenset[type[AbstractNativeTool]] = frozenset({*_CLI_T
 """The native tool types that have a Claude Code built-in counterpart."""
 
 _UNENFORCEABLE = frozenset({"max_uses", "external_web_access"})
+
+NO_COUNTERPART: dict[str, str] = {
+    "CodeExecutionTool": (
+        "Claude Code has no counterpart of the API's sandboxed code execution: its Bash tool runs commands on this "
+        "machine with the CLI's permissions. Enable it on purpose (claude_code_builtin_tools=['Bash'], with "
+        "claude_code_sandbox), or give the agent a tool of its own."
+    ),
+    "MemoryTool": (
+        "Claude Code has no counterpart of the API's memory tool (a /memories folder the application stores): its "
+        "memory is CLAUDE.md files, which this library does not load. Give the agent memory tools of its own."
+    ),
+    "ToolSearchTool": (
+        "Claude Code's tool search defers MCP tools by its own rules, and this library offers the agent's tools "
+        "directly. Use the ToolSearch capability's local strategy."
+    ),
+}
+"""pydantic-ai's native tools with no Claude Code counterpart, and why: the reason pydantic-ai's refusal carries."""
+
+
+@contextmanager
+def native_tool_reasons(native_tools: Sequence[AbstractNativeTool]) -> Iterator[None]:
+    """Add the reason to pydantic-ai's refusal of a request with a native tool of :data:`NO_COUNTERPART`."""
+    try:
+        yield
+    except UserError as error:
+        names = sorted({type(tool).__name__ for tool in native_tools} & NO_COUNTERPART.keys())
+        if not names or "not supported by this model" not in str(error):
+            raise
+        reasons = " ".join(f"{name}: {NO_COUNTERPART[name]}" for name in names)
+        raise UserError(f"{error} {reasons}") from error
 
 
 def unsupported_native_tool_settings(native_tool: AbstractNativeTool) -> frozenset[str]:

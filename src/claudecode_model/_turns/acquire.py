@@ -87,13 +87,23 @@ def session_request(
     stderr: deque[str] = deque(maxlen=STDERR_LINES)
     tools_signature = [server.signature for server in servers] if servers else None
     output_schema = _native_output_schema(params)
-    inputs = (settings, system_prompt, tools_signature, output_schema, params.thinking, params.native_tools, approvals)
+    inputs = (
+        settings,
+        system_prompt,
+        tools_signature,
+        output_schema,
+        params.thinking,
+        params.cache,
+        params.native_tools,
+        approvals,
+    )
     built: tuple[ClaudeAgentOptions, str, RequestNeeds] | None = runner.built_options.get(inputs)
     if built is None:
         needs = RequestNeeds(
             system_prompt=system_prompt,
             output_schema=output_schema,
             thinking=params.thinking,
+            cache=params.cache,
             allowed_tools=list(tool_names(servers).servers),
             mcp_tools_signature=tools_signature,
             native_tools=plan_native_tools(

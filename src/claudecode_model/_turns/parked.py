@@ -67,6 +67,11 @@ async def continue_parked(
         logger.debug("the system prompt changed while a turn waited for tool results: its calls go on in a new session")
         await turn.close_parked()
         return None
+    if _offered(params) != _offered(turn.params):
+        # tool_choice (or the tools) changed between the steps of a run: the CLI offers the tools it started with.
+        logger.debug("the offered tools changed while a turn waited for tool results: its calls go on in a new session")
+        await turn.close_parked()
+        return None
     try:
         if pending.prompts:
             await turn.say(pending.prompts)
@@ -108,3 +113,8 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
 
     turn.park(on_cli_death=cli_died)
     lot.park(turn, waiting, timeout=None if scope is not None else idle_timeout, owner=scope)
+
+
+def _offered(params: ModelRequestParameters) -> set[str]:
+    """The names of the agent's tools a request offers Claude."""
+    return {tool.name for tool in (*params.function_tools, *params.output_tools)}

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -164,7 +163,7 @@ class CLITurn:
     def stop_now(self) -> None:
         """Kill the CLI of a turn parked on a loop that does not run, from any thread (SIGKILL: a call that fails
         would make the CLI send Claude one more request); :meth:`close_parked` on the loop tidies up later."""
-        self.session.terminate(signal.SIGKILL)
+        self.session.terminate(force=True)
 
     @property
     def model_used(self) -> str:

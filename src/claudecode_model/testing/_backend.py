@@ -165,6 +165,9 @@ class OfflineBackend:
     it everything the CLI sent, its own additions included (an ``@file`` the CLI expanded, a command's output).
     Either way :meth:`RecordedRequest.cli_additions` names the blocks the CLI added.
 
+    ``context_window`` imitates a model's context window: a request whose input is longer (by the same token count)
+    gets the API's ``prompt is too long`` error.
+
     The server runs on 127.0.0.1 in a background thread with its own event loop; use it as a (sync or async)
     context manager or call :meth:`start` / :meth:`stop`.
     """
@@ -180,6 +183,7 @@ class OfflineBackend:
         port: int = 0,
         prompt_cache: bool | PromptCache = False,
         keep_cli_additions: bool = False,
+        context_window: int | None = None,
     ) -> None:
         if text_chunk_size < 1:
             raise ValueError("text_chunk_size must be at least 1")
@@ -190,6 +194,9 @@ class OfflineBackend:
         self.delta_delay = delta_delay
         self.model_name = model_name
         self.keep_cli_additions = keep_cli_additions
+        self.context_window = context_window
+        """The most input tokens a request may have (``None``: no limit); a longer one is refused as the API refuses
+        it (400, ``prompt is too long: N tokens > M maximum``), and recorded."""
         self.answer_headers: dict[str, str] = {}
         """Headers added to every answer (not to failures), e.g. ``anthropic-ratelimit-unified-*`` headers that
         make Claude Code report a rate-limit state."""
@@ -478,6 +485,8 @@ class OfflineBackend:
         model = str(body.get("model") or self.model_name)
         if failure is not None:
             return await self._serve_failure(failure, model, record.stream)
+        if self.context_window is not None and (tokens := estimate_tokens(request_text(body))) > self.context_window:
+            return _error_response(400, f"prompt is too long: {tokens} tokens > {self.context_window} maximum")
         try:
             seen = parse_request(body, keep_cli_additions=True) if self.keep_cli_additions else parsed
             answer = await self._until_stopped(self._brain.answer(seen.messages, seen.tools))
