@@ -14,7 +14,7 @@ def test_all_lists_exactly_the_lazy_exports():
     exceptions = set(claudecode_model.__all__) - {"__version__", *claudecode_model._EXPORTS}
     assert exceptions <= set(claudecode_model.exceptions.__all__)
     assert all(issubclass(getattr(claudecode_model.exceptions, name), Exception) for name in exceptions)
-    assert len(exceptions) == 37
+    assert len(exceptions) == 38
     assert len(claudecode_model.__all__) == len(set(claudecode_model.__all__))
 
 

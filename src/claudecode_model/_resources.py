@@ -28,6 +28,7 @@ from claudecode_model._sessions.limits import ProcessLimits
 from claudecode_model._settings_check import check_request_settings
 from claudecode_model._tools.execution import ToolExecution
 from claudecode_model._turns.parked import continue_parked, settle
+from claudecode_model.exceptions import ClaudeCodeError
 from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 
 if TYPE_CHECKING:
@@ -199,6 +200,11 @@ class ModelResources:
             return await start_turn(
                 runner, repair_history(messages), settings, params, run_context, requested_at=requested_at
             )
+        except ClaudeCodeError as error:
+            from claudecode_model._turns.spent import note_nothing_spent
+
+            note_nothing_spent(error)  # no turn ran: nothing reached the API
+            raise
         finally:
             if early is not None:
                 await early.settle()

@@ -93,6 +93,8 @@ def _sandbox_keys(value: Any) -> str | None:
 
 _RANGES: dict[str, Callable[[Any], str | None]] = {
     "claude_code_timeout": _positive,
+    "claude_code_limit_reset_wait": lambda value: None if value >= 0 else "must be 0 or more",
+    "claude_code_inactivity_timeout": lambda value: None if value is None else _positive(value),
     "timeout": _positive,
     "claude_code_max_turns": _positive,
     "claude_code_max_budget_usd": _positive,

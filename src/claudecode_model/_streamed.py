@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ClaudeCodeResponse",
     "ClaudeCodeStreamedResponse",
+    "collected",
     "open_response",
     "raw_messages",
     "response_with_metadata",
@@ -132,6 +133,15 @@ async def open_response(
     """The streamed response, for the request ``params``, of the CLI turn ``turn`` opens."""
     async with turn as opened:
         yield ClaudeCodeStreamedResponse(model_request_parameters=params, _turn=opened)
+
+
+async def collected(opened: AbstractAsyncContextManager[StreamedResponse]) -> ClaudeCodeResponse:
+    """The whole response of the stream ``opened`` opens, with the CLI's metadata."""
+    async with opened as stream:
+        async for _ in stream:
+            pass
+    assert isinstance(stream, ClaudeCodeStreamedResponse)
+    return response_with_metadata(stream)
 
 
 def response_with_metadata(stream: ClaudeCodeStreamedResponse) -> ClaudeCodeResponse:

@@ -27,6 +27,7 @@ The tree (with the other classes each one derives from)::
         * ClaudeCodeServerError (also ModelServerError)
         * ClaudeCodeUnavailableError (also ModelUnavailableError)
       * ClaudeCodeConnectionError (also ModelConnectionError)
+        * ClaudeCodeInactivityError (also ModelTimeoutError)
       * ClaudeCodeSettingsError (also UserError, ValueError)
       * DependencyResolutionError (also UserError)
       * IPCError
@@ -49,7 +50,7 @@ The tree (with the other classes each one derives from)::
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai.exceptions import (
     ModelAuthenticationError,
@@ -62,9 +63,13 @@ from pydantic_ai.exceptions import (
     ModelRateLimitError,
     ModelRequestRejectedError,
     ModelServerError,
+    ModelTimeoutError,
     ModelUnavailableError,
     UserError,
 )
+
+if TYPE_CHECKING:
+    from pydantic_ai.usage import RequestUsage
 
 __all__ = [
     "BridgeStartupError",
@@ -81,6 +86,7 @@ __all__ = [
     "ClaudeCodeConnectionError",
     "ClaudeCodeContextWindowExceededError",
     "ClaudeCodeError",
+    "ClaudeCodeInactivityError",
     "ClaudeCodeModelNotFoundError",
     "ClaudeCodeOverloadedError",
     "ClaudeCodeQuotaExceededError",
@@ -109,8 +115,29 @@ __all__ = [
 ]
 
 
+SPENT_FIELDS = ("usage", "cost_usd", "api_requests", "reached_model")
+"""What an error raised from a turn says about what the turn spent (see :class:`ClaudeCodeError`)."""
+
+
 class ClaudeCodeError(Exception):
-    """Base class of every error claudecode-model raises on purpose."""
+    """Base class of every error claudecode-model raises on purpose.
+
+    An error raised from a request's turn also says what the turn had spent when it failed, as far as the CLI
+    reported it (``None`` on errors raised before a turn, such as a bad setting):
+
+    - ``usage``: the tokens of the turn's API responses so far (a pydantic-ai ``RequestUsage``);
+    - ``cost_usd``: the cost the CLI reported, else the list price of those tokens, else ``None``;
+    - ``api_requests``: the API requests the CLI made in the turn, as seen in its stream (answered ones, and the
+      failed attempts it retried or reported);
+    - ``reached_model``: whether Claude produced anything in the turn (an answer started, tokens were counted, a cost
+      was reported). ``False``: no model tokens were spent, so sending the same request again (a queue, a durable
+      engine, ``FallbackModel``) does not pay twice.
+    """
+
+    usage: RequestUsage | None = None
+    cost_usd: float | None = None
+    api_requests: int | None = None
+    reached_model: bool | None = None
 
 
 # --- the CLI process -------------------------------------------------------------------------------------------
@@ -242,6 +269,7 @@ class ClaudeCodeAPIError(ClaudeCodeError, ModelHTTPError):
     def __getstate__(self) -> dict[str, Any]:
         return {
             **super().__getstate__(),
+            **_spent_state(self),
             "cli_message": self.cli_message,
             "result": self.result,
             "details": self.details,
@@ -296,6 +324,34 @@ class ClaudeCodeContextWindowExceededError(ClaudeCodeRequestRejectedError, Model
 
 class ClaudeCodeConnectionError(ClaudeCodeError, ModelConnectionError):
     """The CLI could not reach the API (refused connection, DNS failure, dropped stream); no HTTP status."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), **_spent_state(self)}
+
+
+class ClaudeCodeInactivityError(ClaudeCodeConnectionError, ModelTimeoutError):
+    """The CLI sent nothing for ``timeout`` seconds while no tool was running (the API stalled, and the CLI's own
+    retries did not end the silence): the turn was stopped. See ``claude_code_inactivity_timeout``.
+
+    Also a pydantic-ai ``ModelTimeoutError`` (a ``ModelConnectionError``, ``phase="read"``): ``FallbackModel`` moves
+    on, and a retry is a new request (check ``reached_model`` for whether this one spent tokens).
+    """
+
+    def __init__(self, model_name: str, message: str, *, timeout: float, **kwargs: Any) -> None:
+        super().__init__(model_name, message, **{"phase": "read", **kwargs})
+        self.timeout = timeout
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild_inactivity, (self.model_name, self.message, self.timeout), self.__getstate__()
+
+
+def _rebuild_inactivity(model_name: str, message: str, timeout: float) -> ClaudeCodeInactivityError:
+    return ClaudeCodeInactivityError(model_name, message, timeout=timeout)
+
+
+def _spent_state(error: ClaudeCodeError) -> dict[str, Any]:
+    """The spent fields set on ``error`` (kept when a durable engine pickles it)."""
+    return {name: error.__dict__[name] for name in SPENT_FIELDS if name in error.__dict__}
 
 
 class InvalidModelIdError(ClaudeCodeError, UserError):

@@ -17,12 +17,13 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.native_tools import AbstractNativeTool
 from pydantic_ai.profiles import ModelProfileSpec
-from pydantic_ai.settings import ModelSettings
+from pydantic_ai.settings import ModelSettings, merge_model_settings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._history.details import PROVIDER_NAME
 from claudecode_model._ignored_settings import IgnoredSettings
+from claudecode_model._limit_wait import waiting_out_limits
 from claudecode_model._process.exit import close_blocking
 from claudecode_model._profile import default_profile
 from claudecode_model._resources import ModelResources
@@ -31,9 +32,9 @@ from claudecode_model._settings_check import UNSUPPORTED_STANDARD_SETTINGS, chec
 from claudecode_model._streamed import (
     ClaudeCodeResponse,
     ClaudeCodeStreamedResponse,
+    collected,
     open_response,
     raw_messages,
-    response_with_metadata,
 )
 from claudecode_model._tools.execution import (
     DEFAULT_SERVER_NAME,
@@ -224,16 +225,15 @@ class ClaudeCodeModel(Model):
         """Like :meth:`request`, also returning the CLI's result message, init data and raw messages (as the request
         does not stream, without the stream events of text and thinking and the CLI's progress notices)."""
         params = model_request_parameters or ModelRequestParameters()
-        if self.profile.get("may_tokenize_special_tokens_in_content", False):
-            opened = self.request_stream(messages, model_settings, params)  # pydantic-ai's wrapper restores tokens
-        else:
-            settings, params = self.prepare_request(model_settings, params)
-            opened = open_response(self._resources.turn(self, messages, settings, params, content_events=False), params)
-        async with opened as stream:
-            async for _ in stream:
-                pass
-        assert isinstance(stream, ClaudeCodeStreamedResponse)
-        return response_with_metadata(stream)
+
+        async def once() -> ClaudeCodeResponse:  # made again after a usage limit's reset (claude_code_limit_reset_wait)
+            if self.profile.get("may_tokenize_special_tokens_in_content", False):
+                return await collected(self.request_stream(messages, model_settings, params))  # restores tokens
+            settings, prepared = self.prepare_request(model_settings, params)
+            turn = self._resources.turn(self, messages, settings, prepared, content_events=False)
+            return await collected(open_response(turn, prepared))
+
+        return await waiting_out_limits(merge_model_settings(self.settings, model_settings) or {}, once)
 
     async def stream_messages(
         self,

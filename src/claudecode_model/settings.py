@@ -78,6 +78,16 @@ class ClaudeCodeModelSettings(ModelSettings, total=False):
     claude_code_timeout: float
     """Seconds the whole CLI turn may take; on expiry the CLI is stopped and ``CLITimeoutError`` raised."""
 
+    claude_code_inactivity_timeout: float | None
+    """Seconds the CLI may send nothing while no tool runs before the turn is stopped with
+    ``ClaudeCodeInactivityError`` (default 360: above the CLI's own longest silent wait of one API attempt, see
+    ``docs/reliability.md``); ``None`` turns the bound off. The CLI's own per-attempt API timeouts are set below it."""
+
+    claude_code_limit_reset_wait: float
+    """Seconds a request may wait, in all, for a usage limit of the subscription to reset (the 5-hour or weekly limit)
+    before it asks again; default ``0``: no waiting, ``ClaudeCodeRateLimitError`` is raised with ``resets_at`` and
+    ``retry_after``. A WARNING says until when. Requests that do not stream (``agent.run()``), DBOS steps included."""
+
     claude_code_max_turns: int
     """Maximum agentic turns (API round trips) the CLI may take for one request."""
 

@@ -7,6 +7,7 @@ happens while Claude is still answering.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,6 +18,7 @@ from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.polling import wait_for
 from tests._support.processes import is_alive, live_children
 
 pytestmark = pytest.mark.cli
@@ -220,3 +222,80 @@ async def test_request_timeout_while_the_cli_starts_leaves_no_process(
 
     assert not cli_processes()
     await assert_still_works(model, claude_backend)
+
+
+async def test_a_request_cancelled_while_it_waits_for_a_start_slot_spawns_no_cli_afterwards(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    """The start slots are all taken (other CLIs starting): the request is cancelled (a timeout does the same) while
+    its session waits for one. Once the slots are free the session takes one, sees its start was given up, and
+    spawns nothing (it used to start a CLI 0.4-0.75 s after the timeout, which lived about 1.5 s)."""
+    from claudecode_model._process.slots import starting_slots
+
+    gate = starting_slots()
+    taken = 0
+    while gate.try_acquire():
+        taken += 1
+    try:
+        run = asyncio.create_task(Agent(model).run("hello", model_settings={"request_timeout": 60}))
+        assert await wait_for(lambda: gate.waiting == 1)  # its session waits for a start slot
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        seen: set[int] = set()
+
+        async def watch() -> None:
+            while True:
+                seen.update(cli_processes())
+                await asyncio.sleep(0.01)
+
+        watcher = asyncio.create_task(watch())
+    finally:
+        for _ in range(taken):
+            gate.release()
+
+    def session_tasks() -> list[asyncio.Task[object]]:
+        return [task for task in asyncio.all_tasks() if task.get_name().startswith("claude-code-session-")]
+
+    assert await wait_for(lambda: not session_tasks())  # the given-up session took its slot and ended
+    watcher.cancel()
+    assert not seen  # no CLI was ever spawned for it
+    assert claude_backend.requests == []
+    await assert_still_works(model, claude_backend)
+
+
+async def test_a_start_given_up_leaves_no_temp_folder_even_if_the_loop_ends_at_once(claude_backend: OfflineBackend):
+    """Its private temp folder is removed before the error is raised, not only by the background close (which never
+    runs when the event loop closes right after the error)."""
+    import tempfile
+
+    from claudecode_model._process.slots import starting_slots
+    from claudecode_model._process.temp import CLI_TEMP_PREFIX
+
+    def cli_folders() -> set[str]:
+        return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith(CLI_TEMP_PREFIX)}
+
+    claude_backend.set_brain(LONG_TEXT)
+    # Without the backend's CLAUDE_CODE_TMPDIR, so that the CLI gets a private temp folder.
+    env = {name: value for name, value in claude_backend.cli_env().items() if name != "CLAUDE_CODE_TMPDIR"}
+    model = ClaudeCodeModel(env=env, spare_sessions=0)
+    before = cli_folders()
+    gate = starting_slots()
+    taken = 0
+    while gate.try_acquire():
+        taken += 1
+    try:
+        run = asyncio.create_task(Agent(model).run("hello", model_settings={"request_timeout": 60}))
+        assert await wait_for(lambda: gate.waiting == 1)  # its session (and its temp folder) exists, waiting
+        assert cli_folders() - before
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert not (cli_folders() - before)  # checked before any other await: nothing else ran meanwhile
+    finally:
+        for _ in range(taken):
+            gate.release()
+    try:
+        await assert_still_works(model, claude_backend)
+    finally:
+        await model.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from decimal import Decimal
 from typing import Any
@@ -428,7 +429,39 @@ async def test_no_event_after_close_stream_even_when_called_by_a_wrapper():
         (stream({"type": "message_stop"}), Delivery.WAKE),
         (assistant(ToolUseBlock("c1", "mcp__pydantic_tools__probe", {}), parent_tool_use_id="agent_1"), Delivery.WAKE),
         (result(), Delivery.WAKE),
+        (SystemMessage(subtype="api_retry", data={"attempt": 1}), Delivery.WAKE),  # its WARNING comes at once
     ],
 )
 def test_a_request_that_does_not_stream_is_woken_only_by_what_can_end_its_response(message: Any, expected: Delivery):
     assert delivery_unless_streaming(message) is expected
+
+
+def test_the_clis_retries_are_counted_listed_and_logged(caplog: pytest.LogCaptureFixture):
+    t = translator()
+    retry = {"attempt": 1, "max_retries": 10, "retry_delay_ms": 600, "error_status": 529, "error": "overloaded"}
+
+    with caplog.at_level(logging.WARNING, logger="claudecode_model"):
+        feed(t, SystemMessage(subtype="api_retry", data={"type": "system", "subtype": "api_retry", **retry}))
+        feed(t, start("msg_1", input_tokens=3), result())
+
+    assert t.provider_details()["api_retries"] == [retry]
+    assert t.outcome.api_requests == 2  # the retried one and the answered one
+    assert "Claude Code retries an API request (attempt 1 of 10 after overloaded, in 0.6 s)" in caplog.text
+
+
+def test_the_first_allowed_warning_of_a_limit_window_is_a_warning_then_info(caplog: pytest.LogCaptureFixture):
+    from claude_agent_sdk import RateLimitEvent, RateLimitInfo
+
+    from claudecode_model._stream.translator import rate_limit_details
+
+    resets = 4_102_444_800 + id(caplog) % 1000  # a window no other test logged
+    info = RateLimitInfo(status="allowed_warning", resets_at=resets, rate_limit_type="five_hour", utilization=0.91)
+    event = RateLimitEvent(rate_limit_info=info, uuid="u", session_id="s")
+
+    with caplog.at_level(logging.INFO, logger="claudecode_model"):
+        rate_limit_details(event)
+        rate_limit_details(event)
+
+    levels = [record.levelname for record in caplog.records if "allowed_warning" in record.getMessage()]
+    assert levels == ["WARNING", "INFO"]
+    assert "91% used, resets at 2100-01-01T00:" in caplog.records[0].getMessage()

@@ -286,3 +286,27 @@ async def test_an_image_sent_in_streaming_mode_reaches_the_brain() -> None:
         ]
         assert len(images) == 1
         assert images[0].media_type.startswith("image/")
+
+
+@pytest.mark.parametrize(("status", "asked"), [(400, 3), (404, 2)])
+async def test_a_400_or_404_is_asked_again_even_with_the_clis_retries_off(status: int, asked: int) -> None:
+    """What docs/testing.md says of ``cli_env()``: the CLI asks again after these by itself (a 400 twice, a 404
+    once), so fewer injected failures than it asks do not reach the agent; that many do."""
+    from pydantic_ai import Agent
+
+    from claudecode_model import ClaudeCodeModel, ClaudeCodeRequestRejectedError
+
+    async with OfflineBackend("answered on the second request") as backend:
+        model = ClaudeCodeModel(env=backend.cli_env(), keep_sessions=0, spare_sessions=0)
+        try:
+            backend.fail_next(Failure.http(status), count=asked - 1)
+            result = await Agent(model).run("hi")
+            assert result.output == "answered on the second request"
+            assert len(backend.requests) == asked
+
+            backend.fail_next(Failure.http(status), count=asked)
+            with pytest.raises(ClaudeCodeRequestRejectedError):
+                await Agent(model).run("hi")
+            assert len(backend.requests) == 2 * asked
+        finally:
+            await model.aclose()

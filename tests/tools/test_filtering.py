@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic_ai import Agent, FunctionToolset
+from pydantic_ai import Agent, FunctionToolset, RunContext
 from pydantic_ai.models.test import TestModel
 
 from claudecode_model.exceptions import ToolNotFoundError, ToolsetNotRegisteredError, ToolValidationError
@@ -66,3 +66,27 @@ def test_duplicate_names_across_toolsets_are_refused() -> None:
         filter_tools_for_request(
             [three_tool_agent()._function_toolset, three_tool_agent()._function_toolset], ["alpha"]
         )
+
+
+def test_registering_a_tool_that_takes_a_run_context_fails_at_registration():
+    """It used to fail only at the first request that named it (issue 39)."""
+    from pydantic_ai import Agent
+
+    from claudecode_model import ClaudeCodeModel
+    from claudecode_model.exceptions import MissingDepsError
+
+    model = ClaudeCodeModel()
+    agent = Agent(model)
+
+    @agent.tool
+    def whoami(ctx: RunContext[None]) -> str:
+        """Who runs."""
+        return "me"
+
+    @agent.tool_plain
+    def plain() -> str:
+        """Plain."""
+        return "plain"
+
+    with pytest.raises(MissingDepsError, match="whoami take a RunContext"):
+        model.set_agent_toolsets(agent._function_toolset)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ABORTED_ATTEMPTS_KEY",
+    "API_RETRIES_KEY",
     "APPROVED_CALL_KEY",
     "CLI_TOOL_NAME_KEY",
     "COMPACTED_KEY",
@@ -55,6 +56,9 @@ RATE_LIMIT_KEY = "rate_limit"
 ``rejected``), ``type`` (``five_hour``, ``seven_day``, ...), ``utilization`` (0..1), ``resets_at`` (Unix time), and
 the overage fields when known."""
 
+API_RETRIES_KEY = "api_retries"
+"""The API requests Claude Code retried by itself during the turn, in order: ``attempt``, ``max_retries``,
+``retry_delay_ms``, ``error_status`` and ``error`` as the CLI reported them (its ``api_retry`` messages)."""
 COMPACTED_KEY = "compacted"
 """Set when Claude Code compacted the conversation during the turn (only with ``claude_code_compaction=True``): one
 entry per compaction (``trigger``, ``pre_tokens``, ``post_tokens``). Claude then saw a summary of the earlier

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from claudecode_model._process.mcp_config_file import MCP_CONFIG_PREFIX
 from claudecode_model._process.oscalls import CLI_TAG_VARIABLE
-from claudecode_model.ipc._leftovers import directory_prefix, remove_dead_leftovers
+from claudecode_model.ipc._leftovers import directory_prefix, hold_owner_lock, release_owner_lock, remove_dead_leftovers
 
 __all__ = [
     "CLI_TEMP_PREFIX",
@@ -102,7 +102,15 @@ def private_cli_temp(env: Mapping[str, str]) -> tuple[dict[str, str], Callable[[
     if TEMP_DIR_VARIABLE in env or TEMP_DIR_VARIABLE in os.environ:
         return tag, _nothing
     path = tempfile.mkdtemp(prefix=directory_prefix(CLI_TEMP_PREFIX), dir=base)
-    return {TEMP_DIR_VARIABLE: path, **tag}, lambda: shutil.rmtree(path, ignore_errors=True)
+    # Held until the folder is removed: a sweep that cannot see this process (another PID namespace sharing the temp
+    # dir) still sees the folder is in use.
+    lock = hold_owner_lock(path)
+
+    def remove() -> None:
+        release_owner_lock(lock)
+        shutil.rmtree(path, ignore_errors=True)
+
+    return {TEMP_DIR_VARIABLE: path, **tag}, remove
 
 
 def sweep_dead_leftovers(base: str) -> None:

@@ -52,6 +52,7 @@ from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_opti
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
 from claudecode_model._sessions.cli_env import library_env
+from claudecode_model._sessions.inactivity import cli_timeout_env
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, DEFAULT_SERVER_NAME, TransportType
 
@@ -71,7 +72,9 @@ _MODELLED_SETTINGS = frozenset(
         "claude_code_disallowed_tools",
         "claude_code_env",
         "claude_code_extra_args",
+        "claude_code_inactivity_timeout",
         "claude_code_interpret_prompts",
+        "claude_code_limit_reset_wait",
         "claude_code_max_turns",
         "claude_code_permission_mode",
         "claude_code_session",
@@ -215,6 +218,7 @@ def predict_launch(
     if not any(name.upper() == _SESSION_STATE_ENV for name in (*options_env, *os.environ)):
         options_env[_SESSION_STATE_ENV] = "0"
     options_env.update(library_env(settings, params.cache, options_env))
+    options_env.update(cli_timeout_env(settings, options_env))
     cwd = settings.get("claude_code_cwd")
     cwd_text = str(cwd) if cwd is not None else None
 

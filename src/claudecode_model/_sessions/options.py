@@ -18,6 +18,7 @@ from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._sessions.cli_env import library_env
+from claudecode_model._sessions.inactivity import cli_timeout_env
 from claudecode_model._sessions.subagents import subagent_options
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, cli_permission_mode
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE
@@ -108,6 +109,7 @@ def build_options(
     if not any(name.upper() == _SESSION_STATE_ENV for name in (*env, *os.environ)):
         env[_SESSION_STATE_ENV] = "0"
     env.update(library_env(settings, needs.cache, env))
+    env.update(cli_timeout_env(settings, env))  # the CLI's API timeouts below the turn's inactivity bound
     thinking = _thinking(settings, needs.thinking)
     if thinking is not None and thinking["type"] == "disabled":
         env["CLAUDE_CODE_DISABLE_THINKING"] = "1"

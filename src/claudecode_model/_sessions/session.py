@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk.types import Message
@@ -61,6 +62,7 @@ keep_api_error_fields()  # the typed errors of a failed turn read the API error 
 _STOP_GRACE_SECONDS = 2.0
 _COMMANDS_GRACE_SECONDS = 0.5
 """How long the commands a CLI left running get between SIGTERM and SIGKILL once the CLI is gone."""
+_SPAWN_POLL_SECONDS = 0.005
 
 
 @dataclass
@@ -205,6 +207,10 @@ class CLISession:
         self._tag = options.env.get(CLI_TAG_VARIABLE) if isinstance(options.env, dict) else None
         """The CLI's tag: its processes, and the commands it started, carry it (see ``_process/oscalls.py``)."""
         self._processes_ended = False
+        self._connecting = False
+        """The owner task is inside the SDK's ``connect()``: the CLI process is being spawned, or was."""
+        self.observer: Callable[[Message], None] | None = None
+        """Told of every message the CLI sends during a turn, in the owner task (a turn's inactivity watchdog)."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -289,12 +295,43 @@ class CLISession:
         except BaseException:
             self._stop_mark.stopped = True  # given up: what the start does next is of no interest
             self._kill_starting()  # a CLI that hangs at start never reads its end of input
+            with anyio.CancelScope(shield=True):  # an anyio deadline cancels every await: this one must run
+                gone = await self._kill_spawning()
+            if gone:
+                # Nothing runs in the folders and files of this start any more: removed now, not only by the
+                # background close, which never runs if the event loop closes right after the error.
+                for server in self.tool_servers:
+                    server.discard()
+                self._closed_now()
             # The owner notices the killed CLI only when the SDK's start gives up (a second or two): the caller's
             # timeout or cancellation must not wait for that, the rest of the cleanup goes on in the background.
             cleanup = self._loop.create_task(self._close_given_up_start(), name="claude-code-session-close")
             self._background.add(cleanup)
             cleanup.add_done_callback(self._background.discard)
             raise
+
+    async def _kill_spawning(self) -> bool:
+        """Kill the CLI a given-up start is spawning right now, once it exists (the SDK's ``connect()`` spawns it
+        after a few awaits), so that no CLI of a cancelled or timed-out request outlives its error. Whether no CLI
+        of this start runs any more (none was spawned, or it is dying)."""
+        deadline = self._loop.time() + _STOP_GRACE_SECONDS
+        client = self._starting_client
+        while self._connecting and client is not None and cli_process(client) is None:
+            if self._loop.time() > deadline:
+                return False
+            await asyncio.sleep(_SPAWN_POLL_SECONDS)
+        process = cli_process(client) if client is not None and self._client is None else None
+        self._kill_starting()
+        # Killed: a large process takes a moment to die; the caller's error waits for that, not for the reaping.
+        pid = process.pid if process is not None else None
+        # Polled: the process's end has no event to wait for here (its owner's watcher reaps it later).
+        while pid is not None and not (process_exited(pid) or process_exiting(pid)) and self._loop.time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(_SPAWN_POLL_SECONDS)
+        if self._client is not None:
+            return False  # connected after all: the background close stops it
+        if pid is None:
+            return client is None or cli_process(client) is None
+        return process_exited(pid) or process_exiting(pid)
 
     async def _close_given_up_start(self) -> None:
         try:
@@ -321,9 +358,13 @@ class CLISession:
                 logger.debug("waiting to start a CLI: %d are starting already", gate.used)
             await gate.acquire(_nothing_to_evict)
             try:
+                if self._stop_mark.stopped:  # given up while it waited for the slot: no CLI is spawned for it
+                    raise CLIInterruptedError("The Claude Code session was given up before its CLI started")
+                self._connecting = True
                 with sdk_advice_silenced(self.options.can_use_tool is not None):
                     await client.connect()
             finally:
+                self._connecting = False
                 gate.release()
         except BaseException as error:
             self._end_processes(None)  # whatever of a failed start still runs; the lifeline forgets the tag
@@ -335,6 +376,8 @@ class CLISession:
         self._process = cli_process(client)
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
+        if self._stop_mark.stopped:
+            self._signal(force=True)  # connected after its start was given up: nobody will use it
         logger.debug("Claude Code CLI started: pid %s, ready in %.2f s", self._pid, time.monotonic() - started)
         try:
             if warm_up:
@@ -369,6 +412,8 @@ class CLISession:
             if turn.message is not None:
                 await client.query(one_message(turn.message))
             async for message in client.receive_response():
+                if self.observer is not None:
+                    self.observer(message)
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
                 delivery = Delivery.WAKE if self._delivery is None else self._delivery(message)
@@ -388,6 +433,14 @@ class CLISession:
             self._serving = False
             self._current = None
             turn.output.put(None)
+
+    def fail_turn(self, error: BaseException) -> bool:
+        """End the turn in progress for its consumer with ``error`` (the CLI goes on until the turn is stopped);
+        whether a turn was in progress."""
+        if self._current is None:
+            return False
+        self._current.output.put(error)
+        return True
 
     def _tools_waiting(self, ids: frozenset[str]) -> None:
         if self._current is not None:

@@ -8,6 +8,7 @@ an HTTP failure of the API surfaces as the same typed error pydantic-ai's own An
 from __future__ import annotations
 
 import json
+import logging
 import signal
 from collections.abc import Iterable
 from typing import Any, cast
@@ -21,6 +22,7 @@ from claudecode_model._stream.translator import TurnOutcome
 from claudecode_model.exceptions import (
     ClaudeCodeConnectionError,
     ClaudeCodeError,
+    ClaudeCodeOverloadedError,
     CLIInterruptedError,
     CLINotFoundError,
     CLIProcessError,
@@ -29,6 +31,8 @@ from claudecode_model.exceptions import (
 )
 
 __all__ = ["api_error", "exit_description", "map_error", "result_error", "timeout_error"]
+
+logger = logging.getLogger(__name__)
 
 
 def map_error(
@@ -107,8 +111,39 @@ def result_error(outcome: TurnOutcome, *, model_name: str) -> ClaudeCodeError | 
         return reported
     if result.terminal_reason in ("aborted_streaming", "aborted_tools"):
         return CLIInterruptedError(f"Claude Code turn was interrupted ({result.terminal_reason})")
+    if result.is_error and result.subtype == "success":
+        return _contradictory(outcome, model_name)
     detail = "; ".join(result.errors or []) or result.result or result.subtype
     return CLIProcessError(f"Claude Code turn failed ({result.subtype}, {result.terminal_reason}): {detail}")
+
+
+_ANSWER_STOPS = frozenset({"end_turn", "stop_sequence", "max_tokens"})
+
+
+def _contradictory(outcome: TurnOutcome, model_name: str) -> ClaudeCodeOverloadedError | None:
+    """A result that says both ``is_error`` and ``success`` with no API error (seen under usage pressure): the answer
+    it holds is kept (``outcome.recovered``, with a WARNING), else it is a retryable overload."""
+    result = outcome.result
+    assert result is not None
+    stop = result.stop_reason or outcome.last_stop_reason
+    answered = result.structured_output is not None or (bool(result.result) and stop in _ANSWER_STOPS)
+    if answered and outcome.api_error_kind is None:
+        outcome.recovered = True
+        logger.warning(
+            "Claude Code reported an error result with subtype 'success' (terminal reason %s); it holds an answer, "
+            "which is kept",
+            result.terminal_reason,
+        )
+        return None
+    text = result.result or "Claude Code reported an error result with subtype 'success' and no answer"
+    return ClaudeCodeOverloadedError(
+        529,
+        model_name,
+        text,
+        cli_message=text,
+        result=_result_dict(result),
+        hint="Claude Code reported an error without an answer or an API error (seen under load): retry.",
+    )
 
 
 def timeout_error(timeout: float) -> CLITimeoutError:

@@ -86,7 +86,8 @@ def classify_failed_turn(messages: Sequence[Any], model_name: str) -> ClaudeCode
         )
     legacy = _LEGACY_USAGE_LIMIT.search(text)
     if rejected or legacy or "rate_limit" in kinds or result.api_error_status == 429:
-        resets = rejected[-1].resets_at if rejected and rejected[-1].resets_at else None
+        # Every rejected limit (the 5-hour one, a weekly one) must reset before a request goes through: the latest.
+        resets = max((info.resets_at for info in rejected if info.resets_at), default=None)
         if resets is None and legacy is not None:
             resets = int(legacy.group(1))
         return _rate_limit_error(model_name, text, details, resets, reported.get("api_error_type"))

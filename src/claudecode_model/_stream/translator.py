@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -36,6 +37,7 @@ from pydantic_ai.usage import RequestUsage
 
 from claudecode_model._compat import ModelResponsePartsManager, api_error_fields
 from claudecode_model._history.details import (
+    API_RETRIES_KEY,
     APPROVED_CALL_KEY,
     CLI_TOOL_NAME_KEY,
     COMPACTED_KEY,
@@ -47,7 +49,14 @@ from claudecode_model._sessions.session import Delivery
 from claudecode_model._stream.attempts import AttemptTracker
 from claudecode_model._tools.native import NativeToolPlan
 
-__all__ = ["TurnOutcome", "TurnTranslator", "delivery_unless_streaming", "rate_limit_details", "request_usage"]
+__all__ = [
+    "TurnOutcome",
+    "TurnTranslator",
+    "api_retry_details",
+    "delivery_unless_streaming",
+    "rate_limit_details",
+    "request_usage",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +93,19 @@ class TurnOutcome:
     """The last rate-limit state the CLI reported in the turn (it reports one when the state changes)."""
     reply_model: str | None = None
     """The model that wrote Claude's last reply (the fallback model, once Claude Code switched to it)."""
+    recovered: bool = False
+    """The result said ``is_error`` with subtype ``success`` and held an answer, which the turn kept."""
+    answered: set[str] = field(default_factory=set)
+    """The ids of the API responses that started in the turn (streamed or whole)."""
+    api_retries: list[dict[str, Any]] = field(default_factory=list)
+    """The API requests the CLI retried by itself (its ``api_retry`` messages)."""
+
+    @property
+    def api_requests(self) -> int:
+        """The API requests the CLI made in the turn, as far as its messages show: those answered, those it retried,
+        and a failed last one (after an error inside a stream the CLI asks once more without streaming)."""
+        return len(self.answered) + len(self.api_retries) + int(self.api_error_kind is not None)
+
     compactions: list[dict[str, Any]] = field(default_factory=list)
     """Each compaction of the conversation Claude Code reported in the turn (``compact_boundary``)."""
 
@@ -176,6 +198,11 @@ class TurnTranslator:
         self._responses += 1
 
     @property
+    def in_stream(self) -> bool:
+        """Whether a streamed reply is in progress (its ``message_start`` came, its ``message_stop`` not yet)."""
+        return self._in_stream
+
+    @property
     def parts(self) -> ModelResponsePartsManager:
         """The parts manager of the response being built."""
         return self._parts
@@ -217,6 +244,8 @@ class TurnTranslator:
                 self.outcome.session_id = message.session_id
             case RateLimitEvent():
                 self.outcome.rate_limit = rate_limit_details(message)
+            case SystemMessage() if message.subtype == "api_retry":
+                self.outcome.api_retries.append(api_retry_details(message.data))
             case SystemMessage():
                 if message.subtype == "init":
                     self.outcome.init_data = message.data
@@ -237,6 +266,7 @@ class TurnTranslator:
             self._message_id = message.get("id")
             if self._message_id is not None:
                 self.attempts.started(self._message_id)
+                self.outcome.answered.add(self._message_id)
             self._reply_calls = []
             self._in_stream = True
             self._reply_unfinished = True
@@ -330,6 +360,7 @@ class TurnTranslator:
         if message.model:
             self.outcome.reply_model = message.model
         message_id = message.message_id or f"anon-{id(message)}"
+        self.outcome.answered.add(message_id)
         if self._in_stream and message_id != self._message_id:
             # A reply that was not streamed (the retry of a cut stream): the streamed attempt was abandoned.
             self._in_stream = False
@@ -462,7 +493,7 @@ class TurnTranslator:
             return "tool_call"
         result = self.outcome.result
         stop = (result.stop_reason if result is not None else None) or self.outcome.last_stop_reason
-        if result is not None and result.is_error:
+        if result is not None and result.is_error and not self.outcome.recovered:
             return "error"
         if stop == "tool_use" and result is not None and result.subtype == "success":
             # Claude Code ran every tool itself; a loop that ends on a tool call ended on the one that finishes
@@ -503,6 +534,8 @@ class TurnTranslator:
             details["model_usage"] = _jsonable(result.model_usage)
         if self.outcome.rate_limit is not None:
             details[RATE_LIMIT_KEY] = self.outcome.rate_limit
+        if self.outcome.api_retries:
+            details[API_RETRIES_KEY] = list(self.outcome.api_retries)
         return details
 
 
@@ -517,10 +550,12 @@ def delivery_unless_streaming(message: Message) -> Delivery:
     CLI's progress notices. A tool call's events are kept, so that its arguments are the text Claude wrote, as when
     the request streams. Of what is kept, only what can end the response wakes the request at once: the end of a
     reply (``message_stop``: a reply that called tools pydantic-ai runs ends the response) and a subagent's reply
-    (its calls of such tools are not streamed); the rest waits for it (the result, an error and the tool calls
-    waiting for pydantic-ai always wake it).
+    (its calls of such tools are not streamed); the rest waits for it (the result, an error, the tool calls
+    waiting for pydantic-ai and the CLI's retry notices always wake it).
     """
     if type(message) is SystemMessage:
+        if message.subtype == "api_retry":
+            return Delivery.WAKE  # its WARNING is logged when the CLI retries, not once the turn ends
         return Delivery.DROP if message.subtype in _STATUS_SUBTYPES else Delivery.HOLD
     if type(message) is AssistantMessage:
         return Delivery.HOLD if message.parent_tool_use_id is None else Delivery.WAKE
@@ -544,6 +579,23 @@ def delivery_unless_streaming(message: Message) -> Delivery:
             return Delivery.HOLD
 
 
+_RETRY_FIELDS = ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
+
+
+def api_retry_details(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``api_retry`` message of the CLI for ``provider_details`` (logged at WARNING)."""
+    retry = {key: _jsonable(data[key]) for key in _RETRY_FIELDS if data.get(key) is not None}
+    delay = retry.get("retry_delay_ms")
+    logger.warning(
+        "Claude Code retries an API request (attempt %s of %s after %s%s)",
+        retry.get("attempt", "?"),
+        retry.get("max_retries", "?"),
+        retry.get("error", "an error"),
+        f", in {delay / 1000:.1f} s" if isinstance(delay, int | float) else "",
+    )
+    return retry
+
+
 def rate_limit_details(event: RateLimitEvent) -> dict[str, Any]:
     """A rate-limit state for ``provider_details`` (logged: at WARNING when close to or over the limit)."""
     info = event.rate_limit_info
@@ -557,17 +609,27 @@ def rate_limit_details(event: RateLimitEvent) -> dict[str, Any]:
         "overage_disabled_reason": info.overage_disabled_reason,
     }
     state = {key: value for key, value in state.items() if value is not None}
-    level = logging.INFO if info.status == "allowed" else logging.WARNING
+    # A warning is news once per program and limit window (then INFO); a rejection always is.
+    window = (info.rate_limit_type, info.resets_at)
+    first_warning = info.status == "allowed_warning" and window not in _WARNED
+    if first_warning:
+        _WARNED.add(window)
+    level = logging.WARNING if first_warning or info.status == "rejected" else logging.INFO
     utilization = f"{info.utilization:.0%}" if info.utilization is not None else "unknown"
+    resets = datetime.fromtimestamp(info.resets_at, UTC).isoformat(timespec="minutes") if info.resets_at else None
     logger.log(
         level,
         "Claude Code reports its rate limit %s: %s (%s used%s)",
         info.rate_limit_type or "",
         info.status,
         utilization,
-        f", resets at {info.resets_at}" if info.resets_at else "",
+        f", resets at {resets}" if resets else "",
     )
     return state
+
+
+_WARNED: set[tuple[str | None, int | None]] = set()
+"""The limit windows (type, reset time) whose first ``allowed_warning`` the program logged at WARNING."""
 
 
 def request_usage(usage: Mapping[str, Any]) -> RequestUsage:

@@ -29,7 +29,7 @@ from claudecode_model._tools.cli_executed import (
     output_tool_specs,
     tools_signature,
 )
-from claudecode_model._tools.core import allowed_tool_names, mcp_tool_name
+from claudecode_model._tools.core import allowed_tool_names, mcp_tool_name, takes_run_context
 from claudecode_model._tools.execution import TransportType
 from claudecode_model._tools.servers import (
     ResolvedTransport,
@@ -39,6 +39,7 @@ from claudecode_model._tools.servers import (
     resolve_transport,
     serve_tools,
 )
+from claudecode_model.exceptions import MissingDepsError
 
 if TYPE_CHECKING:
     # Registered toolsets (``set_agent_toolsets``) only: their modules load when a model registers some.
@@ -77,6 +78,16 @@ class ToolSetup:
 
     def register(self, toolsets: ToolSource, *, server_name: str, transport: TransportType) -> None:
         """Serve ``toolsets`` under ``server_name`` (replacing an earlier registration, with a warning)."""
+        from claudecode_model._tools.conversion import collect_tools
+
+        # Registered tools are called without a run context: one that needs it would fail only at a request.
+        needing = [tool.name for tool in collect_tools(toolsets) if takes_run_context(tool)]
+        if needing:
+            raise MissingDepsError(
+                f"set_agent_toolsets(): {', '.join(needing)} take a RunContext, and registered tools are called "
+                "without one. Leave them unregistered (ClaudeCodeModel runs an agent's tools with its own RunContext), "
+                "or convert them with convert_tool_with_deps(tool, deps)."
+            )
         if self.registered_toolsets is not None:
             logger.warning("set_agent_toolsets() replaces the toolsets registered before")
         self.registered_transport = checked_transport(transport)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+import anyio
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import McpServerConfig
 from pydantic_ai.models import ModelRequestParameters
@@ -51,7 +52,7 @@ from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate
 from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._tools.native import plan_native_tools
 from claudecode_model._tools.request import ToolServerPlan, reads_cut_results, serve_tool_servers, tool_names
-from claudecode_model._tools.servers import serves_inprocess
+from claudecode_model._tools.servers import ServedTools, serves_inprocess
 from claudecode_model._turns.runner import STDERR_LINES, SessionRequest, TurnRunner, nothing
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -321,6 +322,7 @@ async def spawn_session(
         raise NoSlotError("every process slot of the model is taken")
     release = slots.release if slots is not None else nothing
     remove_temp = nothing
+    served: list[ServedTools] = []
     try:
         gate = BuiltinGate(request.needs.approvals) if request.needs.approvals else None
         router = RunToolRouter(builtin_gate=gate)
@@ -369,6 +371,10 @@ async def spawn_session(
         release()
         on_closed()
         remove_temp()
+        for tools in served:  # no session owns the tool servers yet: their IPC sessions stop here
+            tools.discard()
+            with anyio.CancelScope(shield=True):
+                await tools.stop()
         raise
     session.when_closed(release, on_closed, remove_prompt_file, remove_mcp_config, remove_temp, router.reader.clear)
     await session.start(warm_up=warm_up)

@@ -21,6 +21,7 @@ from claudecode_model._compat import current_run_context, new_parts_manager, req
 from claudecode_model._history.details import PROVIDER_NAME
 from claudecode_model._history.plan import TurnPlan, plan_turn
 from claudecode_model._history.transcripts import TranscriptFiles
+from claudecode_model._sessions.inactivity import inactivity_timeout
 from claudecode_model._sessions.options import effective_system_prompt, require_literal_prompts
 from claudecode_model._stream.errors import timeout_error
 from claudecode_model._stream.translator import TurnTranslator
@@ -187,6 +188,7 @@ async def start_turn(
         params=params,
         timeout=timeout,
         deadline=deadline,
+        inactivity_timeout=inactivity_timeout(settings),
         stderr=session.stderr if session.stderr is not None else prepared.stderr,
         translator=translator,
         wants_structured_output=request.needs.output_schema is not None,

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from claude_agent_sdk.types import AssistantMessage, Message, MirrorErrorMessage, StreamEvent
 from pydantic_ai.messages import FinishReason, ModelMessage, ModelResponse, ModelResponsePart, UserPromptPart
@@ -39,11 +39,15 @@ from claudecode_model._stream.translator import TurnTranslator, delivery_unless_
 from claudecode_model._tools.cli_executed import RunToolRouter
 from claudecode_model._turns.acquire import start_spare
 from claudecode_model._turns.runner import SessionRequest, TurnRunner, nothing
-from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
+from claudecode_model._turns.spent import note_spent
+from claudecode_model._turns.watchdog import InactivityWatchdog
+from claudecode_model.exceptions import ClaudeCodeError, ClaudeCodeInactivityError, StructuredOutputError
 
 __all__ = ["CLITurn", "TurnSummary"]
 
 logger = logging.getLogger(__name__)
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class CLITurn:
     timeout: float | None
     deadline: float | None = None
     """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
+    inactivity_timeout: float | None = None
+    """Seconds the CLI may send nothing while no tool runs (``None``: no bound); see :mod:`.watchdog`."""
     stderr: deque[str]
     translator: TurnTranslator
     wants_structured_output: bool
@@ -102,6 +108,7 @@ class CLITurn:
     _exact: bool = field(default=True, init=False)
     """Whether the session's conversation is exactly the history and this turn's response."""
     _source: AsyncGenerator[Message | ToolsWaiting, None] | None = field(default=None, init=False)
+    _watchdog: InactivityWatchdog | None = field(default=None, init=False)
     _started: float = field(default_factory=time.monotonic, init=False)
 
     @property
@@ -142,6 +149,7 @@ class CLITurn:
         """Stop a turn that waits for results: the CLI is stopped first (so that it sends Claude nothing more), then
         any handler still waiting gets a "not executed" error."""
         self.failed = True
+        self._stop_watching()
         self.release_source()
         try:
             await self.session.abort(at_once=True)
@@ -182,6 +190,9 @@ class CLITurn:
         self.session.deliver_with(None if self.content_events else delivery_unless_streaming)
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
+            if self.inactivity_timeout is not None:
+                self._watchdog = InactivityWatchdog(self.session, self.inactivity_timeout, self.runner.display_name)
+                self._watchdog.start()
             if self.deadline is None and self.timeout is not None:
                 self.deadline = asyncio.get_running_loop().time() + self.timeout
         try:
@@ -198,9 +209,12 @@ class CLITurn:
                     if self.first_token_seconds is None and _is_token(message):
                         self.first_token_seconds = max(self.session.arrived - self.started, 0.0)
                     yield message
+        except ClaudeCodeInactivityError as error:
+            self.failed = self.timed_out = True  # killed at once, as on a timeout
+            raise self._spent(error) from None
         except TimeoutError as error:
             self.failed = self.timed_out = True
-            raise timeout_error(self.timeout or 0) from error
+            raise self._spent(timeout_error(self.timeout or 0)) from error
         except GeneratorExit:
             raise  # the consumer left: the turn itself goes on
         except BaseException as error:
@@ -216,9 +230,23 @@ class CLITurn:
                 error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.runner.display_name
             )
             if mapped is error:
+                if isinstance(error, ClaudeCodeError):
+                    self._spent(error)
                 raise
-            raise mapped from error
+            raise self._spent(mapped) from error
         self._end()
+
+    def _spent(self, error: _E) -> _E:
+        """``error`` with what the turn spent so far (see :class:`~claudecode_model.exceptions.ClaudeCodeError`)."""
+        self._stop_watching()
+        if isinstance(error, ClaudeCodeError):
+            note_spent(error, self.translator, self.session.reported_cost_usd, self.model_used)
+        return error
+
+    def _stop_watching(self) -> None:
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.stop()
 
     def _mirror_failed(self, message: MirrorErrorMessage) -> None:
         """The SDK could not write part of the session's transcript into the store (it dropped those entries; the
@@ -241,12 +269,13 @@ class CLITurn:
             # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
             self.completed = True
             return
+        self._stop_watching()
         error = classify_failed_turn(self.raw_messages, self.runner.display_name) or result_error(
             self.translator.outcome, model_name=self.runner.display_name
         )
         if error is not None:
             self.failed = True
-            raise error
+            raise self._spent(error)
         self.completed = True
 
     def structured_output_text(self) -> str:
@@ -320,6 +349,7 @@ class CLITurn:
 
     async def finish(self) -> None:
         """Keep the session for the next turn if it ended cleanly, otherwise stop the CLI."""
+        self._stop_watching()
         source, self._source = self._source, None
         if source is not None:
             with contextlib.suppress(RuntimeError):  # still running in a task that was cancelled

@@ -9,6 +9,7 @@ named the same way with another prefix (the CLI's temp folders, :mod:`claudecode
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import re
@@ -18,7 +19,10 @@ from pathlib import Path
 
 from claudecode_model.ipc._constants import SOCKET_FILE_PREFIX, SOCKET_FILE_SUFFIX
 
-__all__ = ["directory_prefix", "remove_dead_leftovers"]
+__all__ = ["OWNER_LOCK", "directory_prefix", "hold_owner_lock", "release_owner_lock", "remove_dead_leftovers"]
+
+OWNER_LOCK = ".owner.lock"
+"""A file in a private directory that its owner keeps locked (``flock``) while it uses the directory."""
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +49,51 @@ def remove_dead_leftovers(base: str | Path, prefix: str = SOCKET_FILE_PREFIX) ->
         pid = int(match.group(1))
         if pid == os.getpid() or _process_exists(pid) or not _owned_directory(directory) or _listening(directory):
             continue
+        if _locked(directory):
+            continue  # its owner is alive where this process cannot see it (another PID namespace)
         shutil.rmtree(directory, ignore_errors=True)
         removed.append(directory)
         logger.info("removed the directory %s left by process %d, which is gone", directory, pid)
     return removed
+
+
+def hold_owner_lock(directory: str | Path) -> int | None:
+    """Lock ``directory``'s :data:`OWNER_LOCK` for as long as the returned descriptor is open (``None``: no lock,
+    the directory is then judged by its owner's pid alone)."""
+    try:
+        fd = os.open(Path(directory) / OWNER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def release_owner_lock(fd: int | None) -> None:
+    """Release a lock of :func:`hold_owner_lock`."""
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _locked(directory: Path) -> bool:
+    """Whether a live owner holds ``directory``'s :data:`OWNER_LOCK`."""
+    try:
+        fd = os.open(directory / OWNER_LOCK, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 def _process_exists(pid: int) -> bool:
