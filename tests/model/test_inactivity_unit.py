@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
+from claude_agent_sdk import StreamEvent, SystemMessage
 from pydantic_ai.exceptions import ModelAPIError, ModelTimeoutError
 from pydantic_ai.usage import RequestUsage
 
@@ -17,6 +20,7 @@ from claudecode_model._sessions.inactivity import (
     inactivity_timeout,
 )
 from claudecode_model._settings_check import check_request_settings
+from claudecode_model._turns.watchdog import InactivityWatchdog
 from claudecode_model.exceptions import ClaudeCodeOverloadedError, api_error_for_status
 
 
@@ -95,3 +99,83 @@ def test_api_errors_keep_what_was_spent_when_pickled():
 def test_errors_raised_before_a_turn_say_nothing_of_spending():
     error = ClaudeCodeSettingsError("bad")
     assert (error.usage, error.cost_usd, error.api_requests, error.reached_model) == (None, None, None, None)
+
+
+class FakeLoop:
+    """An event loop clock the test moves by hand; ``call_at`` keeps the one callback due."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.due: tuple[float, Callable[[], None]] | None = None
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> FakeHandle:
+        self.due = (when, callback)
+        return FakeHandle(self)
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, running the callback when it falls due (it may schedule the next)."""
+        self.now += seconds
+        while self.due is not None and self.due[0] <= self.now:
+            _, callback = self.due
+            self.due = None
+            callback()
+
+
+class FakeHandle:
+    def __init__(self, loop: FakeLoop) -> None:
+        self._loop = loop
+
+    def cancel(self) -> None:
+        self._loop.due = None
+
+
+class FakeSession:
+    def __init__(self) -> None:
+        self.loop = FakeLoop()
+        self.observer: Any = None
+        self.waiting_for_tools = False
+        self.failed: list[BaseException] = []
+
+    def fail_turn(self, error: BaseException) -> bool:
+        self.failed.append(error)
+        return True
+
+
+def token() -> StreamEvent:
+    return StreamEvent(uuid="u", session_id="s", event={"type": "content_block_delta"}, parent_tool_use_id=None)
+
+
+def retry(delay_ms: int) -> SystemMessage:
+    return SystemMessage(subtype="api_retry", data={"attempt": 1, "retry_delay_ms": delay_ms})
+
+
+def test_a_stall_that_every_retry_repeats_ends_within_the_bound_and_backoffs():
+    session = FakeSession()
+    watchdog = InactivityWatchdog(cast("Any", session), 360.0, "sonnet")
+    watchdog.start()
+    watchdog.heard(token())
+    session.loop.advance(300)  # the CLI gives up on the stalled attempt and retries after 2 s
+    watchdog.heard(retry(2000))
+    session.loop.advance(61)  # the retry stalls too: 361 s since the last token, 2 s of them backoff
+    assert session.failed == []
+    session.loop.advance(1.5)
+
+    [error] = session.failed
+    assert isinstance(error, ClaudeCodeInactivityError)
+
+
+def test_fast_failing_retries_count_only_their_attempts_and_a_token_resets_the_bound():
+    session = FakeSession()
+    watchdog = InactivityWatchdog(cast("Any", session), 10.0, "sonnet")
+    watchdog.start()
+    for _ in range(5):  # attempts that fail at once, each followed by an 8 s backoff: 40 s, no silence beyond 10 s
+        session.loop.advance(1)
+        watchdog.heard(retry(8000))
+        session.loop.advance(8)
+    watchdog.heard(token())
+    session.loop.advance(9)
+
+    assert session.failed == []

@@ -4,7 +4,8 @@ Every message the CLI sends counts as activity (stream events included, also tho
 drops; keep-alive ``ping`` events excepted): the session's owner task reports each one (``CLISession.observer``).
 While a tool call is open (Claude called a tool and its result has not come back: the agent's tools, parked calls
 waiting for pydantic-ai, approvals, built-in tools, subagents) the bound is paused, so long tool calls are never cut.
-After an ``api_retry`` message the CLI's announced backoff is not counted as silence. When the bound fires, the
+The CLI's ``api_retry`` notices are no activity (a stall that every attempt repeats ends within the bound), but the
+backoff each one announces is not counted as silence. When the bound fires, the
 turn's consumer gets :class:`~claudecode_model.exceptions.ClaudeCodeInactivityError` and the turn is stopped like a
 timed-out one.
 """
@@ -56,6 +57,13 @@ class InactivityWatchdog:
         """The CLI sent ``message`` (called by the session's owner task for each one)."""
         if isinstance(message, StreamEvent) and message.event.get("type") == "ping":
             return  # a keep-alive says nothing of progress
+        if isinstance(message, SystemMessage) and message.subtype == "api_retry":
+            # A retry is no progress (a stall that every attempt repeats must end within the bound), but the CLI's
+            # announced backoff before its next attempt is not silence either.
+            delay = message.data.get("retry_delay_ms")
+            if isinstance(delay, int | float) and delay > 0:
+                self._heard += delay / 1000
+            return
         self._heard = self._loop.time()
         match message:
             case AssistantMessage():
@@ -67,10 +75,6 @@ class InactivityWatchdog:
             case StreamEvent() if message.parent_tool_use_id is None and message.event.get("type") == "message_start":
                 # A new API request of the main loop: the CLI sent every result of the calls before it.
                 self._open_calls.clear()
-            case SystemMessage() if message.subtype == "api_retry":
-                delay = message.data.get("retry_delay_ms")
-                if isinstance(delay, int | float) and delay > 0:
-                    self._heard += delay / 1000  # the CLI's backoff before its next attempt is not silence
 
     @property
     def paused(self) -> bool:
