@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import Process
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, SystemMessage
 from claude_agent_sdk.types import Message
 
 from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields, spawn_clis_with
@@ -172,6 +172,8 @@ class CLISession:
         self.options = options
         self.signature = signature
         self.session_id: str | None = None
+        self.served_sessions: set[str] = set()
+        """Every Claude Code session id this process has reported (a resumed one may fork into another)."""
         self.seen_digest: str | None = None
         """Digest of the conversation the CLI's transcript holds after the last turn."""
         self.reported_cost_usd = 0.0
@@ -416,6 +418,9 @@ class CLISession:
                     self.observer(message)
                 if isinstance(message, ResultMessage):
                     self.session_id = message.session_id
+                    self.served_sessions.add(message.session_id)
+                elif isinstance(message, SystemMessage) and isinstance(named := message.data.get("session_id"), str):
+                    self.served_sessions.add(named)
                 delivery = Delivery.WAKE if self._delivery is None else self._delivery(message)
                 if delivery is not Delivery.DROP:
                     turn.output.put(message, wake=delivery is Delivery.WAKE)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections import deque
@@ -41,6 +42,7 @@ from claudecode_model._history.stored_transcripts import (
 from claudecode_model._history.to_anthropic import ContentBlock
 from claudecode_model._history.transcripts import TranscriptFiles
 from claudecode_model._process.mcp_config_file import with_private_mcp_config
+from claudecode_model._process.mcp_logs import remove_mcp_logs
 from claudecode_model._process.prompt_file import with_prompt_file
 from claudecode_model._process.temp import private_cli_temp
 from claudecode_model._sessions.options import RequestNeeds, build_options
@@ -376,7 +378,15 @@ async def spawn_session(
             with anyio.CancelScope(shield=True):
                 await tools.stop()
         raise
-    session.when_closed(release, on_closed, remove_prompt_file, remove_mcp_config, remove_temp, router.reader.clear)
+    started = time.time() - 1.0  # a file's modification time may be rounded down to the second
+    cwd = options.cwd or os.getcwd()
+
+    def remove_logs() -> None:
+        remove_mcp_logs(options.env, str(cwd), session.served_sessions, started)
+
+    session.when_closed(
+        release, on_closed, remove_prompt_file, remove_mcp_config, remove_temp, router.reader.clear, remove_logs
+    )
     await session.start(warm_up=warm_up)
     return session
 
