@@ -158,6 +158,16 @@ def model_kwargs(path: str) -> dict[str, Any]:
     return {"session_idle_timeout": 1.0} if path == "expired" else {}
 
 
+TOOLS = [pytest.param(BASH, id="Bash"), pytest.param(EDIT, id="Edit")]
+
+
+async def ask_one(backend: OfflineBackend, case: Case, cwd: Path, path: str) -> tuple[Asked, ToolCallPart]:
+    """Run until Claude's one call waits for approval, on a model set up for ``path``."""
+    asked = await ask(backend, case, cwd, case.brain(cwd), **model_kwargs(path))
+    [call] = asked.calls
+    return asked, call
+
+
 def result_of(backend: OfflineBackend, call_id: str) -> tuple[str, bool]:
     """What Claude got as the result of ``call_id`` in the last request."""
     results = {result.tool_use_id: result for result in backend.requests[-1].tool_results()}
@@ -165,12 +175,11 @@ def result_of(backend: OfflineBackend, call_id: str) -> tuple[str, bool]:
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("case", [pytest.param(BASH, id="Bash"), pytest.param(EDIT, id="Edit")])
+@pytest.mark.parametrize("case", TOOLS)
 async def test_a_denied_call_never_runs_and_claude_gets_the_persons_words(
     claude_backend: OfflineBackend, tmp_path: Path, case: Case, path: str
 ):
-    asked = await ask(claude_backend, case, tmp_path, case.brain(tmp_path), **model_kwargs(path))
-    [call] = asked.calls
+    asked, call = await ask_one(claude_backend, case, tmp_path, path)
 
     run = await go_on(path, asked, claude_backend, case, tmp_path, {call.tool_call_id: ToolDenied(DENIAL)})
 
@@ -182,12 +191,11 @@ async def test_a_denied_call_never_runs_and_claude_gets_the_persons_words(
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("case", [pytest.param(BASH, id="Bash"), pytest.param(EDIT, id="Edit")])
+@pytest.mark.parametrize("case", TOOLS)
 async def test_an_approved_call_runs_once_as_claude_wrote_it(
     claude_backend: OfflineBackend, tmp_path: Path, case: Case, path: str
 ):
-    asked = await ask(claude_backend, case, tmp_path, case.brain(tmp_path), **model_kwargs(path))
-    [call] = asked.calls
+    asked, call = await ask_one(claude_backend, case, tmp_path, path)
 
     await go_on(path, asked, claude_backend, case, tmp_path, {call.tool_call_id: True})
 
@@ -196,12 +204,11 @@ async def test_an_approved_call_runs_once_as_claude_wrote_it(
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("case", [pytest.param(BASH, id="Bash"), pytest.param(EDIT, id="Edit")])
+@pytest.mark.parametrize("case", TOOLS)
 async def test_an_override_runs_once_with_the_persons_arguments_only(
     claude_backend: OfflineBackend, tmp_path: Path, case: Case, path: str
 ):
-    asked = await ask(claude_backend, case, tmp_path, case.brain(tmp_path), **model_kwargs(path))
-    [call] = asked.calls
+    asked, call = await ask_one(claude_backend, case, tmp_path, path)
 
     override = ToolApproved(override_args=case.changed_args(tmp_path))
     await go_on(path, asked, claude_backend, case, tmp_path, {call.tool_call_id: override})
