@@ -17,6 +17,7 @@ from pydantic_ai import Agent
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import Failure
+from tests._support.limits import limit_headers, subscription_env
 from tests._support.temporal_runs import RunRequest, run_workflow, running_worker
 
 if TYPE_CHECKING:
@@ -34,22 +35,10 @@ RESET_IN = 20
 ANSWER = "Answered once the limit had reset."
 
 
-def subscription_env(backend: OfflineBackend) -> dict[str, str]:
-    env = {name: value for name, value in backend.cli_env().items() if name != "ANTHROPIC_API_KEY"}
-    return {**env, "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-offline-test"}
-
-
 def limit_reached_until(backend: OfflineBackend) -> int:
     """Make the backend refuse the next request with the 5-hour limit resetting in ``RESET_IN`` s; the reset time."""
     resets = int(time.time()) + RESET_IN
-    headers = {
-        "anthropic-ratelimit-unified-status": "rejected",
-        "anthropic-ratelimit-unified-reset": str(resets),
-        "anthropic-ratelimit-unified-representative-claim": "five_hour",
-        "anthropic-ratelimit-unified-5h-status": "rejected",
-        "anthropic-ratelimit-unified-5h-reset": str(resets),
-        "anthropic-ratelimit-unified-5h-utilization": "1.0",
-    }
+    headers = limit_headers(resets)
     backend.set_brain(ANSWER)
     backend.fail_next(Failure.http(429, "rate limited", error_type="rate_limit_error", headers=headers))
     return resets

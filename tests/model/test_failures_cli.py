@@ -31,6 +31,7 @@ from claudecode_model import (
 from claudecode_model._stream.failures import map_sdk_error
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.limits import limit_headers, subscription_env
 
 pytestmark = pytest.mark.cli
 
@@ -66,22 +67,9 @@ async def test_a_prompt_too_long_is_a_context_window_error(claude_backend: Offli
         assert "Context window exceeded: the prompt is too long" in str(error)
 
 
-def subscription_env(backend: OfflineBackend) -> dict[str, str]:
-    """The backend's environment with a (fake) subscription login instead of an API key."""
-    env = {name: value for name, value in backend.cli_env().items() if name != "ANTHROPIC_API_KEY"}
-    return {**env, "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-offline-test"}
-
-
 async def test_the_five_hour_limit_is_a_rate_limit_error_with_its_reset_time(claude_backend: OfflineBackend):
     resets = int(time.time()) + 3600
-    headers = {
-        "anthropic-ratelimit-unified-status": "rejected",
-        "anthropic-ratelimit-unified-reset": str(resets),
-        "anthropic-ratelimit-unified-representative-claim": "five_hour",
-        "anthropic-ratelimit-unified-5h-status": "rejected",
-        "anthropic-ratelimit-unified-5h-reset": str(resets),
-        "anthropic-ratelimit-unified-5h-utilization": "1.0",
-    }
+    headers = limit_headers(resets)
     claude_backend.fail_next(Failure.http(429, "rate limited", error_type="rate_limit_error", headers=headers), 3)
     model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0)
 

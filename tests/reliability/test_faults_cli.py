@@ -29,6 +29,7 @@ from claudecode_model import (
     CLIProcessError,
 )
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.limits import limit_headers, subscription_env
 
 pytestmark = pytest.mark.cli
 
@@ -206,25 +207,6 @@ async def test_the_clis_attempt_timeout_ends_a_stall_before_the_bound_and_it_ret
     assert len(claude_backend.requests) == 2
     assert result.all_messages()[-1].provider_details["api_retries"]
     await model.aclose()
-
-
-def limit_headers(resets: int, claim: str = "five_hour") -> dict[str, str]:
-    """The headers of a subscription's usage limit refusal (``five_hour`` or ``seven_day``)."""
-    short = {"five_hour": "5h", "seven_day": "7d"}[claim]
-    return {
-        "anthropic-ratelimit-unified-status": "rejected",
-        "anthropic-ratelimit-unified-reset": str(resets),
-        "anthropic-ratelimit-unified-representative-claim": claim,
-        f"anthropic-ratelimit-unified-{short}-status": "rejected",
-        f"anthropic-ratelimit-unified-{short}-reset": str(resets),
-        f"anthropic-ratelimit-unified-{short}-utilization": "1.0",
-    }
-
-
-def subscription_env(backend: OfflineBackend) -> dict[str, str]:
-    """The backend's environment with a (fake) subscription login instead of an API key."""
-    env = {name: value for name, value in backend.cli_env().items() if name != "ANTHROPIC_API_KEY"}
-    return {**env, "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-offline-test"}
 
 
 def limit_reached(resets: int, claim: str = "five_hour") -> Failure:
