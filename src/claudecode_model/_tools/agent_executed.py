@@ -35,8 +35,7 @@ from claudecode_model._history.replay import TranscriptEntry, transcript_of
 from claudecode_model._history.to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._tools.builtin_approvals import (
     approval_result,
-    check_taken_up_decisions,
-    is_approved,
+    approved_call_to_take_up,
     is_builtin_call,
     not_approved_result,
 )
@@ -155,13 +154,13 @@ def resumed_calls(messages: Sequence[ModelMessage], pending: PendingCalls) -> Re
     Claude Code re-runs one deferred call when a session is resumed with an empty prompt (the call's MCP handler,
     or for a built-in tool the CLI's own run of it once the approval gate allowed it, with the same ``tool_use``
     id; then the turn goes on). That call is the approved built-in call if there is one (at most one can run, see
-    :func:`~claudecode_model._tools.builtin_approvals.check_taken_up_decisions`), else the last pending call; each
+    :func:`~claudecode_model._tools.builtin_approvals.approved_call_to_take_up`), else the last pending call; each
     other pending call is answered in the transcript, in a reply of its own: an agent tool with pydantic-ai's
     result, a denied built-in call with the person's message. With a new prompt along with the answers, all answers
     go into the transcript and the prompt is the turn's message.
     """
     answers = results_by_call(pending.new_parts)
-    check_taken_up_decisions(pending.calls, answers, prompt=bool(pending.prompts))
+    approved = approved_call_to_take_up(pending.calls, answers, prompt=bool(pending.prompts))
 
     def result_block(call: ToolCallPart) -> ContentBlock:
         answer = answers.get(call.tool_call_id)
@@ -182,12 +181,7 @@ def resumed_calls(messages: Sequence[ModelMessage], pending: PendingCalls) -> Re
         answered = TranscriptEntry("user", [result_block(call) for call in pending.calls])
         return ResumedCalls([*history, reply, answered], None, prompt, calls_made)
     calls = {call.tool_call_id: call for call in pending.calls}
-    approved = [
-        call.tool_call_id
-        for call in pending.calls
-        if is_builtin_call(call) and is_approved(call, answers.get(call.tool_call_id))
-    ]
-    last_id = approved[0] if approved else pending.calls[-1].tool_call_id
+    last_id = (approved or pending.calls[-1]).tool_call_id
     # The call taken up closes the reply (Claude Code re-runs the last call of the transcript's last reply).
     taken_up = [block for block in reply.content if block.get("type") == "tool_use" and block.get("id") == last_id]
     blocks = [block for block in reply.content if not any(block is deferred for deferred in taken_up)]

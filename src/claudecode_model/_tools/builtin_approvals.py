@@ -49,8 +49,8 @@ __all__ = [
     "BuiltinGate",
     "approval_result",
     "approval_tool_names",
+    "approved_call_to_take_up",
     "check_permission_mode_for_taken_up_call",
-    "check_taken_up_decisions",
     "cli_permission_mode",
     "is_approval_tool",
     "is_approved",
@@ -121,29 +121,29 @@ def cli_permission_mode(mode: str, approvals: ApprovalPlan) -> str:
     return "default" if approvals.tools and mode == "dontAsk" else mode
 
 
-def check_taken_up_decisions(
+def approved_call_to_take_up(
     calls: Sequence[ToolCallPart], answers: Mapping[str, ModelRequestPart], *, prompt: bool
-) -> None:
-    """Refuse, before anything starts, decisions on built-in calls that a new CLI session cannot carry out as
-    given: Claude Code takes up one call of a reply when it resumes a session, and only without a new message.
-    So at most one approved built-in call can run there, and none along with a new prompt."""
-    approved = [
-        call.tool_name for call in calls if is_builtin_call(call) and is_approved(call, answers.get(call.tool_call_id))
-    ]
+) -> ToolCallPart | None:
+    """The approved built-in call a new CLI session takes up, if any; refused before anything starts when the
+    decisions cannot be carried out as given: Claude Code takes up one call of a reply when it resumes a session, and
+    only without a new message. So at most one approved built-in call can run there, and none with a new prompt."""
+    approved = [call for call in calls if is_builtin_call(call) and is_approved(call, answers.get(call.tool_call_id))]
     if len(approved) > 1:
+        names = ", ".join(call.tool_name for call in approved)
         raise BuiltinDecisionError(
-            f"{len(approved)} approved calls of Claude Code's built-in tools ({', '.join(approved)}) cannot all run: "
+            f"{len(approved)} approved calls of Claude Code's built-in tools ({names}) cannot all run: "
             "the Claude Code turn that waited for them is gone (another model instance, a restart, or the turn "
             "expired after session_idle_timeout), and a new session takes up only one call of a reply. Continue on "
             "the model whose turn waits, or approve one of them and deny the others."
         )
     if approved and prompt:
         raise BuiltinDecisionError(
-            f"The approved call of {approved[0]} cannot run along with a new prompt: the Claude Code turn that "
-            "waited for it is gone (another model instance, a restart, or the turn expired), and a new session "
+            f"The approved call of {approved[0].tool_name} cannot run along with a new prompt: the Claude Code turn "
+            "that waited for it is gone (another model instance, a restart, or the turn expired), and a new session "
             "runs it only when resumed without a new message. Send the approval without a user prompt, then the "
             "prompt in the next run."
         )
+    return approved[0] if approved else None
 
 
 def check_permission_mode_for_taken_up_call(mode: str) -> None:
