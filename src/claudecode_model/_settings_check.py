@@ -1,7 +1,8 @@
 """Checking settings and constructor arguments before anything starts (no CLI process, no API request).
 
-The allowed types come from :class:`~claudecode_model.settings.ClaudeCodeModelSettings`; a few keys add a range
-(positive numbers, an existing directory). Mistakes raise :class:`~claudecode_model.exceptions.ClaudeCodeSettingsError`
+The settings checked are those of :data:`~claudecode_model._sessions.setting_table.SETTINGS`; the allowed types come
+from :class:`~claudecode_model.settings.ClaudeCodeModelSettings`, and a few keys add a range there (positive numbers,
+an existing directory). Mistakes raise :class:`~claudecode_model.exceptions.ClaudeCodeSettingsError`
 (a pydantic-ai ``UserError`` and a ``ValueError``) naming the setting and what it allows.
 """
 
@@ -12,14 +13,14 @@ import difflib
 import functools
 import logging
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from pydantic import InstanceOf, TypeAdapter, ValidationError
 from pydantic_ai.settings import ModelSettingName
 
-from claudecode_model._tools.builtin_names import unknown_builtin_tools
+from claudecode_model._sessions.setting_table import SETTINGS
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -54,68 +55,8 @@ UNSUPPORTED_STANDARD_SETTINGS: frozenset[ModelSettingName] = frozenset(
 pydantic-ai's ``prepare_request`` warns about (``UnsupportedSettingWarning``) for those that change what a request
 guarantees."""
 
-_READ_STANDARD_SETTINGS = ("max_tokens", "max_retries", "timeout", "thinking")
-"""Standard settings the model turns into CLI options, checked like its own."""
-
 _STANDARD_OVERRIDES: dict[str, Any] = {"timeout": int | float}
 """Narrower types than pydantic-ai declares: the CLI turn deadline is a number of seconds (no ``httpx.Timeout``)."""
-
-
-def _positive(value: Any) -> str | None:
-    return None if value > 0 else "must be greater than 0"
-
-
-def _thinking_budget(value: Any) -> str | None:
-    return None if not isinstance(value, int) or value > 0 else "a token budget must be greater than 0"
-
-
-def _existing_directory(value: Any) -> str | None:
-    return None if Path(value).expanduser().is_dir() else f"{str(value)!r} is not an existing directory"
-
-
-def _non_empty_names(value: Any) -> str | None:
-    return None if all(name for name in value) else "names must not be empty"
-
-
-def _existing_directories(value: Any) -> str | None:
-    missing = [str(path) for path in value if not Path(path).expanduser().is_dir()]
-    return f"{', '.join(map(repr, missing))} not an existing directory" if missing else None
-
-
-def _sandbox_keys(value: Any) -> str | None:
-    from claude_agent_sdk.types import SandboxSettings
-
-    unknown = sorted(set(value) - set(SandboxSettings.__annotations__))
-    if unknown:
-        return f"unknown sandbox settings {unknown} (known: {', '.join(sorted(SandboxSettings.__annotations__))})"
-    return None
-
-
-_RANGES: dict[str, Callable[[Any], str | None]] = {
-    "claude_code_timeout": _positive,
-    "claude_code_limit_reset_wait": lambda value: None if value >= 0 else "must be 0 or more",
-    "claude_code_inactivity_timeout": lambda value: None if value is None else _positive(value),
-    "timeout": _positive,
-    "claude_code_max_turns": _positive,
-    "claude_code_max_budget_usd": _positive,
-    "max_tokens": _positive,
-    "max_retries": lambda value: None if value >= 0 else "must be 0 or more",
-    "claude_code_thinking": _thinking_budget,
-    "claude_code_cwd": _existing_directory,
-    "claude_code_allowed_tools": _non_empty_names,
-    "claude_code_disallowed_tools": _non_empty_names,
-    "claude_code_builtin_tools": lambda value: (
-        None if isinstance(value, str) else _non_empty_names(value) or unknown_builtin_tools(value)
-    ),
-    "claude_code_extra_args": _non_empty_names,
-    "claude_code_add_dirs": _existing_directories,
-    "claude_code_plugins": _existing_directories,
-    "claude_code_sandbox": _sandbox_keys,
-    "claude_code_betas": _non_empty_names,
-    "claude_code_skills": lambda value: None if isinstance(value, str) else _non_empty_names(value),
-    "claude_code_fallback_model": lambda value: None if value.strip() else "it must not be empty",
-    "claude_code_task_budget": _positive,
-}
 
 
 _SDK_TYPES = ("HookEvent", "HookMatcher", "SandboxSettings")
@@ -137,9 +78,7 @@ def _hints(*, with_sdk: bool = False) -> dict[str, Any]:
     else:
         names = dict.fromkeys(_SDK_TYPES, Any)
     hints = get_type_hints(ClaudeCodeModelSettings, localns=names)
-    checked = {name: hint for name, hint in hints.items() if name.startswith(PREFIX)}
-    checked.update({name: _STANDARD_OVERRIDES.get(name, hints[name]) for name in _READ_STANDARD_SETTINGS})
-    return checked
+    return {name: _STANDARD_OVERRIDES.get(name, hints[name]) for name in SETTINGS}
 
 
 @functools.cache
@@ -206,7 +145,7 @@ def _check_value(name: str, value: Any) -> None:
         raise ClaudeCodeSettingsError(
             f"Invalid setting {name}={value!r}: it must be {expected}{_culprit(value, error)}."
         ) from None
-    check = _RANGES.get(name)
+    check = SETTINGS[name].check
     problem = check(value) if check is not None else None
     if problem is not None:
         raise ClaudeCodeSettingsError(f"Invalid setting {name}={value!r}: {problem}.")

@@ -22,6 +22,7 @@ from pydantic_ai.tools import ToolDefinition
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
 from claudecode_model._process.temp import CLI_TEMP_PREFIX, TEMP_DIR_VARIABLE
 from claudecode_model._sessions import early_cli
+from claudecode_model._sessions.setting_table import PREDICTED
 from claudecode_model.testing import OfflineBackend
 from tests._support.subprocesses import run_python
 
@@ -273,10 +274,27 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
             "claude_code_system_prompt_append": "Appended.",
             "claude_code_extra_args": {"verbose": None, "add-dir": "/"},
             "claude_code_timeout": 120,
+            "timeout": 120,
+            "claude_code_inactivity_timeout": 100,
+            "claude_code_limit_reset_wait": 5,
+            "claude_code_interpret_prompts": True,
+            "claude_code_session": "new",
+            "claude_code_tool_execution": "agent",
+            "claude_code_compaction": True,
+            "claude_code_auth": "auto",
             "temperature": 0.5,
         },
     ),
 }
+
+NEEDS_A_FOLDER = {"claude_code_cwd"}
+"""Predicted settings a case gets when it runs (the test's own folder)."""
+
+
+def test_the_cases_cover_every_setting_the_table_says_is_predicted() -> None:
+    covered = {name for _, _, settings in CASES.values() for name in settings} | NEEDS_A_FOLDER
+
+    assert sorted(PREDICTED - covered) == []
 
 
 @pytest.mark.parametrize("case", list(CASES))

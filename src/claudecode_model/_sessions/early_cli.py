@@ -51,8 +51,7 @@ from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
-from claudecode_model._sessions.cli_env import library_env
-from claudecode_model._sessions.inactivity import cli_timeout_env
+from claudecode_model._sessions.setting_table import PREDICTED, SESSION_STATE_ENV, SETTINGS, direct_options, request_env
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, DEFAULT_SERVER_NAME, TransportType
 
@@ -60,38 +59,10 @@ __all__ = ["EarlyCLI", "Launch", "ModelFacts", "Prediction", "predict_launch", "
 
 logger = logging.getLogger(__name__)
 
-_SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
 _DERIVED_CLIENT_APP_ENV = "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP"
 
-_MODELLED_SETTINGS = frozenset(
-    {
-        "claude_code_allowed_tools",
-        "claude_code_auth",
-        "claude_code_compaction",
-        "claude_code_cwd",
-        "claude_code_disallowed_tools",
-        "claude_code_env",
-        "claude_code_extra_args",
-        "claude_code_inactivity_timeout",
-        "claude_code_interpret_prompts",
-        "claude_code_limit_reset_wait",
-        "claude_code_max_turns",
-        "claude_code_permission_mode",
-        "claude_code_session",
-        "claude_code_setting_sources",
-        "claude_code_system_prompt_append",
-        "claude_code_timeout",
-        "claude_code_tool_execution",
-        "max_retries",
-        "max_tokens",
-    }
-)
-"""Settings whose effect on the CLI's command line and environment is predicted (or that have none)."""
-
-_OPTION_SETTINGS = frozenset({"thinking"})
-"""pydantic-ai's own settings that change the CLI's options (not predicted); its others change nothing here."""
-
-_STANDARD_SETTINGS = frozenset(ModelSettings.__annotations__)
+_UNREAD_STANDARD_SETTINGS = frozenset(ModelSettings.__annotations__) - SETTINGS.keys()
+"""pydantic-ai's own settings the model does not read: they change nothing here."""
 
 
 class ModelFacts(Protocol):
@@ -188,7 +159,7 @@ def predict_launch(
         return None, "the model has a session store"
     if resources.tools_registered:
         return None, "the model serves registered toolsets"
-    unknown = sorted(set(settings) - _MODELLED_SETTINGS - (_STANDARD_SETTINGS - _OPTION_SETTINGS))
+    unknown = sorted(set(settings) - PREDICTED - _UNREAD_STANDARD_SETTINGS)
     if unknown:
         return None, f"settings {unknown} are not predicted"
     if any(isinstance(message, ModelResponse) for message in messages):
@@ -208,19 +179,9 @@ def predict_launch(
     if len(system_prompt.encode("utf-8", errors="surrogatepass")) > INLINE_SYSTEM_PROMPT_BYTES:
         return None, "a system prompt passed in a file"  # not predicted
 
-    options_env = {**resources.env, **settings.get("claude_code_env", {})}
-    if (max_tokens := settings.get("max_tokens")) is not None:
-        options_env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
-    if (max_retries := settings.get("max_retries")) is not None:
-        options_env["CLAUDE_CODE_MAX_RETRIES"] = str(max_retries)
-    if tools:
-        options_env.setdefault("ENABLE_TOOL_SEARCH", "false")
-    if not any(name.upper() == _SESSION_STATE_ENV for name in (*options_env, *os.environ)):
-        options_env[_SESSION_STATE_ENV] = "0"
-    options_env.update(library_env(settings, params.cache, options_env))
-    options_env.update(cli_timeout_env(settings, options_env))
-    cwd = settings.get("claude_code_cwd")
-    cwd_text = str(cwd) if cwd is not None else None
+    options_env = request_env(settings, resources.env, cache=params.cache, serves_tools=bool(tools))
+    direct = direct_options(settings)
+    cwd_text = direct["cwd"]
 
     command = [str(guarded_cli_path(cli_path)), "--output-format", "stream-json", "--verbose"]
     command += ["--system-prompt", system_prompt, "--tools", ""]
@@ -229,9 +190,9 @@ def predict_launch(
     allowed = [*(f"mcp__{name}" for name in served), *settings.get("claude_code_allowed_tools", [])]
     if allowed:
         command += ["--allowedTools", ",".join(allowed)]
-    if max_turns := settings.get("claude_code_max_turns"):
+    if max_turns := direct["max_turns"]:
         command += ["--max-turns", str(max_turns)]
-    if disallowed := list(settings.get("claude_code_disallowed_tools", [])):
+    if disallowed := direct["disallowed_tools"]:
         command += ["--disallowedTools", ",".join(disallowed)]
     if resources.model_name:
         command += ["--model", resources.model_name]
@@ -241,8 +202,8 @@ def predict_launch(
         servers = {name: {"type": "sdk", "name": name} for name in served}
         command += ["--mcp-config", json.dumps({"mcpServers": servers})]
     command += ["--include-partial-messages", "--strict-mcp-config"]
-    command.append(f"--setting-sources={','.join(settings.get('claude_code_setting_sources', []))}")
-    for flag, value in dict(settings.get("claude_code_extra_args", {})).items():
+    command.append(f"--setting-sources={','.join(direct['setting_sources'])}")
+    for flag, value in direct["extra_args"].items():
         if value is None:
             command.append(f"--{flag}")
         elif str(value).startswith("-"):
@@ -278,8 +239,8 @@ def _process_env(options_env: Mapping[str, str], cwd: str | None) -> dict[str, s
         for key, value in carrier.items():
             if key.upper() not in options_env:
                 env[key.upper()] = value
-    if not any(key.upper() == _SESSION_STATE_ENV for key in env):
-        env[_SESSION_STATE_ENV] = "1"
+    if not any(key.upper() == SESSION_STATE_ENV for key in env):
+        env[SESSION_STATE_ENV] = "1"
     if cwd:
         env["PWD"] = cwd
     return env

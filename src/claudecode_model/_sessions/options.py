@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +17,8 @@ from pydantic_ai.settings import ThinkingLevel
 from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
-from claudecode_model._sessions.cli_env import library_env
-from claudecode_model._sessions.inactivity import cli_timeout_env
-from claudecode_model._sessions.subagents import subagent_options
+from claudecode_model._sessions.setting_table import direct_options, request_env, signed_settings
+from claudecode_model._sessions.subagents import SubagentOptions, subagent_options
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, cli_permission_mode
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE
 from claudecode_model._tools.native import NativeToolPlan
@@ -42,11 +41,6 @@ logger = logging.getLogger(__name__)
 MAX_CLI_MESSAGE_BYTES = 64 * 1024 * 1024
 """The largest message (one JSON line: a reply with its tool calls' arguments, a tool result) read from the CLI.
 The SDK's own default is 1 MiB; a larger message ends the turn with ``CLIResponseParseError``."""
-
-_SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
-"""Asks the CLI for two state frames per turn that only the SDK's one-shot ``query()`` reads (to know when it may
-close the CLI's input); a ``ClaudeSDKClient`` session keeps its input open, so this library turns them off (each
-costs the SDK a parse), unless the user's environment chose a value."""
 
 
 @dataclass
@@ -82,8 +76,90 @@ def build_options(
     stderr: Callable[[str], None],
 ) -> tuple[ClaudeAgentOptions, str]:
     """The SDK options for a request, and a signature of everything that fixes a CLI session's behaviour."""
+    subagents = subagent_options(settings, settings.get("claude_code_builtin_tools"))
+    tools, allowed = _tool_lists(settings, needs, subagents)
+    thinking = _thinking(settings, needs.thinking)
+    serves_tools = bool(needs.mcp_servers or needs.native_tools.mcp_servers) or needs.mcp_tools_signature is not None
+    env = request_env(
+        settings,
+        {**subagents.env, **base_env},
+        cache=needs.cache,
+        serves_tools=serves_tools,
+        thinking_disabled=thinking is not None and thinking["type"] == "disabled",
+    )
+    permission_mode = settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE)
+    options = ClaudeAgentOptions(
+        **direct_options(settings),
+        tools=cast("Any", tools),
+        allowed_tools=allowed,
+        # Never recorded in the session's transcript: a resumed or forked session gets this request's prompt.
+        system_prompt={
+            "type": "custom",
+            "prompt": effective_system_prompt(settings, needs.system_prompt) or "",
+            "snapshot": False,
+        },
+        mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
+        strict_mcp_config=True,
+        permission_mode=cast(Any, cli_permission_mode(permission_mode, needs.approvals)),
+        model=model_name,
+        cli_path=guarded_cli_path(cli_path),  # the CLI dies with this process
+        env=env,
+        include_partial_messages=True,
+        verbatim_prompts=not settings.get("claude_code_interpret_prompts", False),
+        thinking=thinking,
+        effort=_effort(settings, needs.thinking),
+        output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
+        resume=needs.resume,
+        can_use_tool=needs.can_use_tool,
+        hooks=cast(Any, _hooks(settings, needs.native_tools)),
+        agents=subagents.agents,
+        stderr=stderr,
+        max_buffer_size=MAX_CLI_MESSAGE_BYTES,
+    )
+    return options, _signature(options, settings, needs, cli_path, subagents)
+
+
+_UNSIGNED = {
+    "cli_path": "the launcher wrapping the CLI; the CLI's own path is signed",
+    "stderr": "a callback of each process",
+    "can_use_tool": "the approval gate of each process; the approvals are signed",
+    "hooks": "callables made anew per request; the settings they come from are signed",
+    "mcp_servers": "servers of each process; what they serve is signed",
+    "agents": "the SDK's definitions; signed as plain data",
+    "debug_stderr": "deprecated by the SDK, never set",
+}
+"""``ClaudeAgentOptions`` fields left out of the session signature, and why (every other field is in it)."""
+
+
+def _signature(
+    options: ClaudeAgentOptions,
+    settings: ClaudeCodeModelSettings,
+    needs: RequestNeeds,
+    cli_path: Path,
+    subagents: SubagentOptions,
+) -> str:
+    """A digest of everything that fixes a CLI session's behaviour: the options, the settings that fix a session
+    (:func:`~claudecode_model._sessions.setting_table.signed_settings`), the request's tools and the CLI."""
+    fields = {item.name: getattr(options, item.name) for item in dataclasses.fields(options)}
+    return canonical_digest(
+        {
+            "options": {name: value for name, value in fields.items() if name not in _UNSIGNED},
+            "settings": signed_settings(settings),
+            "mcp": needs.mcp_tools_signature,
+            "native_tools": needs.native_tools.signature,
+            "approvals": needs.approvals.signature,
+            "agents": subagents.signature,
+            "cli": str(cli_path),
+        }
+    )
+
+
+def _tool_lists(
+    settings: ClaudeCodeModelSettings, needs: RequestNeeds, subagents: SubagentOptions
+) -> tuple[list[str] | dict[str, str], list[str]]:
+    """The built-in tools the CLI enables (a list, or the ``claude_code`` preset), and the tools allowed without
+    asking."""
     builtin = settings.get("claude_code_builtin_tools")
-    subagents = subagent_options(settings, builtin)
     tools: list[str] | dict[str, str]
     builtin_names: list[str] = []
     if builtin == "claude_code":
@@ -95,107 +171,11 @@ def build_options(
             extra.append("Skill")  # the tool Claude uses a skill with
         builtin_names += [name for name in dict.fromkeys(extra) if name not in builtin_names]
         tools = builtin_names
-
-    env = {**subagents.env, **base_env}
-    env.update(settings.get("claude_code_env", {}))
-    if (max_tokens := settings.get("max_tokens")) is not None:
-        env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
-    if (max_retries := settings.get("max_retries")) is not None:
-        # How often the CLI retries a failed API request itself (0: it reports the first failure).
-        env["CLAUDE_CODE_MAX_RETRIES"] = str(max_retries)
-    if needs.mcp_servers or needs.native_tools.mcp_servers or needs.mcp_tools_signature is not None:
-        # The agent's tools are offered to Claude directly, never deferred behind tool search.
-        env.setdefault("ENABLE_TOOL_SEARCH", "false")
-    if not any(name.upper() == _SESSION_STATE_ENV for name in (*env, *os.environ)):
-        env[_SESSION_STATE_ENV] = "0"
-    env.update(library_env(settings, needs.cache, env))
-    env.update(cli_timeout_env(settings, env))  # the CLI's API timeouts below the turn's inactivity bound
-    thinking = _thinking(settings, needs.thinking)
-    if thinking is not None and thinking["type"] == "disabled":
-        env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
-
     allowed = [*needs.allowed_tools, *builtin_names, *settings.get("claude_code_allowed_tools", [])]
     extra_allowed = [*needs.native_tools.builtin_tools, *needs.native_tools.allowed_tools, *subagents.allowed_tools]
     allowed += [name for name in dict.fromkeys(extra_allowed) if name not in allowed]
     # A tool under approval is never allowed by a rule: Claude Code asks the approval gate before every call.
-    allowed = [rule for rule in allowed if _rule_tool(rule) not in needs.approvals.tools]
-    system_prompt = effective_system_prompt(settings, needs.system_prompt)
-    literal = not settings.get("claude_code_interpret_prompts", False)
-
-    cwd = settings.get("claude_code_cwd")
-    restrictions = settings.get("claude_code_tool_parameter_restrictions")
-    options = ClaudeAgentOptions(
-        tools=cast("Any", tools),
-        allowed_tools=allowed,
-        disallowed_tools=list(settings.get("claude_code_disallowed_tools", [])),
-        # Never recorded in the session's transcript: a resumed or forked session gets this request's prompt.
-        system_prompt={"type": "custom", "prompt": system_prompt or "", "snapshot": False},
-        mcp_servers={**needs.native_tools.mcp_servers, **needs.mcp_servers},
-        strict_mcp_config=True,
-        permission_mode=cast(
-            Any,
-            cli_permission_mode(settings.get("claude_code_permission_mode", DEFAULT_PERMISSION_MODE), needs.approvals),
-        ),
-        max_turns=settings.get("claude_code_max_turns"),
-        max_budget_usd=settings.get("claude_code_max_budget_usd"),
-        model=model_name,
-        cwd=str(cwd) if cwd is not None else None,
-        cli_path=guarded_cli_path(cli_path),  # the CLI dies with this process
-        env=env,
-        extra_args=dict(settings.get("claude_code_extra_args", {})),
-        setting_sources=list(settings.get("claude_code_setting_sources", [])),
-        include_partial_messages=True,
-        verbatim_prompts=literal,
-        thinking=thinking,
-        effort=_effort(settings, needs.thinking),
-        output_format={"type": "json_schema", "schema": needs.output_schema} if needs.output_schema else None,
-        resume=needs.resume,
-        can_use_tool=needs.can_use_tool,
-        hooks=cast(Any, _hooks(restrictions, needs.native_tools, settings.get("claude_code_hooks"))),
-        agents=subagents.agents,
-        stderr=stderr,
-        fallback_model=settings.get("claude_code_fallback_model"),
-        add_dirs=list(settings.get("claude_code_add_dirs", [])),
-        sandbox=settings.get("claude_code_sandbox"),
-        skills=settings.get("claude_code_skills"),
-        plugins=[{"type": "local", "path": str(path)} for path in settings.get("claude_code_plugins", [])],
-        betas=cast(Any, list(settings.get("claude_code_betas", []))),
-        task_budget={"total": budget} if (budget := settings.get("claude_code_task_budget")) is not None else None,
-        max_buffer_size=MAX_CLI_MESSAGE_BYTES,
-    )
-    signature_source = {
-        "tools": tools,
-        "allowed": allowed,
-        "disallowed": options.disallowed_tools,
-        "system_prompt": system_prompt,
-        "literal": literal,
-        "mcp": needs.mcp_tools_signature,
-        "permission_mode": options.permission_mode,
-        "max_turns": options.max_turns,
-        "max_budget_usd": options.max_budget_usd,
-        "model": model_name,
-        "cwd": options.cwd,
-        "cli": str(cli_path),
-        "env": env,
-        "extra_args": options.extra_args,
-        "setting_sources": options.setting_sources,
-        "thinking": thinking,
-        "effort": options.effort,
-        "output_format": options.output_format,
-        "restrictions": restrictions,
-        "native_tools": needs.native_tools.signature,
-        "agents": subagents.signature,
-        "approvals": needs.approvals.signature,
-        "hooks": settings.get("claude_code_hooks"),
-        "fallback_model": options.fallback_model,
-        "add_dirs": [str(path) for path in options.add_dirs],
-        "sandbox": options.sandbox,
-        "skills": options.skills,
-        "plugins": options.plugins,
-        "betas": options.betas,
-        "task_budget": options.task_budget,
-    }
-    return options, canonical_digest(signature_source)
+    return tools, [rule for rule in allowed if _rule_tool(rule) not in needs.approvals.tools]
 
 
 LITERAL_PROMPTS_VERSION = (2, 1, 248)
@@ -259,10 +239,10 @@ class BuiltOptions:
         del self._entries[self.SIZE :]
 
 
-def _hooks(
-    restrictions: Any, native_tools: NativeToolPlan, user_hooks: Mapping[Any, list[Any]] | None
-) -> dict[str, list[Any]] | None:
+def _hooks(settings: ClaudeCodeModelSettings, native_tools: NativeToolPlan) -> dict[str, list[Any]] | None:
     """The library's hooks (restrictions, native tool filters), then the user's."""
+    restrictions = settings.get("claude_code_tool_parameter_restrictions")
+    user_hooks = settings.get("claude_code_hooks")
     hooks: dict[str, list[Any]] = dict(restriction_hooks(restrictions)) if restrictions else {}
     for more in (native_tools.hooks(), user_hooks or {}):
         for event, matchers in more.items():
