@@ -11,9 +11,11 @@ DEBUG). So a wrong prediction costs a process start, never a different CLI.
 
 Only the common case is predicted: a new conversation (no earlier response in the history), the in-process tool
 transport, and settings whose effect on the command line is known here; anything else starts the CLI the usual way.
-The prediction repeats what ``_sessions.options.build_options()``, ``_turns.acquire.spawn_session()`` and the SDK's
-transport (``SubprocessCLITransport._build_command()`` and ``connect()``) do for that case;
-``tests/model/test_early_cli_cli.py`` runs each supported input through both and fails when they part.
+The prediction reads the same table of settings (:mod:`~claudecode_model._sessions.setting_table`: which settings
+are predicted, the options each sets alone) and the same environment rules (``request_env()``) as
+``_sessions.options.build_options()``, and repeats what ``_turns.acquire.spawn_session()`` and the SDK's transport
+(``SubprocessCLITransport._build_command()`` and ``connect()``) do for that case; ``tests/model/test_early_cli_cli.py``
+runs each supported input through both and fails when they part.
 
 The early CLI gets what every CLI this package starts gets: the launcher that kills it with this process, a session
 of its own, and its private ``CLAUDE_CODE_TMPDIR`` and tag (reserved for the session that adopts it, see

@@ -12,7 +12,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import anyio
@@ -22,7 +22,7 @@ from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._history.plan import SessionPoint, TurnPlan
-from claudecode_model._history.replay import write_branch_with_deferred_call, write_replay_transcript
+from claudecode_model._history.replay import TranscriptEntry, write_branch_with_deferred_call, write_replay_transcript
 from claudecode_model._history.source import (
     ForkSession,
     FreshSession,
@@ -48,13 +48,13 @@ from claudecode_model._process.temp import private_cli_temp
 from claudecode_model._sessions.options import RequestNeeds, build_options
 from claudecode_model._sessions.session import CLISession
 from claudecode_model._sessions.trace_context import traceparent_env
-from claudecode_model._stream.errors import map_error
 from claudecode_model._stream.telemetry import SessionSource
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate
 from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._tools.native import plan_native_tools
 from claudecode_model._tools.request import ToolServerPlan, reads_cut_results, serve_tool_servers, tool_names
 from claudecode_model._tools.servers import ServedTools, serves_inprocess
+from claudecode_model._turns.error_map import ErrorMap, mapping_errors
 from claudecode_model._turns.runner import STDERR_LINES, SessionRequest, TurnRunner, nothing
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -62,6 +62,7 @@ from claudecode_model.settings import ClaudeCodeModelSettings
 __all__ = [
     "PARKED_SLOT_GRACE",
     "AcquiredSession",
+    "NewProcess",
     "NoSlotError",
     "SlotWait",
     "acquire_session",
@@ -143,11 +144,32 @@ class AcquiredSession:
     """Why the session store's copy of the session is incomplete, if it is."""
 
 
+@dataclass(frozen=True)
+class NewProcess:
+    """How a turn starts in a new CLI process: what :func:`acquire_session` decided, for :func:`_start_new` to
+    carry out."""
+
+    source: SessionSource
+    new_input: list[ContentBlock]
+    resume: dict[str, Any] = field(default_factory=dict)
+    """The SDK options that resume (or fork) a transcript; empty for a new conversation."""
+    session_id: str | None = None
+    """The session the process resumes or writes, counted in use while it runs."""
+    owned: bool = True
+    """Whether the session's transcript is removed once no process uses it (it serves no follow-up)."""
+    release_source: Callable[[], None] = nothing
+    """Ends the turn's use of the transcript it branches from."""
+    staged: list[Any] | None = None
+    """The session store's copy of the resumed transcript the decision was made on (handed to the SDK)."""
+    mirrored: bool = False
+    """The transcript was written here (a replay or branch): copy it into the session store first."""
+
+
 async def acquire_session(
     request: SessionRequest,
     plan: TurnPlan,
     files: TranscriptFiles,
-    stderr: deque[str],
+    errors: ErrorMap,
     *,
     keep: bool,
     slot_wait: SlotWait,
@@ -156,87 +178,109 @@ async def acquire_session(
     replays it (see :mod:`claudecode_model._history.source`); a new conversation claims a spare with its signature
     first."""
     runner = request.runner
-    ledger = runner.ledger
+    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
 
     def take_live(point: SessionPoint) -> CLISession | None:
         return runner.pool.take(point.session_id, signature=request.signature, digest=point.digest)
 
-    continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
+    # A live session needs no transcript: it is looked for first, and again once they are read (put back meanwhile).
     live = take_live(plan.point) if plan.point is not None else None
     if live is not None:
-        logger.debug("continuing session %s in its live CLI process", live.session_id)
-        return AcquiredSession(live, continue_input, nothing, "live")
+        return _continued(live, continue_input)
     transcripts = await find_transcript(files, runner.session_store, plan.point)
     # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
-    source = choose_source(plan, take_live=take_live, in_use=ledger.in_use, files=transcripts)
-    store = runner.session_store
-    staged: list[Any] | None = None
-    if store is not None and isinstance(transcripts, SessionCopy) and isinstance(source, ResumeSession | ForkSession):
-        staged = transcripts.entries
-    release_source = nothing
-    session_id: str | None = None
-    owned = not keep
-    kind: SessionSource
+    source = choose_source(plan, take_live=take_live, in_use=runner.ledger.in_use, files=transcripts)
+    staged = transcripts.entries if isinstance(transcripts, SessionCopy) and runner.session_store is not None else None
     match source:
         case LiveSession(session=live):
-            logger.debug("continuing session %s in its live CLI process", live.session_id)
-            return AcquiredSession(live, continue_input, nothing, "live")
+            return _continued(live, continue_input)
         case ResumeSession(session_id=resumed):
             logger.debug("resuming session %s in a new CLI process (no live process holds it)", resumed)
-            kind = "resume"
-            session_id, new_input = resumed, continue_input
-            resume: dict[str, Any] = {"resume": resumed}
+            how = NewProcess("resume", continue_input, {"resume": resumed}, resumed, not keep, staged=staged)
         case ForkSession(session_id=forked, message_uuid=at):
             logger.debug("forking session %s at %s: it went on past this history", forked, at)
-            kind = "fork"
-            release_source = ledger.use(forked)
-            session_id, new_input, owned = str(uuid.uuid4()), continue_input, True
-            resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
+            how = _fork(runner.ledger.use(forked), forked, at, continue_input, staged)
         case ReplayHistory(entries=entries):
-            branched = await _branch_at_pending_call(runner.session_store, plan, files)
-            if branched is not None:
-                kind, session_id = "fork", branched
-            else:
-                kind = "replay"
-                logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
-                session_id = write_replay_transcript(
-                    entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call
-                )
-            new_input, owned, resume = plan.new_input, True, {"resume": session_id}
+            how = await _replay(runner.session_store, plan, files, entries)
         case FreshSession():
             spare = await runner.pool.claim_spare(request.signature)
             if spare is not None:
                 return AcquiredSession(spare, plan.new_input, nothing, "spare")
-            kind = "fresh"
-            new_input, resume = plan.new_input, {}
-    release_session = ledger.use(session_id) if session_id is not None else nothing
-    if session_id is not None and owned:
-        ledger.own(session_id, files.path(session_id))
-    store_fault: str | None = None
+            how = NewProcess("fresh", plan.new_input)
+    return await _start_new(request, how, files, errors, slot_wait)
+
+
+def _continued(live: CLISession, new_input: list[ContentBlock]) -> AcquiredSession:
+    logger.debug("continuing session %s in its live CLI process", live.session_id)
+    return AcquiredSession(live, new_input, nothing, "live")
+
+
+def _fork(
+    release_source: Callable[[], None], forked: str, at: str, new_input: list[ContentBlock], staged: list[Any] | None
+) -> NewProcess:
+    """A new session cut from ``forked`` at the entry ``at``."""
+    session_id = str(uuid.uuid4())
+    resume = {"resume": forked, "resume_session_at": at, "fork_session": True, "session_id": session_id}
+    return NewProcess("fork", new_input, resume, session_id, release_source=release_source, staged=staged)
+
+
+async def _replay(
+    store: GuardedStore | None, plan: TurnPlan, files: TranscriptFiles, entries: list[TranscriptEntry]
+) -> NewProcess:
+    """A new session whose transcript is written here: branched at the pending call, else the whole history."""
+    session_id = await _branch_at_pending_call(store, plan, files)
+    source: SessionSource = "fork"
+    if session_id is None:
+        source = "replay"
+        logger.debug("replaying a history of %d entries into a new session (no session holds it)", len(entries))
+        session_id = write_replay_transcript(entries, env=files.env, cwd=files.cwd, deferred_call=plan.deferred_call)
+    return NewProcess(source, plan.new_input, {"resume": session_id}, session_id, mirrored=True)
+
+
+async def _start_new(
+    request: SessionRequest, how: NewProcess, files: TranscriptFiles, errors: ErrorMap, slot_wait: SlotWait
+) -> AcquiredSession:
+    """Carry out ``how``: count the session in use (and own its transcript), copy a written transcript into the
+    session store, wait for a process slot, and start the process (from the store's copy the decision was made
+    on, see :meth:`GuardedStore.staged`)."""
+    runner, session_id = request.runner, how.session_id
+    release_session = runner.ledger.use(session_id) if session_id is not None else nothing
+    if session_id is not None and how.owned:
+        runner.ledger.own(session_id, files.path(session_id))
     try:
-        if store is not None and isinstance(source, ReplayHistory) and session_id is not None:
-            staged = await mirror_transcript(store, files, session_id)
-            if store.unsent(store_key(files, session_id)):
-                store_fault = "the new session's transcript could not be copied into the session store"
+        staged, store_fault = await _store_copy(runner.session_store, files, how)
         await _take_slot(runner, slot_wait)
     except BaseException:
         release_session()
-        release_source()
+        how.release_source()
         raise
-    # The SDK resumes from the store: it is handed the copy the decision was made on (see GuardedStore.staged).
-    resumed_id = resume.get("resume")
+    store, resumed_id = runner.session_store, how.resume.get("resume")
     staging = (
         store.staged(store_key(files, resumed_id), staged)
         if store is not None and staged and isinstance(resumed_id, str)
         else contextlib.nullcontext()
     )
     try:
-        with staging:
-            session = await spawn_session(request, stderr, resume=resume, slot_taken=True, on_closed=release_session)
-    except BaseException as error:
-        release_source()
-        raise map_error(error, outcome=None, stderr=stderr, model_name=runner.display_name) from error
-    return AcquiredSession(session, new_input, release_source, kind, store_fault)
+        with mapping_errors(errors), staging:
+            session = await spawn_session(
+                request, errors.stderr, resume=how.resume, slot_taken=True, on_closed=release_session
+            )
+    except BaseException:
+        how.release_source()
+        raise
+    return AcquiredSession(session, how.new_input, how.release_source, how.source, store_fault)
+
+
+async def _store_copy(
+    store: GuardedStore | None, files: TranscriptFiles, how: NewProcess
+) -> tuple[list[Any] | None, str | None]:
+    """The store's copy of the transcript the process resumes, and why it is incomplete (if it is)."""
+    if store is None or not how.mirrored or how.session_id is None:
+        return how.staged, None
+    staged = await mirror_transcript(store, files, how.session_id)
+    if store.unsent(store_key(files, how.session_id)):
+        return staged, "the new session's transcript could not be copied into the session store"
+    return staged, None
 
 
 async def _branch_at_pending_call(store: GuardedStore | None, plan: TurnPlan, files: TranscriptFiles) -> str | None:

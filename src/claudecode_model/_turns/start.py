@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections import ChainMap, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage
@@ -20,10 +19,10 @@ from pydantic_ai.tools import RunContext
 from claudecode_model._compat import current_run_context, new_parts_manager, request_instructions
 from claudecode_model._history.details import PROVIDER_NAME
 from claudecode_model._history.plan import TurnPlan, plan_turn
+from claudecode_model._history.to_anthropic import ContentBlock
 from claudecode_model._history.transcripts import TranscriptFiles
 from claudecode_model._sessions.inactivity import inactivity_timeout
 from claudecode_model._sessions.options import effective_system_prompt, require_literal_prompts
-from claudecode_model._stream.errors import timeout_error
 from claudecode_model._stream.translator import TurnTranslator
 from claudecode_model._tools.agent_executed import PendingCalls, deliver_answers, pending_calls, resumed_calls
 from claudecode_model._tools.builtin_approvals import (
@@ -31,13 +30,15 @@ from claudecode_model._tools.builtin_approvals import (
     approval_tool_names,
     check_permission_mode_for_taken_up_call,
 )
+from claudecode_model._tools.cli_executed import RunToolRouter
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, checked_tool_execution
 from claudecode_model._tools.request import ToolNames, plan_tool_servers, tool_names
 from claudecode_model._tools.restrictions import forbidden_argument
 from claudecode_model._turns.acquire import SlotWait, acquire_session, session_request, start_spare
+from claudecode_model._turns.error_map import ErrorMap, mapping_errors
 from claudecode_model._turns.runner import SessionRequest, TurnRunner
-from claudecode_model._turns.turn import CLITurn
-from claudecode_model.exceptions import ClaudeCodeError, ClaudeCodeSettingsError
+from claudecode_model._turns.turn import CLITurn, SessionLease, TurnClock
+from claudecode_model.exceptions import ClaudeCodeError, ClaudeCodeSettingsError, CLITimeoutError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = ["prewarm_turn", "start_turn"]
@@ -115,17 +116,16 @@ async def start_turn(
     ``model_settings`` and ``params`` are those ``Model.prepare_request`` returned; ``requested_at`` (loop time) is
     when the model got the request, by default now.
     """
-    started = time.perf_counter()
+    clock = TurnClock(timeout=None)  # started now
     settings = cast("ClaudeCodeModelSettings", model_settings or {})
-    timeout = _turn_timeout(settings)
+    clock.timeout, clock.inactivity_timeout = _turn_timeout(settings), inactivity_timeout(settings)
     # The timeout covers the whole request: the first request's imports, planning, the CLI's start and
     # initialisation, and the turn itself.
     if requested_at is None:
         requested_at = asyncio.get_running_loop().time()
-    deadline = None if timeout is None else requested_at + timeout
+    clock.deadline = None if clock.timeout is None else requested_at + clock.timeout
     keep = settings.get("claude_code_session", "auto") == "auto"
     prepared = await _prepare(runner, messages, settings, params, keep=keep)
-    plan, request, approvals, pending = prepared.plan, prepared.request, prepared.approvals, prepared.pending
     if prepared.needs_run_context:
         run_context = run_context or current_run_context()
         if run_context is None:
@@ -137,73 +137,103 @@ async def start_turn(
     # that continues a live session).
     env = ChainMap(dict(settings.get("claude_code_env", {})), dict(runner.env), os.environ)
     files = TranscriptFiles(env=env, cwd=settings.get("claude_code_cwd"))
-    starting = asyncio.timeout_at(deadline)
+    bound = run_context if prepared.needs_run_context else None
+    lease, new_input = await _lease(runner, prepared, files, clock, keep, messages, bound)
+    if prepared.pending is not None:
+        deliver_answers(lease.router.results, prepared.pending)
+    return CLITurn(
+        runner=runner,
+        lease=lease,
+        clock=clock,
+        plan=prepared.plan,
+        messages_in=messages,
+        params=params,
+        stderr=lease.session.stderr if lease.session.stderr is not None else prepared.stderr,
+        translator=_translator(prepared, lease.router, params),
+        wants_structured_output=prepared.request.needs.output_schema is not None,
+        calls_wait_for_pydantic_ai=prepared.calls_wait_for_pydantic_ai,
+        new_input=new_input,
+        system_prompt=effective_system_prompt(settings, prepared.plan.system_prompt),
+    )
+
+
+async def _lease(
+    runner: TurnRunner,
+    prepared: _Prepared,
+    files: TranscriptFiles,
+    clock: TurnClock,
+    keep: bool,
+    messages: list[ModelMessage],
+    run_context: RunContext[Any] | None,
+) -> tuple[SessionLease, list[ContentBlock]]:
+    """The turn's session, acquired within the request's time and ready (see :func:`_ready`), and the user message
+    that starts the turn in it."""
+    starting = asyncio.timeout_at(clock.deadline)
     slot_wait = SlotWait()
-    try:
+
+    def slot_error() -> CLITimeoutError | None:
+        slots = runner.slots
+        return slot_wait.error(slots.limit) if slot_wait.since is not None and slots is not None else None
+
+    errors = ErrorMap(runner.display_name, prepared.stderr, clock.timeout, deadline=starting, slot_error=slot_error)
+    with mapping_errors(errors, only_time=True):
         async with starting:
-            await require_literal_prompts(runner.cli_path, settings)
-            acquired = await acquire_session(request, plan, files, prepared.stderr, keep=keep, slot_wait=slot_wait)
-    except TimeoutError as error:
-        if not starting.expired():
-            raise
-        if slot_wait.since is not None and runner.slots is not None:
-            raise slot_wait.error(runner.slots.limit) from error
-        raise timeout_error(timeout or 0) from error
-    session = acquired.session
-    router = session.tool_router
+            await require_literal_prompts(runner.cli_path, prepared.settings)
+            acquired = await acquire_session(
+                prepared.request, prepared.plan, files, errors, keep=keep, slot_wait=slot_wait
+            )
+    router = acquired.session.tool_router
     assert router is not None, "every session of the turn runner has a tool router"
-    router.bind(run_context if prepared.needs_run_context else None)
+    lease = SessionLease(
+        acquired.session,
+        router,
+        files,
+        acquired.source,
+        keep,
+        acquired.release_source,
+        acquired.store_fault,
+        # claude_code_session="new" asks for no process to outlive the turn: no spare either.
+        prepared.request if keep and acquired.source in ("fresh", "spare") else None,
+    )
+    await _ready(lease, messages, run_context, replace(errors, deadline=asyncio.timeout_at(clock.deadline)))
+    return lease, acquired.new_input
+
+
+async def _ready(
+    lease: SessionLease, messages: list[ModelMessage], run_context: RunContext[Any] | None, errors: ErrorMap
+) -> None:
+    """Bind the session's tool router to the run, and make the history's results that Claude Code gets cut
+    readable whole in this session too (resumed, forked); a failure stops the session, which nothing owns yet."""
+    router = lease.router
+    router.bind(run_context)
+    assert errors.deadline is not None
     try:
-        # The history's results that Claude Code gets cut can be read whole in this session too (resumed, forked).
-        async with asyncio.timeout_at(deadline):
-            await router.reader.keep_history(messages)
-            await router.reader.announce()
-    except BaseException as error:  # nothing owns the session yet: stop it
-        acquired.release_source()
-        await session.abort()
-        if isinstance(error, TimeoutError):
-            raise timeout_error(timeout or 0) from error
+        with mapping_errors(errors, only_time=True):
+            async with errors.deadline:
+                await router.reader.keep_history(messages)
+                await router.reader.announce()
+    except BaseException:
+        lease.release_source()
+        await lease.session.abort()
         raise
-    gate = router.builtin_gate
+
+
+def _translator(prepared: _Prepared, router: RunToolRouter, params: ModelRequestParameters) -> TurnTranslator:
+    """The translator of the turn's SDK messages."""
+    approvals, gate = prepared.approvals, router.builtin_gate
     translator = TurnTranslator(
         new_parts_manager(params),
         tool_prefixes=prepared.names.prefixes,
         output_tool_names=prepared.names.plain_calls | frozenset(approvals.tools),
-        native_tools=request.needs.native_tools,
-        denied=gate.settled if gate is not None and approvals.tools else _restriction_check(settings),
+        native_tools=prepared.request.needs.native_tools,
+        denied=gate.settled if gate is not None and approvals.tools else _restriction_check(prepared.settings),
         builtin_approvals=frozenset(approvals.tools),
         whole_results=router.whole_results,
     )
-    deferred = plan.deferred_call
+    deferred = prepared.plan.deferred_call
     if deferred is not None:
         translator.resumes_call(str(deferred["id"]), str(deferred["name"]))
-    if pending is not None:
-        deliver_answers(router.results, pending)
-    return CLITurn(
-        runner=runner,
-        session=session,
-        router=router,
-        plan=plan,
-        messages_in=messages,
-        params=params,
-        timeout=timeout,
-        deadline=deadline,
-        inactivity_timeout=inactivity_timeout(settings),
-        stderr=session.stderr if session.stderr is not None else prepared.stderr,
-        translator=translator,
-        wants_structured_output=request.needs.output_schema is not None,
-        calls_wait_for_pydantic_ai=prepared.calls_wait_for_pydantic_ai,
-        new_input=acquired.new_input,
-        files=files,
-        keep=keep,
-        release_source=acquired.release_source,
-        session_source=acquired.source,
-        store_fault=acquired.store_fault,
-        started=started,
-        # claude_code_session="new" asks for no process to outlive the turn: no spare either.
-        spare_request=request if keep and acquired.source in ("fresh", "spare") else None,
-        system_prompt=effective_system_prompt(settings, plan.system_prompt),
-    )
+    return translator
 
 
 async def prewarm_turn(

@@ -31,19 +31,20 @@ from claudecode_model._history.plan import TurnPlan
 from claudecode_model._history.to_anthropic import ContentBlock, user_content_blocks
 from claudecode_model._history.transcripts import TranscriptFiles
 from claudecode_model._sessions.session import CLISession, ToolsWaiting
-from claudecode_model._stream.errors import map_error, result_error, timeout_error
+from claudecode_model._stream.errors import result_error
 from claudecode_model._stream.failures import classify_failed_turn
 from claudecode_model._stream.pricing import list_price
 from claudecode_model._stream.telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
 from claudecode_model._tools.cli_executed import RunToolRouter
 from claudecode_model._turns.acquire import start_spare
+from claudecode_model._turns.error_map import ErrorMap, RunningTurn, mapping_errors
 from claudecode_model._turns.runner import SessionRequest, TurnRunner, nothing
 from claudecode_model._turns.spent import note_spent
 from claudecode_model._turns.watchdog import InactivityWatchdog
-from claudecode_model.exceptions import ClaudeCodeError, ClaudeCodeInactivityError, StructuredOutputError
+from claudecode_model.exceptions import ClaudeCodeError, StructuredOutputError
 
-__all__ = ["CLITurn", "TurnSummary"]
+__all__ = ["CLITurn", "SessionLease", "TurnClock", "TurnEnd", "TurnSummary"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,56 +61,112 @@ class TurnSummary:
     provider_response_id: str | None
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
-class CLITurn:
-    """One CLI turn in flight: its session, the translator of its SDK messages, and the cleanup owed at the end."""
+@dataclass(eq=False)
+class SessionLease:
+    """The CLI session a turn holds, how it got it, and what it gives back at the end."""
 
-    runner: TurnRunner
     session: CLISession
     router: RunToolRouter
-    plan: TurnPlan
-    messages_in: list[ModelMessage]
-    params: ModelRequestParameters
+    files: TranscriptFiles
+    source: SessionSource = "fresh"
+    """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay``, ``fresh`` or ``spare``."""
+    keep: bool = True
+    """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
+    release_source: Callable[[], None] = nothing
+    """Ends the turn's use of the transcript it started from (a branch's source)."""
+    store_fault: str | None = None
+    """Why the session store's copy of the session lacks part of this turn's conversation, if it does."""
+    spare_request: SessionRequest | None = None
+    """What to start a spare from once the turn is over (turns of new conversations only)."""
+
+
+@dataclass(eq=False)
+class TurnClock:
+    """A turn's time, on one clock (``time.perf_counter()``); its deadline is in the event loop's time."""
+
     timeout: float | None
     deadline: float | None = None
     """When the request's time is up (loop time), counted from its start; ``None``: no timeout."""
     inactivity_timeout: float | None = None
     """Seconds the CLI may send nothing while no tool runs (``None``: no bound); see :mod:`.watchdog`."""
+    started: float = field(default_factory=time.perf_counter)
+    """When the request started."""
+    first_token_seconds: float | None = None
+    """Seconds from the request to the first token of Claude's answer (a streamed delta or a message)."""
+
+    def restart(self) -> None:
+        """The next request of the turn starts now: its time counts again."""
+        self.started, self.first_token_seconds = time.perf_counter(), None
+        if self.timeout is not None:
+            self.deadline = asyncio.get_running_loop().time() + self.timeout
+
+    def start_deadline(self) -> None:
+        """A turn started without a deadline gets one from now."""
+        if self.deadline is None and self.timeout is not None:
+            self.deadline = asyncio.get_running_loop().time() + self.timeout
+
+    def note_token(self, arrived: float) -> None:
+        """A token of Claude's answer arrived at ``arrived`` (the first one counts)."""
+        if self.first_token_seconds is None:
+            self.first_token_seconds = max(arrived - self.started, 0.0)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+
+@dataclass
+class TurnEnd:
+    """How the turn has ended, so far."""
+
+    completed: bool = False
+    failed: bool = False
+    timed_out: bool = False
+    """The request's time ran out (its CLI is killed at once)."""
+    exact: bool = True
+    """Whether the session's conversation is exactly the history and this turn's response."""
+
+
+@dataclass(eq=False, repr=False, kw_only=True)
+class CLITurn:
+    """One CLI turn in flight: its session lease, its clock, the translator of its SDK messages, and how it ended."""
+
+    runner: TurnRunner
+    lease: SessionLease
+    clock: TurnClock
+    plan: TurnPlan
+    messages_in: list[ModelMessage]
+    params: ModelRequestParameters
     stderr: deque[str]
     translator: TurnTranslator
-    wants_structured_output: bool
     new_input: list[ContentBlock]
-    files: TranscriptFiles
-    keep: bool = True
-    """Whether the session may serve follow-ups (``claude_code_session="auto"``)."""
-    release_source: Callable[[], None] = nothing
-    session_source: SessionSource = "fresh"
-    """How the turn reached its session: ``live``, ``resume``, ``fork``, ``replay`` or ``fresh``."""
-    store_fault: str | None = None
-    """Why the session store's copy of the session lacks part of this turn's conversation, if it does."""
+    wants_structured_output: bool = False
     calls_wait_for_pydantic_ai: bool = False
     """pydantic-ai runs the agent's tools: a reply calling them ends a response and the turn waits."""
-    started: float = field(default_factory=time.perf_counter)
-    """When the request started (``time.perf_counter()``)."""
-    spare_request: SessionRequest | None = None
-    """What to start a spare from once the turn is over (turns of new conversations only)."""
     system_prompt: str | None = None
     """The system prompt the CLI process was started with (a later request of the turn must ask for the same)."""
     content_events: bool = True
     """Whether the request being answered streams: without, the session drops the stream events of text and
     thinking as they arrive (the assistant messages carry the same content)."""
-    first_token_seconds: float | None = field(default=None, init=False)
-    """Seconds from the request to the first token of Claude's answer (a streamed delta or a message)."""
+    end: TurnEnd = field(default_factory=TurnEnd, init=False)
     raw_messages: list[Message] = field(default_factory=list, init=False)
-    completed: bool = field(default=False, init=False)
-    failed: bool = field(default=False, init=False)
-    timed_out: bool = field(default=False, init=False)
-    """The request's time ran out (its CLI is killed at once)."""
-    _exact: bool = field(default=True, init=False)
-    """Whether the session's conversation is exactly the history and this turn's response."""
     _source: AsyncGenerator[Message | ToolsWaiting, None] | None = field(default=None, init=False)
     _watchdog: InactivityWatchdog | None = field(default=None, init=False)
-    _started: float = field(default_factory=time.monotonic, init=False)
+
+    @property
+    def session(self) -> CLISession:
+        return self.lease.session
+
+    @property
+    def router(self) -> RunToolRouter:
+        return self.lease.router
+
+    @property
+    def completed(self) -> bool:
+        return self.end.completed
+
+    @property
+    def failed(self) -> bool:
+        return self.end.failed
 
     @property
     def waiting_calls(self) -> list[str]:
@@ -132,12 +189,10 @@ class CLITurn:
         it (after approvals, an output tool call), using the CLI process it kept alive."""
         self.session.tools_answered()
         if another_run:
-            self.session_source = "live"
+            self.lease.source = "live"
         self.messages_in = messages
         self.translator.next_response(parts)
-        self.started, self.first_token_seconds = time.perf_counter(), None
-        if self.timeout is not None:
-            self.deadline = asyncio.get_running_loop().time() + self.timeout
+        self.clock.restart()
 
     async def say(self, prompts: Sequence[UserPromptPart]) -> None:
         """Send user prompts to the waiting turn (Claude gets them with the answers to its calls)."""
@@ -148,9 +203,9 @@ class CLITurn:
     async def close_parked(self) -> None:
         """Stop a turn that waits for results: the CLI is stopped first (so that it sends Claude nothing more), then
         any handler still waiting gets a "not executed" error."""
-        self.failed = True
+        self.end.failed = True
         self._stop_watching()
-        self.release_source()
+        self.lease.release_source()
         try:
             await self.session.abort(at_once=True)
         finally:
@@ -190,13 +245,14 @@ class CLITurn:
         self.session.deliver_with(None if self.content_events else delivery_unless_streaming)
         if self._source is None:
             self._source = self.session.run_turn(self._user_message())
-            if self.inactivity_timeout is not None:
-                self._watchdog = InactivityWatchdog(self.session, self.inactivity_timeout, self.runner.display_name)
+            if self.clock.inactivity_timeout is not None:
+                self._watchdog = InactivityWatchdog(
+                    self.session, self.clock.inactivity_timeout, self.runner.display_name
+                )
                 self._watchdog.start()
-            if self.deadline is None and self.timeout is not None:
-                self.deadline = asyncio.get_running_loop().time() + self.timeout
-        try:
-            async with asyncio.timeout_at(self.deadline):
+            self.clock.start_deadline()
+        with mapping_errors(self._errors()):
+            async with asyncio.timeout_at(self.clock.deadline):
                 async for message in self._source:
                     if isinstance(message, ToolsWaiting):
                         if self.calls_wait_for_pydantic_ai and self.translator.tools_waiting(message.ids):
@@ -206,35 +262,22 @@ class CLITurn:
                         self._mirror_failed(message)
                         continue
                     self.raw_messages.append(message)
-                    if self.first_token_seconds is None and _is_token(message):
-                        self.first_token_seconds = max(self.session.arrived - self.started, 0.0)
+                    if _is_token(message):
+                        self.clock.note_token(self.session.arrived)
                     yield message
-        except ClaudeCodeInactivityError as error:
-            self.failed = self.timed_out = True  # killed at once, as on a timeout
-            raise self._spent(error) from None
-        except TimeoutError as error:
-            self.failed = self.timed_out = True
-            raise self._spent(timeout_error(self.timeout or 0)) from error
-        except GeneratorExit:
-            raise  # the consumer left: the turn itself goes on
-        except BaseException as error:
-            self.failed = True
-            if self.router.fatal_error is not None and isinstance(error, Exception):
-                raise self.router.fatal_error from error
-            classified = (
-                classify_failed_turn(self.raw_messages, self.runner.display_name)
-                if isinstance(error, Exception) and not isinstance(error, ClaudeCodeError)
-                else None
-            )
-            mapped = classified or map_error(
-                error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.runner.display_name
-            )
-            if mapped is error:
-                if isinstance(error, ClaudeCodeError):
-                    self._spent(error)
-                raise
-            raise self._spent(mapped) from error
         self._end()
+
+    def _errors(self) -> ErrorMap:
+        """How the errors of the running turn are mapped (the turn fails; what it spent is noted on the error)."""
+
+        def failed(timed_out: bool) -> None:
+            self.end.failed = True
+            self.end.timed_out = self.end.timed_out or timed_out
+
+        turn = RunningTurn(
+            self.translator.outcome, self.raw_messages, lambda: self.router.fatal_error, failed, self._spent
+        )
+        return ErrorMap(self.runner.display_name, self.stderr, self.clock.timeout, turn=turn)
 
     def _spent(self, error: _E) -> _E:
         """``error`` with what the turn spent so far (see :class:`~claudecode_model.exceptions.ClaudeCodeError`)."""
@@ -252,7 +295,7 @@ class CLITurn:
         """The SDK could not write part of the session's transcript into the store (it dropped those entries; the
         store guard keeps them and sends them again with the session's next write)."""
         session_id = message.key["session_id"] if message.key is not None else self.session.session_id
-        self.store_fault = f"a session store write failed: {message.error}"
+        self.lease.store_fault = f"a session store write failed: {message.error}"
         logger.warning(
             "session store: transcript entries of session %s could not be written (%s); until a later turn of the "
             "session on this worker writes them, other workers replay the conversation instead of resuming it",
@@ -263,20 +306,20 @@ class CLITurn:
     def _end(self) -> None:
         """Judge a turn whose messages all arrived."""
         if self.router.fatal_error is not None:
-            self.failed = True
+            self.end.failed = True
             raise self.router.fatal_error
         if self.router.output_call is not None:
             # Stopped on purpose at the output tool call: pydantic-ai validates it; the session stays usable.
-            self.completed = True
+            self.end.completed = True
             return
         self._stop_watching()
         error = classify_failed_turn(self.raw_messages, self.runner.display_name) or result_error(
             self.translator.outcome, model_name=self.runner.display_name
         )
         if error is not None:
-            self.failed = True
+            self.end.failed = True
             raise self._spent(error)
-        self.completed = True
+        self.end.completed = True
 
     def structured_output_text(self) -> str:
         """The validated JSON the CLI returned for a native output schema."""
@@ -298,8 +341,8 @@ class CLITurn:
         if result is not None and result.total_cost_usd is not None:
             self.session.note_cost(result.total_cost_usd)
         details = translator.provider_details()
-        if self.first_token_seconds is not None:
-            details[FIRST_TOKEN_KEY] = round(self.first_token_seconds, 4)
+        if self.clock.first_token_seconds is not None:
+            details[FIRST_TOKEN_KEY] = round(self.clock.first_token_seconds, 4)
         attempts = translator.attempts
         if attempts.aborted:
             details[ABORTED_ATTEMPTS_KEY] = attempts.aborted
@@ -308,19 +351,19 @@ class CLITurn:
             digest = self.plan.conversation_digest([*self.messages_in, ModelResponse(parts=parts)])
             details[HISTORY_DIGEST_KEY] = digest
             # A session that kept part of an aborted attempt in its conversation holds more than the history.
-            self._exact = self.keep and not attempts.tainted
-            self.session.note_seen(digest if self._exact else None)
-            if self._exact and translator.outcome.last_entry_uuid is not None:
+            self.end.exact = self.lease.keep and not attempts.tainted
+            self.session.note_seen(digest if self.end.exact else None)
+            if self.end.exact and translator.outcome.last_entry_uuid is not None:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
             self._note_session(session_id)
-        details[SESSION_SOURCE_KEY] = self.session_source
-        if self.store_fault is not None:
+        details[SESSION_SOURCE_KEY] = self.lease.source
+        if self.lease.store_fault is not None:
             details[SESSION_STORE_KEY] = "incomplete"
         record_turn(details, parts)
         if logger.isEnabledFor(logging.INFO):
             logger.info(
                 "Claude Code turn done in %.2f s: %d input and %d output tokens, cost %s, session %s",
-                time.monotonic() - self._started,
+                self.clock.elapsed(),
                 usage.input_tokens,
                 usage.output_tokens,
                 f"${usage.cost:.6f}" if usage.cost is not None else "unknown",
@@ -339,12 +382,12 @@ class CLITurn:
         ledger = self.runner.ledger
         if not ledger.in_use(session_id):
             self.session.when_closed(ledger.use(session_id))
-            if not self.keep:
-                ledger.own(session_id, self.files.path(session_id))
+            if not self.lease.keep:
+                ledger.own(session_id, self.lease.files.path(session_id))
 
     async def stop(self) -> None:
         """Stop the turn now (the stream was cancelled): the session is not reused."""
-        self.failed = True
+        self.end.failed = True
         await self.session.abort()
 
     async def finish(self) -> None:
@@ -354,18 +397,18 @@ class CLITurn:
         if source is not None:
             with contextlib.suppress(RuntimeError):  # still running in a task that was cancelled
                 await source.aclose()
-        self.release_source()
+        self.lease.release_source()
         if not self.completed or self.failed:
             # Out of time: the CLI is killed at once, so that the error is not kept waiting for its exit.
-            await self.session.abort(at_once=self.timed_out)
-        elif not self._exact:
+            await self.session.abort(at_once=self.end.timed_out)
+        elif not self.end.exact:
             await self.session.close()
         else:
             await self.runner.pool.put(self.session)
         slots = self.runner.slots
         if slots is not None and slots.waiting:
             self.runner.pool.evict_idle()  # a request waits for a process slot: it gets this one
-        spare_request, self.spare_request = self.spare_request, None
+        spare_request, self.lease.spare_request = self.lease.spare_request, None
         if spare_request is not None and self.completed and not self.failed:
             # Started once the turn is over, so that it does not compete with the turn for CPU.
             start_spare(spare_request)
