@@ -124,6 +124,19 @@ def test_a_setting_with_an_option_of_its_own_sets_it(name: str):
     assert direct_options({name: EXAMPLES[name]})[setting.option] == getattr(options, setting.option)
 
 
+def test_the_settings_read_per_request_are_these():
+    """A row moved out of the signature lets two configurations share one live CLI: that takes a change here too."""
+    per_request = {name for name, setting in SETTINGS.items() if setting.scope == "request"}
+
+    assert per_request == {
+        "timeout",
+        "claude_code_timeout",
+        "claude_code_limit_reset_wait",
+        "claude_code_session",
+        "claude_code_tool_execution",
+    }
+
+
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 async def test_a_setting_that_fixes_a_session_changes_its_signature_and_no_other_does(name: str):
     plain = await _signature({})
