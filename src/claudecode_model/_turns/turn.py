@@ -111,6 +111,7 @@ class TurnClock:
             self.first_token_seconds = max(arrived - self.started, 0.0)
 
     def elapsed(self) -> float:
+        """Seconds since the request started."""
         return time.perf_counter() - self.started
 
 
@@ -154,18 +155,22 @@ class CLITurn:
 
     @property
     def session(self) -> CLISession:
+        """The CLI session the turn runs in."""
         return self.lease.session
 
     @property
     def router(self) -> RunToolRouter:
+        """The session's tool router."""
         return self.lease.router
 
     @property
     def completed(self) -> bool:
+        """Whether the turn ran to a clean end."""
         return self.end.completed
 
     @property
     def failed(self) -> bool:
+        """Whether the turn failed (or was stopped)."""
         return self.end.failed
 
     @property
