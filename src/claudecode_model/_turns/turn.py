@@ -36,7 +36,7 @@ from claudecode_model._stream.failures import classify_failed_turn
 from claudecode_model._stream.pricing import list_price
 from claudecode_model._stream.telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
-from claudecode_model._tools.cli_executed import RunToolRouter
+from claudecode_model._tools.router import RunToolRouter
 from claudecode_model._turns.acquire import start_spare
 from claudecode_model._turns.runner import SessionRequest, TurnRunner, nothing
 from claudecode_model._turns.spent import note_spent
