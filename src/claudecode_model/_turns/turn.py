@@ -222,12 +222,12 @@ class CLITurn:
             if self.router.fatal_error is not None and isinstance(error, Exception):
                 raise self.router.fatal_error from error
             classified = (
-                classify_failed_turn(self.raw_messages, self.runner.display_name)
+                classify_failed_turn(self.raw_messages, self.model_used)
                 if isinstance(error, Exception) and not isinstance(error, ClaudeCodeError)
                 else None
             )
             mapped = classified or map_error(
-                error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.runner.display_name
+                error, outcome=self.translator.outcome, stderr=self.stderr, model_name=self.model_used
             )
             if mapped is error:
                 if isinstance(error, ClaudeCodeError):
@@ -270,8 +270,8 @@ class CLITurn:
             self.completed = True
             return
         self._stop_watching()
-        error = classify_failed_turn(self.raw_messages, self.runner.display_name) or result_error(
-            self.translator.outcome, model_name=self.runner.display_name
+        error = classify_failed_turn(self.raw_messages, self.model_used) or result_error(
+            self.translator.outcome, model_name=self.model_used
         )
         if error is not None:
             self.failed = True
