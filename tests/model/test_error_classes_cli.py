@@ -118,6 +118,9 @@ async def test_an_api_error_raises_the_class_anthropic_model_raises(
         assert not isinstance(error, not_category)
     assert (error.status_code, error.in_stream) == (status, in_stream)
     assert error.provider_error_type == failure.error_type
+    # A model made without a name lets the CLI choose: the error names the model the CLI said it used, as a response
+    # would, not "default".
+    assert (model.model_name, error.model_name) == ("default", claude_backend.model_name)
 
 
 async def test_a_model_the_api_does_not_know_is_model_not_found(claude_backend: OfflineBackend):
@@ -172,25 +175,3 @@ async def test_max_retries_sets_how_often_the_cli_retries_before_it_reports_the_
         assert len(claude_backend.requests) == 3
     finally:
         await model.aclose()
-
-
-@pytest.mark.parametrize(
-    "failure",
-    [
-        pytest.param(Failure.http(529, "Overloaded"), id="http"),
-        pytest.param(Failure.sse_error("overloaded_error", "Overloaded"), id="in-stream"),
-    ],
-)
-async def test_an_api_error_names_the_model_the_cli_used_not_default(claude_backend: OfflineBackend, failure: Failure):
-    """A model made without a name lets the CLI choose; once the CLI has said which model it uses, an error names it,
-    as the response would."""
-    claude_backend.fail_next(failure, count=3)
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
-    try:
-        with pytest.raises(ClaudeCodeAPIError) as raised:
-            await Agent(model).run("hello")
-    finally:
-        await model.aclose()
-
-    assert model.model_name == "default"
-    assert raised.value.model_name == claude_backend.model_name

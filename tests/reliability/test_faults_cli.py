@@ -45,18 +45,22 @@ def bounded(backend: OfflineBackend, **kwargs: object) -> ClaudeCodeModel:
     return ClaudeCodeModel(env=backend.cli_env(), keep_sessions=0, spare_sessions=0, settings=settings, **kwargs)  # type: ignore[arg-type]
 
 
+async def stalled_run(model: ClaudeCodeModel) -> ClaudeCodeInactivityError:
+    """The error of a run on ``model`` whose backend stalls forever (checked to end within ``ENDED_WITHIN``)."""
+    started = time.monotonic()
+    with pytest.raises(ClaudeCodeInactivityError) as raised:
+        await Agent(model).run("hello")
+    assert time.monotonic() - started < ENDED_WITHIN
+    return raised.value
+
+
 async def test_a_stall_mid_stream_ends_within_the_bound_with_what_it_spent(claude_backend: OfflineBackend):
     claude_backend.set_brain(ANSWER)
     claude_backend.text_chunk_size = 4
     claude_backend.hold_next_stream(after_deltas=2)  # never released: the backend stalls forever mid-stream
     model = bounded(claude_backend)
-    started = time.monotonic()
 
-    with pytest.raises(ClaudeCodeInactivityError) as raised:
-        await Agent(model).run("hello")
-
-    assert time.monotonic() - started < ENDED_WITHIN
-    error = raised.value
+    error = await stalled_run(model)
     assert isinstance(error, ModelTimeoutError)
     assert isinstance(error, ModelAPIError)
     assert isinstance(error, ClaudeCodeError)
@@ -73,13 +77,8 @@ async def test_a_stall_mid_stream_ends_within_the_bound_with_what_it_spent(claud
 async def test_a_stall_before_the_first_token_ends_within_the_bound_and_spent_nothing(claude_backend: OfflineBackend):
     claude_backend.fail_next(Failure.stall())  # accepts the request, never answers
     model = bounded(claude_backend)
-    started = time.monotonic()
 
-    with pytest.raises(ClaudeCodeInactivityError) as raised:
-        await Agent(model).run("hello")
-
-    assert time.monotonic() - started < ENDED_WITHIN
-    error = raised.value
+    error = await stalled_run(model)
     assert error.reached_model is False  # safe to send again
     assert error.cost_usd == 0.0
     assert error.api_requests == 1  # the one that never answered
