@@ -53,5 +53,11 @@ test-latest:
 lock:
 	scripts/lock
 
+# The wheel and the sdist of a release, in dist/ (tests/test_wheel_cli.py installs the wheel into a fresh venv).
+.PHONY: dist
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m hatchling build -d dist
+
 clean:
 	rm -rf $(VENV) $(LATEST) .mypy_cache .ruff_cache .pytest_cache .cache

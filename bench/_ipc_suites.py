@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import create_sdk_mcp_server, tool
+from tests._support.stdio_mcp import PROTOCOL_VERSION, StdioMcpClient
 
 from bench._core import BenchContext, BenchError, Metrics, Row, Suite, Target, Variant, check, measured
 from claudecode_model.ipc import IPCClient, IPCSession, ToolSchema, bridge_environment
+from claudecode_model.ipc._constants import BRIDGE_MODULE
 
-BRIDGE_MODULE = "claudecode_model.ipc.bridge"
 RAW_SERVER = Path(__file__).with_name("_raw_stdio_server.py")
-PROTOCOL_VERSION = "2025-06-18"
 STOP_TIMEOUT = 5.0
 
 ECHO_SCHEMA: ToolSchema = {
@@ -43,80 +43,6 @@ def echo_session() -> IPCSession:
     return IPCSession({"echo": _echo}, [ECHO_SCHEMA])
 
 
-class StdioPeer:
-    """A stdio MCP server process driven with newline-delimited JSON-RPC, as the Claude Code CLI drives it."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._reader = asyncio.create_task(self._read())
-
-    @classmethod
-    async def spawn(cls, argv: list[str], env: dict[str, str]) -> StdioPeer:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            limit=64 * 1024 * 1024,
-        )
-        return cls(process)
-
-    async def _read(self) -> None:
-        assert self.process.stdout is not None
-        while line := await self.process.stdout.readline():
-            message = json.loads(line)
-            future = self._waiting.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(message)
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_exception(BenchError("the MCP server process closed its stdout"))
-
-    async def _send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        await self.process.stdin.drain()
-
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send a request and return its ``result`` (an error response raises :class:`BenchError`)."""
-        request_id = next(self._ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = future
-        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        response = await asyncio.wait_for(future, 60)
-        if "result" not in response:
-            raise BenchError(f"{method} failed: {response.get('error')}")
-        result: dict[str, Any] = response["result"]
-        return result
-
-    async def initialize(self) -> dict[str, Any]:
-        params = {
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "1"},
-        }
-        result = await self.request("initialize", params)
-        await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return result
-
-    async def aclose(self) -> None:
-        """Close stdin (how a server is told to stop) and wait for the exit; kill after a grace period."""
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            await asyncio.wait_for(self.process.wait(), STOP_TIMEOUT)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
-            await self.process.wait()
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
-
-
 def echoed_text(result: dict[str, Any]) -> str:
     """The text of an MCP tool result (checked not to be an error)."""
     check(not result.get("isError"), f"the echo tool failed: {str(result)[:200]}")
@@ -130,13 +56,13 @@ def echoed_text(result: dict[str, Any]) -> str:
 async def spawn_ready(argv: list[str], env: dict[str, str]) -> Metrics:
     """Seconds from spawning a stdio MCP server until it answers ``initialize``; then it is stopped (untimed)."""
     start = time.perf_counter()
-    peer = await StdioPeer.spawn(argv, env)
+    peer = await StdioMcpClient.spawn(argv, env, stderr=subprocess.DEVNULL)
     try:
-        result = await peer.initialize()
+        response = await peer.initialize("bench")
         elapsed = time.perf_counter() - start
-        check("serverInfo" in result, f"initialize answered {result!r}")
+        check("serverInfo" in response.get("result", {}), f"initialize answered {response!r}")
     finally:
-        await peer.aclose()
+        await peer.aclose(grace=STOP_TIMEOUT)
     return {"ready": elapsed}
 
 
@@ -282,9 +208,12 @@ class IPCRoundTripSuite(Suite):
             client = await IPCClient.connect(session.socket_path, session.secret)
             stack.push_async_callback(client.aclose)
             argv = [sys.executable, "-m", BRIDGE_MODULE, str(session.socket_path), str(session.schema_path)]
-            bridge = await StdioPeer.spawn(argv, {**os.environ, **bridge_environment(session)})
-            stack.push_async_callback(bridge.aclose)
-            await bridge.initialize()
+            bridge = await StdioMcpClient.spawn(
+                argv, {**os.environ, **bridge_environment(session)}, stderr=subprocess.DEVNULL
+            )
+            stack.push_async_callback(bridge.aclose, STOP_TIMEOUT)
+            await bridge.initialize("bench")
+            call_ids = itertools.count(1)
             sdk = _SdkInProcess()
             stack.push_async_callback(sdk.aclose)
             await sdk.start()
@@ -293,7 +222,7 @@ class IPCRoundTripSuite(Suite):
                 return echoed_text(dict(await client.call_tool("echo", {"text": text})))
 
             async def via_bridge(text: str) -> str:
-                return echoed_text(await bridge.request("tools/call", {"name": "echo", "arguments": {"text": text}}))
+                return echoed_text(await bridge.call(next(call_ids), "echo", {"text": text}, within=60))
 
             variants: dict[str, Variant] = {}
             for size_name, size in PAYLOADS.items():

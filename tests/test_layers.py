@@ -4,6 +4,7 @@ every private module stating its names in ``__all__`` (the rules of docs/archite
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +116,18 @@ def test_the_detector_finds_a_circle(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(f"{__name__}.IMPORTS", [*IMPORTS, Import(b, a, (), 0)])
 
     assert any({a, b} <= set(circle) for circle in circles())
+
+
+@pytest.mark.parametrize("folder", CORE_LAYERS)
+def test_each_core_folder_says_what_lives_there_and_what_it_may_import(folder: str) -> None:
+    """The folder's ``__init__.py`` docstring (read first by a maintainer) names the folders below it, as this test
+    orders them."""
+    docstring = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text())) or ""
+    may_import = next((line for line in docstring.splitlines() if line.startswith("May import:")), "")
+    below = CORE_LAYERS[: CORE_LAYERS.index(folder)]
+
+    assert re.findall(r"`(_\w+)`", may_import) == list(below), f"{folder}/__init__.py: {may_import!r}"
+    assert "the foundation" in may_import
 
 
 def test_no_core_module_imports_from_a_higher_layer() -> None:

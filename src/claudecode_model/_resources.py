@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from claudecode_model._sessions.pool import SessionPool
     from claudecode_model._sessions.session import CLISession
     from claudecode_model._tools.execution import TransportType
-    from claudecode_model._tools.parked_calls import ParkingLot
     from claudecode_model._tools.request import ToolSetup
+    from claudecode_model._turns.parking_lot import ParkingLot
     from claudecode_model._turns.runner import TurnRunner
     from claudecode_model._turns.turn import CLITurn
 
@@ -130,7 +130,7 @@ class ModelResources:
     def parked(self) -> ParkingLot[CLITurn]:
         """The CLI turns waiting for tool results pydantic-ai runs."""
         if self.parked_if_created is None:
-            from claudecode_model._tools.parked_calls import ParkingLot
+            from claudecode_model._turns.parking_lot import ParkingLot
             from claudecode_model._turns.turn import CLITurn
 
             self.parked_if_created = ParkingLot(
@@ -174,7 +174,7 @@ class ModelResources:
         requested_at = asyncio.get_running_loop().time()
         from claudecode_model._prewarm import prewarm_requested, start_spare_instead
         from claudecode_model._sessions.early_cli import start_early_cli
-        from claudecode_model._tools.run_scope import current_run_scope
+        from claudecode_model._turns.run_scope import current_run_scope
 
         scope = current_run_scope()
         run_started = scope.first_request_start() if scope is not None else None

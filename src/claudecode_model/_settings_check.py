@@ -167,10 +167,19 @@ def _culprit(value: Any, error: ValidationError) -> str:
 _RENAMED_0_0_52 = {"append_system_prompt": "claude_code_system_prompt_append", "working_directory": "claude_code_cwd"}
 """Settings of 0.0.52 whose name changed beyond the prefix (the others are ``claude_code_`` + their old name)."""
 
+_DROPPED_0_0_52 = {
+    "continue_conversation": "a run continues exactly the conversation of its message_history "
+    "(pass message_history=result.all_messages())",
+    "resume": "a run resumes the Claude Code session of its message_history, found or rebuilt by the model "
+    "(pass the stored messages as message_history; see docs/history.md)",
+}
+"""Settings of 0.0.52 that have no equivalent: which conversation a run continues is its ``message_history``."""
+
 
 def check_settings(settings: Mapping[str, Any] | None) -> None:
     """Raise :class:`ClaudeCodeSettingsError` for an unknown ``claude_code_*`` key, a key of this library without its
-    prefix (0.0.52's ``max_turns``, say: silently ignored, it would drop a limit), or a value of a wrong type or range.
+    prefix (0.0.52's ``max_turns``, say: silently ignored, it would drop a limit), a setting of 0.0.52 with no
+    equivalent (``continue_conversation``, ``resume``), or a value of a wrong type or range.
 
     ``None`` values count as unset.
     """
@@ -178,6 +187,8 @@ def check_settings(settings: Mapping[str, Any] | None) -> None:
         return
     known = _hints()
     for name, value in settings.items():
+        if name in _DROPPED_0_0_52:
+            raise ClaudeCodeSettingsError(f"Setting {name!r} of 0.0.52 is not supported: {_DROPPED_0_0_52[name]}.")
         renamed = _RENAMED_0_0_52.get(name, PREFIX + name)
         if not name.startswith(PREFIX) and name not in known and renamed in known:
             raise ClaudeCodeSettingsError(

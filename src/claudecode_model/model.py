@@ -308,7 +308,7 @@ class ClaudeCodeModel(Model):
 
     def _run_scope(self) -> AbstractAsyncContextManager[None]:
         """Held by each agent run around its requests (pydantic-ai's hook): settles the turns the run parked."""
-        from claudecode_model._tools.run_scope import run_scope
+        from claudecode_model._turns.run_scope import run_scope
 
         resources = self._resources
         return run_scope(

@@ -1,26 +1,21 @@
-"""Helpers of the IPC bridge tests: example tools, a bridge process driver, leak checks."""
+"""Helpers of the IPC bridge tests: example tools, the bridge's environment, leak checks (the bridge process is driven
+by :class:`tests._support.stdio_mcp.StdioMcpClient`)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import glob
-import json
 import os
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from claudecode_model.ipc import IPCSession, ToolSchema, stdio_server_config
-from claudecode_model.ipc._constants import SOCKET_FILE_PREFIX
+from claudecode_model.ipc._constants import BRIDGE_MODULE, SOCKET_FILE_PREFIX
 from tests._support.processes import process_table
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-BRIDGE_MODULE = "claudecode_model.ipc.bridge"
 
 
 # --- leak checks --------------------------------------------------------------------------------------------
@@ -149,106 +144,3 @@ def bridge_env(session: IPCSession, package_root: Path | None) -> dict[str, str]
     if package_root is not None:
         env["PYTHONPATH"] = str(package_root)
     return env
-
-
-class BridgeProcess:
-    """Drives a bridge subprocess over MCP JSON-RPC on its stdin/stdout."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self._waiting: dict[object, asyncio.Future[dict[str, object]]] = {}
-        self.unsolicited: asyncio.Queue[dict[str, object]] = asyncio.Queue()
-        self._reader = asyncio.create_task(self._read())
-
-    @classmethod
-    async def start(cls, args: list[str], env: dict[str, str]) -> BridgeProcess:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            BRIDGE_MODULE,
-            *args,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            limit=64 * 1024 * 1024,
-        )
-        return cls(process)
-
-    async def _read(self) -> None:
-        assert self.process.stdout is not None
-        while line := await self.process.stdout.readline():
-            message = json.loads(line)
-            future = self._waiting.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(message)
-            else:
-                await self.unsolicited.put(message)
-
-    async def send_raw(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        await self.process.stdin.drain()
-
-    async def notify(self, method: str, params: dict[str, object] | None = None) -> None:
-        message: dict[str, object] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self.send_raw(json.dumps(message).encode() + b"\n")
-
-    def expect(self, request_id: object) -> asyncio.Future[dict[str, object]]:
-        future: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = future
-        return future
-
-    async def request(
-        self, request_id: object, method: str, params: dict[str, object] | None = None
-    ) -> dict[str, object]:
-        future = self.expect(request_id)
-        message: dict[str, object] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        await self.send_raw(json.dumps(message).encode() + b"\n")
-        return await asyncio.wait_for(future, 30)
-
-    async def initialize(self) -> dict[str, object]:
-        params = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        }
-        response = await self.request("init", "initialize", params)
-        await self.notify("notifications/initialized")
-        return response
-
-    async def call(
-        self, request_id: object, name: str, arguments: dict[str, object], **extra: object
-    ) -> dict[str, object]:
-        response = await self.request(request_id, "tools/call", {"name": name, "arguments": arguments, **extra})
-        result = response["result"]
-        assert isinstance(result, dict)
-        return result
-
-    async def close_stdin(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        with contextlib.suppress(OSError):
-            await self.process.stdin.wait_closed()
-
-    async def wait_exit(self, within: float = 10.0) -> int:
-        return await asyncio.wait_for(self.process.wait(), within)
-
-    async def stderr_text(self) -> str:
-        assert self.process.stderr is not None
-        return (await self.process.stderr.read()).decode()
-
-    async def aclose(self) -> None:
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
-            await self.process.wait()
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
-        if self.process.stdin is not None:
-            self.process.stdin.close()

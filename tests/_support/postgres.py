@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,3 +247,16 @@ class PostgresServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def dbos_configured(server: PostgresServer, database: str, name: str) -> Iterator[str]:
+    """DBOS configured (as app ``name``) on ``database`` of ``server``, destroyed after the block; its URL."""
+    from dbos import DBOS
+
+    url = server.sqlalchemy_url(database)
+    DBOS(config={"name": name, "system_database_url": url, "application_version": "test"})
+    try:
+        yield url
+    finally:
+        DBOS.destroy(destroy_registry=True)

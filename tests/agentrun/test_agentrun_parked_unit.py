@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from claudecode_model._tools.core import McpResponse, text_result
-from claudecode_model._tools.parked_calls import CallResults, ParkingLot, closed_result
+from claudecode_model._tools.parked_calls import CallResults, closed_result
+from claudecode_model._turns.parking_lot import ParkingLot
 from tests._support.polling import wait_until
 
 

@@ -17,6 +17,7 @@ from pydantic_ai.models.function import FunctionModel
 from claudecode_model import ClaudeCodeModel, PostgresSessionStore
 from tests._support.brains import weather_brain
 from tests._support.polling import wait_for
+from tests._support.postgres import dbos_configured
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -30,12 +31,8 @@ pytestmark = pytest.mark.cli
 @pytest.fixture
 def dbos_system_db(postgres_server: PostgresServer, postgres_db: str) -> Iterator[str]:
     """DBOS configured on a fresh database of the test server (launched by the test, destroyed after it)."""
-    from dbos import DBOS
-
-    url = postgres_server.sqlalchemy_url(postgres_db)
-    DBOS(config={"name": "claudecode_test", "system_database_url": url, "application_version": "test"})
-    yield url
-    DBOS.destroy(destroy_registry=True)
+    with dbos_configured(postgres_server, postgres_db, "claudecode_test") as url:
+        yield url
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from pydantic_ai import Agent
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import Failure
 from tests._support.limits import limit_headers, subscription_env
+from tests._support.postgres import dbos_configured
 from tests._support.temporal_runs import RunRequest, run_workflow, running_worker
 
 if TYPE_CHECKING:
@@ -73,12 +74,8 @@ async def test_a_temporal_run_waits_out_the_reset(claude_backend: OfflineBackend
 
 @pytest.fixture
 def dbos_system_db(postgres_server: PostgresServer, postgres_db: str) -> Iterator[str]:
-    from dbos import DBOS
-
-    url = postgres_server.sqlalchemy_url(postgres_db)
-    DBOS(config={"name": "claudecode_limits", "system_database_url": url, "application_version": "test"})
-    yield url
-    DBOS.destroy(destroy_registry=True)
+    with dbos_configured(postgres_server, postgres_db, "claudecode_limits") as url:
+        yield url
 
 
 async def test_a_dbos_run_waits_out_the_reset(claude_backend: OfflineBackend, dbos_system_db: str):

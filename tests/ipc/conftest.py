@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,8 +12,9 @@ import pytest
 
 import claudecode_model.ipc as ipc_package
 from claudecode_model.ipc import IPCSession
-from tests._support.ipc import BridgeProcess, Toolbox, bridge_env, bridge_processes, ipc_temp_entries
+from tests._support.ipc import BRIDGE_MODULE, Toolbox, bridge_env, bridge_processes, ipc_temp_entries
 from tests._support.polling import wait_until
+from tests._support.stdio_mcp import StdioMcpClient
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -78,7 +80,7 @@ def light_package_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 async def start_bridge(light_package_root: Path) -> AsyncIterator[object]:
     """``await start_bridge(session)`` runs a bridge (light root) for ``session``; all killed afterwards."""
-    bridges: list[BridgeProcess] = []
+    bridges: list[StdioMcpClient] = []
 
     async def start(
         session: IPCSession,
@@ -86,9 +88,14 @@ async def start_bridge(light_package_root: Path) -> AsyncIterator[object]:
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
         light: bool = True,
-    ) -> BridgeProcess:
-        bridge = await BridgeProcess.start(
-            args if args is not None else [str(session.socket_path), str(session.schema_path)],
+    ) -> StdioMcpClient:
+        bridge = await StdioMcpClient.spawn(
+            [
+                sys.executable,
+                "-m",
+                BRIDGE_MODULE,
+                *(args if args is not None else [str(session.socket_path), str(session.schema_path)]),
+            ],
             env if env is not None else bridge_env(session, light_package_root if light else None),
         )
         bridges.append(bridge)

@@ -17,14 +17,15 @@ from claudecode_model.ipc import MAX_MESSAGE_SIZE, SECRET_ENV_VAR, IPCSession
 from claudecode_model.ipc import bridge as bridge_module
 from claudecode_model.ipc._framing import encode_message
 from claudecode_model.ipc._protocol import error_response
-from tests._support.ipc import BridgeProcess, Toolbox, bridge_env, text_result
+from tests._support.ipc import Toolbox, bridge_env, text_result
 from tests._support.polling import wait_until
+from tests._support.stdio_mcp import StdioMcpClient
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from pathlib import Path
 
-    StartBridge = Callable[..., Awaitable[BridgeProcess]]
+    StartBridge = Callable[..., Awaitable[StdioMcpClient]]
 
 HEAVY_MODULES = (
     "mcp",
@@ -39,7 +40,7 @@ HEAVY_MODULES = (
 
 
 @pytest.fixture
-async def bridge(session: IPCSession, start_bridge: StartBridge) -> BridgeProcess:
+async def bridge(session: IPCSession, start_bridge: StartBridge) -> StdioMcpClient:
     started = await start_bridge(session)
     await started.initialize()
     return started
@@ -74,7 +75,7 @@ async def test_server_discover_is_method_not_found_so_the_cli_falls_back_to_init
     assert "result" in await bridge.initialize()
 
 
-async def test_ping_unknown_methods_and_notifications(bridge: BridgeProcess) -> None:
+async def test_ping_unknown_methods_and_notifications(bridge: StdioMcpClient) -> None:
     assert (await bridge.request(1, "ping"))["result"] == {}
     unknown = await bridge.request(2, "resources/list")
     assert unknown["error"] == {"code": -32601, "message": "Method not found: resources/list"}
@@ -102,7 +103,7 @@ async def test_ping_unknown_methods_and_notifications(bridge: BridgeProcess) -> 
     ],
 )
 async def test_malformed_json_rpc_gets_json_rpc_errors(
-    bridge: BridgeProcess, line: bytes, error: dict[str, object]
+    bridge: StdioMcpClient, line: bytes, error: dict[str, object]
 ) -> None:
     await bridge.send_raw(line)
     answer = await asyncio.wait_for(bridge.unsolicited.get(), 10)
@@ -110,20 +111,20 @@ async def test_malformed_json_rpc_gets_json_rpc_errors(
     assert (await bridge.request("after", "ping"))["result"] == {}, "the bridge goes on"
 
 
-async def test_responses_from_the_client_and_blank_lines_are_ignored(bridge: BridgeProcess) -> None:
+async def test_responses_from_the_client_and_blank_lines_are_ignored(bridge: StdioMcpClient) -> None:
     await bridge.send_raw(b'\n  \n{"jsonrpc": "2.0", "id": 77, "result": {}}\n')
     assert (await bridge.request(1, "ping"))["result"] == {}
     assert bridge.unsolicited.empty()
 
 
-async def test_invalid_tools_call_params(bridge: BridgeProcess) -> None:
+async def test_invalid_tools_call_params(bridge: StdioMcpClient) -> None:
     no_name = await bridge.request(1, "tools/call", {"arguments": {}})
     assert no_name["error"]["code"] == -32602  # type: ignore[index]
     bad_arguments = await bridge.request(2, "tools/call", {"name": "echo", "arguments": [1]})
     assert bad_arguments["error"]["code"] == -32602  # type: ignore[index]
 
 
-async def test_tools_list_comes_from_the_schema_file(bridge: BridgeProcess, toolbox: Toolbox) -> None:
+async def test_tools_list_comes_from_the_schema_file(bridge: StdioMcpClient, toolbox: Toolbox) -> None:
     response = await bridge.request(1, "tools/list", {})
     tools = response["result"]["tools"]  # type: ignore[index]
     assert [tool["name"] for tool in tools] == [schema["name"] for schema in toolbox.schemas]
@@ -146,34 +147,34 @@ async def test_tools_list_works_before_the_socket_is_reachable(session: IPCSessi
 # --- tool calls ---------------------------------------------------------------------------------------------
 
 
-async def test_tools_call_returns_the_exact_text(bridge: BridgeProcess, session: IPCSession) -> None:
+async def test_tools_call_returns_the_exact_text(bridge: StdioMcpClient, session: IPCSession) -> None:
     text = 'first line\nsecond: "quoted" ünïcödé 🎉 {"json": true}'
     assert await bridge.call(1, "echo", {"text": text}) == text_result(text)
     assert session.calls_completed == 1, "the call ran in the parent, over the socket"
 
 
-async def test_tools_call_without_arguments(bridge: BridgeProcess, toolbox: Toolbox) -> None:
+async def test_tools_call_without_arguments(bridge: StdioMcpClient, toolbox: Toolbox) -> None:
     response = await bridge.request(1, "tools/call", {"name": "whoami"})
     assert response["result"] == text_result("tool_use_id=None")
 
 
-async def test_tool_error_text_is_not_masked(bridge: BridgeProcess) -> None:
+async def test_tool_error_text_is_not_masked(bridge: StdioMcpClient) -> None:
     result = await bridge.call(1, "fail", {"why": "the disk is on fire"})
     assert result == text_result("the tool failed: the disk is on fire", is_error=True)
 
 
-async def test_unknown_tool_is_an_error_result(bridge: BridgeProcess) -> None:
+async def test_unknown_tool_is_an_error_result(bridge: StdioMcpClient) -> None:
     assert await bridge.call(1, "nope", {}) == text_result("Tool 'nope' not found", is_error=True)
 
 
-async def test_meta_reaches_the_handler(bridge: BridgeProcess, toolbox: Toolbox) -> None:
+async def test_meta_reaches_the_handler(bridge: StdioMcpClient, toolbox: Toolbox) -> None:
     meta = {"claudecode/toolUseId": "toolu_01ABC", "progressToken": 3}
     result = await bridge.call("x", "whoami", {}, _meta=meta)
     assert result == text_result("tool_use_id=toolu_01ABC")
     assert toolbox.metas == [meta]
 
 
-async def test_oversized_result_is_an_error_result(bridge: BridgeProcess) -> None:
+async def test_oversized_result_is_an_error_result(bridge: StdioMcpClient) -> None:
     result = await bridge.call(1, "big", {"size": MAX_MESSAGE_SIZE})
     assert result["isError"] is True
     text = result["content"][0]["text"]  # type: ignore[index]
@@ -182,19 +183,19 @@ async def test_oversized_result_is_an_error_result(bridge: BridgeProcess) -> Non
     assert await bridge.call(2, "echo", {"text": "ok"}) == text_result("ok")
 
 
-async def test_large_result_passes_intact(bridge: BridgeProcess) -> None:
+async def test_large_result_passes_intact(bridge: StdioMcpClient) -> None:
     result = await bridge.call(1, "big", {"size": 3_000_000})
     assert result == text_result("x" * 3_000_000)
 
 
-async def test_twenty_concurrent_calls_are_routed_to_their_callers(bridge: BridgeProcess) -> None:
+async def test_twenty_concurrent_calls_are_routed_to_their_callers(bridge: StdioMcpClient) -> None:
     # "together" only returns once all 20 calls run at the same time in the parent.
     calls = [bridge.call(f"req-{n}", "together", {"n": n}) for n in range(20)]
     results = await asyncio.wait_for(asyncio.gather(*calls), 30)
     assert results == [text_result(f"call {n}") for n in range(20)]
 
 
-async def test_cancelled_notification_cancels_the_tool(bridge: BridgeProcess, toolbox: Toolbox) -> None:
+async def test_cancelled_notification_cancels_the_tool(bridge: StdioMcpClient, toolbox: Toolbox) -> None:
     answer = bridge.expect(41)
     await bridge.send_raw(
         json.dumps(
@@ -268,7 +269,7 @@ async def test_a_bridge_that_never_connected_retries_on_the_next_call(
 # --- exiting ------------------------------------------------------------------------------------------------
 
 
-async def test_bridge_exits_when_stdin_closes(bridge: BridgeProcess) -> None:
+async def test_bridge_exits_when_stdin_closes(bridge: StdioMcpClient) -> None:
     await bridge.close_stdin()
     assert await bridge.wait_exit() == 0
     assert await bridge.stderr_text() == ""
@@ -300,7 +301,7 @@ async def test_bridge_fails_calls_in_flight_when_the_session_stops(toolbox: Tool
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-async def test_signals_end_the_bridge_quietly(bridge: BridgeProcess, signum: int) -> None:
+async def test_signals_end_the_bridge_quietly(bridge: StdioMcpClient, signum: int) -> None:
     bridge.process.send_signal(signum)
     assert await bridge.wait_exit() == 0
     assert await bridge.stderr_text() == ""

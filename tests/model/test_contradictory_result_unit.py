@@ -7,24 +7,16 @@ import logging
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ResultMessage
 from pydantic_ai.exceptions import ModelOverloadedError
 
 from claudecode_model._stream.errors import result_error
 from claudecode_model._stream.translator import TurnOutcome
 from claudecode_model.exceptions import ClaudeCodeOverloadedError
+from tests._support.sdk_messages import result_message
 
 
 def contradictory(**fields: Any) -> TurnOutcome:
-    base: dict[str, Any] = {
-        "subtype": "success",
-        "duration_ms": 10,
-        "duration_api_ms": 5,
-        "is_error": True,
-        "num_turns": 1,
-        "session_id": "sess-1",
-    }
-    return TurnOutcome(result=ResultMessage(**{**base, **fields}))
+    return TurnOutcome(result=result_message(is_error=True, **fields))
 
 
 def test_a_contradictory_result_with_an_answer_is_recovered(caplog: pytest.LogCaptureFixture):

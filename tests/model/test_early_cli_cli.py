@@ -384,7 +384,7 @@ def test_an_unsampled_trace_parent_matches_another() -> None:
 def test_importing_the_path_up_to_the_early_start_leaves_the_sdk_unimported() -> None:
     code = (
         "import sys\n"
-        "import claudecode_model._sessions.early_cli, claudecode_model._tools.run_scope, claudecode_model._resources\n"
+        "import claudecode_model._sessions.early_cli, claudecode_model._turns.run_scope, claudecode_model._resources\n"
         "from claudecode_model._compat import bundled_cli_version, sdk_version\n"
         "bundled_cli_version(), sdk_version()\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] in ('claude_agent_sdk', 'mcp')))\n"

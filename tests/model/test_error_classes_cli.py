@@ -118,6 +118,9 @@ async def test_an_api_error_raises_the_class_anthropic_model_raises(
         assert not isinstance(error, not_category)
     assert (error.status_code, error.in_stream) == (status, in_stream)
     assert error.provider_error_type == failure.error_type
+    # A model made without a name lets the CLI choose: the error names the model the CLI said it used, as a response
+    # would, not "default".
+    assert (model.model_name, error.model_name) == ("default", claude_backend.model_name)
 
 
 async def test_a_model_the_api_does_not_know_is_model_not_found(claude_backend: OfflineBackend):

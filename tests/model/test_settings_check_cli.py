@@ -34,6 +34,9 @@ BAD_SETTINGS: list[tuple[dict[str, Any], str]] = [
     ({"max_turns": 3}, "the setting is called 'claude_code_max_turns'"),
     ({"working_directory": "/tmp"}, "the setting is called 'claude_code_cwd'"),
     ({"append_system_prompt": "Be brief."}, "the setting is called 'claude_code_system_prompt_append'"),
+    # 0.0.52's ways to pick a conversation: here the message history does (silence would start a new one)
+    ({"continue_conversation": True}, "'continue_conversation' of 0.0.52 is not supported: a run continues"),
+    ({"resume": "0b4c2e7a"}, "'resume' of 0.0.52 is not supported: a run resumes the Claude Code session of"),
 ]
 
 

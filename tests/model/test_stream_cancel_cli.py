@@ -7,8 +7,10 @@ happens while Claude is still answering.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from pydantic_ai import Agent
@@ -20,6 +22,9 @@ from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import Failure, OfflineBackend
 from tests._support.polling import wait_for
 from tests._support.processes import is_alive, live_children
+
+if TYPE_CHECKING:
+    from claudecode_model._process.slots import ProcessSlots
 
 pytestmark = pytest.mark.cli
 
@@ -174,6 +179,22 @@ async def test_history_with_an_interrupted_response_can_continue(
     assert "tell me everything" in claude_backend.requests[-1].user_texts()
 
 
+@contextlib.contextmanager
+def start_slots_all_taken() -> Iterator[ProcessSlots]:
+    """The process's CLI start slots all taken (as by other CLIs starting) for the block, then given back."""
+    from claudecode_model._process.slots import starting_slots
+
+    gate = starting_slots()
+    taken = 0
+    while gate.try_acquire():
+        taken += 1
+    try:
+        yield gate
+    finally:
+        for _ in range(taken):
+            gate.release()
+
+
 async def running_clis_once_asked(backend: OfflineBackend, asked: int) -> set[int]:
     """The CLI processes alive once the backend has received ``asked`` requests."""
     while len(backend.requests) < asked:
@@ -230,13 +251,7 @@ async def test_a_request_cancelled_while_it_waits_for_a_start_slot_spawns_no_cli
     """The start slots are all taken (other CLIs starting): the request is cancelled (a timeout does the same) while
     its session waits for one. Once the slots are free the session takes one, sees its start was given up, and
     spawns nothing (it used to start a CLI 0.4-0.75 s after the timeout, which lived about 1.5 s)."""
-    from claudecode_model._process.slots import starting_slots
-
-    gate = starting_slots()
-    taken = 0
-    while gate.try_acquire():
-        taken += 1
-    try:
+    with start_slots_all_taken() as gate:
         run = asyncio.create_task(Agent(model).run("hello", model_settings={"request_timeout": 60}))
         assert await wait_for(lambda: gate.waiting == 1)  # its session waits for a start slot
         run.cancel()
@@ -250,9 +265,6 @@ async def test_a_request_cancelled_while_it_waits_for_a_start_slot_spawns_no_cli
                 await asyncio.sleep(0.01)
 
         watcher = asyncio.create_task(watch())
-    finally:
-        for _ in range(taken):
-            gate.release()
 
     def session_tasks() -> list[asyncio.Task[object]]:
         return [task for task in asyncio.all_tasks() if task.get_name().startswith("claude-code-session-")]
@@ -269,7 +281,6 @@ async def test_a_start_given_up_leaves_no_temp_folder_even_if_the_loop_ends_at_o
     runs when the event loop closes right after the error)."""
     import tempfile
 
-    from claudecode_model._process.slots import starting_slots
     from claudecode_model._process.temp import CLI_TEMP_PREFIX
 
     def cli_folders() -> set[str]:
@@ -280,11 +291,7 @@ async def test_a_start_given_up_leaves_no_temp_folder_even_if_the_loop_ends_at_o
     env = {name: value for name, value in claude_backend.cli_env().items() if name != "CLAUDE_CODE_TMPDIR"}
     model = ClaudeCodeModel(env=env, spare_sessions=0)
     before = cli_folders()
-    gate = starting_slots()
-    taken = 0
-    while gate.try_acquire():
-        taken += 1
-    try:
+    with start_slots_all_taken() as gate:
         run = asyncio.create_task(Agent(model).run("hello", model_settings={"request_timeout": 60}))
         assert await wait_for(lambda: gate.waiting == 1)  # its session (and its temp folder) exists, waiting
         assert cli_folders() - before
@@ -292,9 +299,6 @@ async def test_a_start_given_up_leaves_no_temp_folder_even_if_the_loop_ends_at_o
         with pytest.raises(asyncio.CancelledError):
             await run
         assert not (cli_folders() - before)  # checked before any other await: nothing else ran meanwhile
-    finally:
-        for _ in range(taken):
-            gate.release()
     try:
         await assert_still_works(model, claude_backend)
     finally:

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from claude_agent_sdk import (
     AssistantMessage,
-    ResultMessage,
     StreamEvent,
     SystemMessage,
     TextBlock,
@@ -37,6 +36,7 @@ from claudecode_model import ClaudeCodeModel, CLIInterruptedError
 from claudecode_model._sessions.session import Delivery
 from claudecode_model._stream.errors import map_error
 from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
+from tests._support.sdk_messages import result_message as result
 
 PREFIX = "mcp__pydantic_tools__"
 TEXT_B = {"type": "text", "text": "b"}
@@ -61,18 +61,6 @@ def stream(event: dict[str, Any], parent: str | None = None) -> StreamEvent:
 
 def assistant(*blocks: Any, message_id: str = "msg_1", **extra: Any) -> AssistantMessage:
     return AssistantMessage(content=list(blocks), model="claude-test", message_id=message_id, **extra)
-
-
-def result(**fields: Any) -> ResultMessage:
-    base: dict[str, Any] = {
-        "subtype": "success",
-        "duration_ms": 10,
-        "duration_api_ms": 5,
-        "is_error": False,
-        "num_turns": 1,
-        "session_id": "sess-1",
-    }
-    return ResultMessage(**{**base, **fields})
 
 
 def start(message_id: str = "msg_1", **usage: int) -> StreamEvent:

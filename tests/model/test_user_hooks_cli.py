@@ -12,6 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
+from claudecode_model._tools.hook_output import deny, pre_tool_use
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 
@@ -36,9 +37,7 @@ async def test_user_hooks_see_built_in_calls_and_may_deny_them(
     async def before(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
         seen.append(("pre", hook_input["tool_name"], hook_input["tool_input"]))
         if "secret" in hook_input["tool_input"].get("command", ""):
-            reason = "the user's hook keeps secrets"
-            output = {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}
-            return {"hookSpecificOutput": output}
+            return dict(deny("the user's hook keeps secrets"))
         return {}
 
     async def after(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
@@ -75,7 +74,7 @@ async def test_a_users_allow_does_not_lift_the_librarys_own_denial(
     model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
 ):
     async def allow_everything(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+        return dict(pre_tool_use("allow"))
 
     (tmp_path / "keep.txt").write_text("keep")
     settings: ClaudeCodeModelSettings = {

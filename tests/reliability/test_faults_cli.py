@@ -12,6 +12,7 @@ import logging
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from pydantic_ai import Agent
@@ -37,6 +38,8 @@ BOUND = 3.0
 """The inactivity bound of these tests (seconds)."""
 ENDED_WITHIN = 60.0
 """A generous bound on how long a run that stalls forever may take with ``BOUND`` (CLI start included)."""
+E = TypeVar("E", bound=BaseException)
+
 ANSWER = "A long enough answer that is held by the backend after its first few words reach the CLI."
 
 
@@ -45,18 +48,22 @@ def bounded(backend: OfflineBackend, **kwargs: object) -> ClaudeCodeModel:
     return ClaudeCodeModel(env=backend.cli_env(), keep_sessions=0, spare_sessions=0, settings=settings, **kwargs)  # type: ignore[arg-type]
 
 
+async def failed_run(model: ClaudeCodeModel, expected: type[E]) -> E:
+    """The ``expected`` error of a run on ``model`` (checked to end within ``ENDED_WITHIN``, a stall included)."""
+    started = time.monotonic()
+    with pytest.raises(expected) as raised:
+        await Agent(model).run("hello")
+    assert time.monotonic() - started < ENDED_WITHIN
+    return raised.value
+
+
 async def test_a_stall_mid_stream_ends_within_the_bound_with_what_it_spent(claude_backend: OfflineBackend):
     claude_backend.set_brain(ANSWER)
     claude_backend.text_chunk_size = 4
     claude_backend.hold_next_stream(after_deltas=2)  # never released: the backend stalls forever mid-stream
     model = bounded(claude_backend)
-    started = time.monotonic()
 
-    with pytest.raises(ClaudeCodeInactivityError) as raised:
-        await Agent(model).run("hello")
-
-    assert time.monotonic() - started < ENDED_WITHIN
-    error = raised.value
+    error = await failed_run(model, ClaudeCodeInactivityError)
     assert isinstance(error, ModelTimeoutError)
     assert isinstance(error, ModelAPIError)
     assert isinstance(error, ClaudeCodeError)
@@ -73,13 +80,8 @@ async def test_a_stall_mid_stream_ends_within_the_bound_with_what_it_spent(claud
 async def test_a_stall_before_the_first_token_ends_within_the_bound_and_spent_nothing(claude_backend: OfflineBackend):
     claude_backend.fail_next(Failure.stall())  # accepts the request, never answers
     model = bounded(claude_backend)
-    started = time.monotonic()
 
-    with pytest.raises(ClaudeCodeInactivityError) as raised:
-        await Agent(model).run("hello")
-
-    assert time.monotonic() - started < ENDED_WITHIN
-    error = raised.value
+    error = await failed_run(model, ClaudeCodeInactivityError)
     assert error.reached_model is False  # safe to send again
     assert error.cost_usd == 0.0
     assert error.api_requests == 1  # the one that never answered
@@ -122,10 +124,7 @@ async def test_an_overload_before_any_token_is_safe_to_retry(claude_backend: Off
     claude_backend.fail_next(Failure.http(529, "Overloaded", error_type="overloaded_error"), count=3)
     model = bounded(claude_backend)
 
-    with pytest.raises(ClaudeCodeOverloadedError) as raised:
-        await Agent(model).run("hello")
-
-    error = raised.value
+    error = await failed_run(model, ClaudeCodeOverloadedError)
     assert error.reached_model is False
     assert error.cost_usd == 0.0
     assert error.api_requests == len(claude_backend.requests) >= 1
@@ -138,10 +137,7 @@ async def test_an_overload_mid_answer_says_tokens_were_spent(claude_backend: Off
     claude_backend.fail_next(Failure.http(529, "Overloaded", error_type="overloaded_error"), count=3)
     model = bounded(claude_backend)
 
-    with pytest.raises(ClaudeCodeOverloadedError) as raised:
-        await Agent(model).run("hello")
-
-    error = raised.value
+    error = await failed_run(model, ClaudeCodeOverloadedError)
     assert error.reached_model is True
     assert error.usage is not None
     assert error.usage.input_tokens > 0
@@ -153,11 +149,10 @@ async def test_an_overload_mid_answer_says_tokens_were_spent(claude_backend: Off
 async def test_a_bad_cli_path_never_reached_the_model(tmp_path: Path):
     model = ClaudeCodeModel(cli_path=tmp_path / "no-such-claude")
 
-    with pytest.raises(CLINotFoundError) as raised:
-        await Agent(model).run("hello")
+    error = await failed_run(model, CLINotFoundError)
 
-    assert raised.value.reached_model is False
-    assert raised.value.api_requests == 0
+    assert error.reached_model is False
+    assert error.api_requests == 0
     await model.aclose()
 
 
@@ -167,11 +162,10 @@ async def test_a_cli_that_exits_at_once_never_reached_the_model(tmp_path: Path):
     cli.chmod(0o755)
     model = ClaudeCodeModel(cli_path=cli, keep_sessions=0, spare_sessions=0)
 
-    with pytest.raises(CLIProcessError) as raised:
-        await Agent(model).run("hello")
+    error = await failed_run(model, CLIProcessError)
 
-    assert raised.value.reached_model is False
-    assert raised.value.cost_usd == 0.0
+    assert error.reached_model is False
+    assert error.cost_usd == 0.0
     await model.aclose()
 
 
@@ -219,10 +213,7 @@ async def test_a_usage_limit_says_when_it_resets_and_spent_nothing(claude_backen
     claude_backend.fail_next(limit_reached(resets, claim))
     model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0, spare_sessions=0)
 
-    with pytest.raises(ClaudeCodeRateLimitError) as raised:
-        await Agent(model).run("hello")
-
-    error = raised.value
+    error = await failed_run(model, ClaudeCodeRateLimitError)
     assert error.resets_at == datetime.fromtimestamp(resets, UTC)
     assert error.retry_after is not None
     assert resets - time.time() - 60 < error.retry_after <= resets - time.time() + 1

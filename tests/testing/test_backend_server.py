@@ -569,6 +569,43 @@ def test_temp_dirs_are_removed_at_exit_even_without_stop() -> None:
     assert not any(d.exists() for d in dirs)
 
 
+def test_temp_dirs_left_by_a_program_killed_with_sigterm_are_removed_by_the_next_backend() -> None:
+    """SIGTERM's default action runs no finalizer: the dirs stay until a backend of a later program starts (one of a
+    live program is never touched)."""
+    script = (
+        "import sys\n"
+        "from claudecode_model.testing import OfflineBackend\n"
+        "backend = OfflineBackend()\n"
+        "backend.start()\n"
+        "print(backend.config_dir, backend.tmp_dir, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    killed = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    alive = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert killed.stdout is not None
+        assert alive.stdout is not None
+        left = [Path(name) for name in killed.stdout.readline().split()]
+        kept = [Path(name) for name in alive.stdout.readline().split()]
+        killed.send_signal(signal.SIGTERM)
+        assert killed.wait(30) == -signal.SIGTERM
+        assert len(left) == 2
+        assert all(d.is_dir() for d in left)
+
+        with OfflineBackend():
+            assert not any(d.exists() for d in left)
+            assert all(d.is_dir() for d in kept)
+    finally:
+        for process in (killed, alive):
+            process.kill()
+            process.communicate(timeout=30)
+
+
 def test_stopping_with_a_brain_call_pending_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
     answering = threading.Event()
 

@@ -50,7 +50,7 @@ from claudecode_model._sessions.trace_context import untraced_context
 from claudecode_model.exceptions import CLIInterruptedError
 
 if TYPE_CHECKING:
-    from claudecode_model._tools.cli_executed import RunToolRouter
+    from claudecode_model._tools.router import RunToolRouter
     from claudecode_model._tools.servers import ServedTools
 
 __all__ = ["WARM_UP_TIMEOUT", "CLISession", "Delivery", "ToolsWaiting", "warm_up_client"]

@@ -10,7 +10,7 @@ on.
 
 This module holds the pieces of that flow that do not depend on how a turn is run: the waiting tool specs, finding
 the pending calls of a history and delivering pydantic-ai's answers to them (the run scope that decides what
-happens to a run's parked turns is :mod:`claudecode_model._tools.run_scope`).
+happens to a run's parked turns is :mod:`claudecode_model._turns.run_scope`).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from claudecode_model._tools.builtin_approvals import (
     not_approved_result,
 )
 from claudecode_model._tools.call_results import anthropic_tool_result, mcp_result, not_answered_result, results_by_call
-from claudecode_model._tools.cli_executed import tool_specs
 from claudecode_model._tools.core import McpResponse, ToolCallHandler, ToolSpec, text_result
 from claudecode_model._tools.execution import TOOL_EXECUTIONS, ToolExecution, checked_tool_execution
 from claudecode_model._tools.parked_calls import CallResults
 from claudecode_model._tools.result_reader import ResultReader
+from claudecode_model._tools.router import tool_specs
 
 __all__ = [
     "TOOL_EXECUTIONS",

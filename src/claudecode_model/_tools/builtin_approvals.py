@@ -39,6 +39,7 @@ from pydantic_ai.tools import ToolApproved, ToolDefinition, ToolDenied
 from claudecode_model._history.details import CLI_TOOL_NAME_KEY
 from claudecode_model._tools.call_results import block_texts
 from claudecode_model._tools.core import McpResponse, text_result
+from claudecode_model._tools.hook_output import pre_tool_use
 from claudecode_model._tools.restrictions import ToolParameterRestrictions, forbidden_argument
 from claudecode_model.builtin_tools import APPROVAL_TOOL_KEY, APPROVED_INPUT_KEY
 from claudecode_model.exceptions import BuiltinDecisionError
@@ -230,8 +231,8 @@ class BuiltinGate:
             if decision is None and name not in self.plan.tools:
                 return {}  # Claude Code's own rules decide
             if decision is True or isinstance(decision, ToolApproved):
-                return cast("HookJSONOutput", _allow(_approved_input(decision, arguments)))
-            return cast("HookJSONOutput", _ask())
+                return pre_tool_use("allow", updated_input=_approved_input(decision, arguments))
+            return pre_tool_use("ask", reason="needs a decision")
 
         return {"PreToolUse": [HookMatcher(matcher=None, hooks=[cast(Any, decide)])]}
 
@@ -276,17 +277,3 @@ def _approved_input(decision: ToolApproved | bool, arguments: dict[str, Any]) ->
     if isinstance(decision, ToolApproved) and decision.override_args is not None:
         return decision.override_args
     return arguments
-
-
-def _allow(arguments: dict[str, Any]) -> dict[str, Any]:
-    output = {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": arguments}
-    return {"hookSpecificOutput": output}
-
-
-def _ask() -> dict[str, Any]:
-    output = {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "ask",
-        "permissionDecisionReason": "needs a decision",
-    }
-    return {"hookSpecificOutput": output}

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import Literal
 
 from claudecode_model.exceptions import ToolValidationError
+from claudecode_model.ipc._types import TransportType  # defined with the IPC transport, below the core
 
 __all__ = [
     "DEFAULT_PERMISSION_MODE",
@@ -21,10 +22,6 @@ DEFAULT_SERVER_NAME = "pydantic_tools"
 
 DEFAULT_PERMISSION_MODE = "dontAsk"
 """Claude Code's permission mode unless a setting says otherwise: a tool not granted is refused, nothing asks."""
-
-TransportType: TypeAlias = Literal["auto", "stdio", "sdk"]
-"""How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server), ``"stdio"`` (the IPC bridge) or
-``"auto"`` (the best one the installed CLI supports)."""
 
 ToolExecution = Literal["agent", "cli"]
 """Who runs the agent's own tools: pydantic-ai (``"agent"``, the default) or Claude Code's loop (``"cli"``)."""

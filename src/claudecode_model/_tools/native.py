@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.native_tools import AbstractNativeTool, MCPServerTool, WebFetchTool, WebSearchTool
 
+from claudecode_model._tools.hook_output import deny, pre_tool_use
+
 if TYPE_CHECKING:  # claude-agent-sdk loads with the first request (creating a model reads the supported tools)
     from claude_agent_sdk import HookMatcher
     from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput, McpHttpServerConfig
@@ -224,7 +226,7 @@ def _search_hook(allowed: tuple[str, ...] | None, blocked: tuple[str, ...] | Non
         updated = _search_input(hook_input["tool_input"], allowed, blocked)
         if updated.get("allowed_domains") == []:
             return _deny("none of the domains this search may use is left (the agent's web search domain filter)")
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+        return pre_tool_use(updated_input=updated)
 
     return hold_to_domains
 
@@ -245,10 +247,4 @@ def _fetch_hook(allowed: tuple[str, ...] | None, blocked: tuple[str, ...] | None
 
 def _deny(reason: str) -> HookJSONOutput:
     logger.info("denied a web tool call: %s", reason)
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }
+    return deny(reason)

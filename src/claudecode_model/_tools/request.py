@@ -1,7 +1,7 @@
 """The MCP servers one request needs, and serving them.
 
 A request's tools reach the CLI as up to three MCP servers: the run's own function tools (executed through the run
-context by a :class:`~claudecode_model._tools.cli_executed.RunToolRouter`), the toolsets registered with
+context by a :class:`~claudecode_model._tools.router.RunToolRouter`), the toolsets registered with
 ``set_agent_toolsets`` (called without a run context), and pydantic-ai's output tools (a call is captured for the
 agent to validate). :func:`plan_tool_servers` decides which, over which transport; :func:`serve_tool_servers` starts
 them when a new CLI process needs them.
@@ -21,7 +21,9 @@ from pydantic_ai.tools import ToolDefinition
 from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._tools.agent_executed import ToolExecution, waiting_tool_specs
 from claudecode_model._tools.builtin_approvals import is_approval_tool
-from claudecode_model._tools.cli_executed import (
+from claudecode_model._tools.core import allowed_tool_names, mcp_tool_name, takes_run_context
+from claudecode_model._tools.execution import TransportType
+from claudecode_model._tools.router import (
     AGENT_TOOLS_SERVER,
     OUTPUT_TOOLS_SERVER,
     RunToolRouter,
@@ -29,8 +31,6 @@ from claudecode_model._tools.cli_executed import (
     output_tool_specs,
     tools_signature,
 )
-from claudecode_model._tools.core import allowed_tool_names, mcp_tool_name, takes_run_context
-from claudecode_model._tools.execution import TransportType
 from claudecode_model._tools.servers import (
     ResolvedTransport,
     ServedTools,

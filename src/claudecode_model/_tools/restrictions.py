@@ -15,6 +15,8 @@ from typing import Any, cast
 from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput
 
+from claudecode_model._tools.hook_output import deny
+
 __all__ = ["ToolParameterRestrictions", "forbidden_argument", "restriction_hooks"]
 
 logger = logging.getLogger(__name__)
@@ -60,13 +62,7 @@ def restriction_hooks(restrictions: ToolParameterRestrictions) -> dict[str, list
         if reason is None:
             return {}
         logger.info("denied a call of %s: %s", hook_input["tool_name"], reason)
-        return {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }
-        }
+        return deny(reason)
 
     callback: HookCallback = check
     return {"PreToolUse": [HookMatcher(matcher=None, hooks=[callback])]}

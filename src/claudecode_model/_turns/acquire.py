@@ -50,9 +50,9 @@ from claudecode_model._sessions.session import CLISession
 from claudecode_model._sessions.trace_context import traceparent_env
 from claudecode_model._stream.telemetry import SessionSource
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate
-from claudecode_model._tools.cli_executed import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._tools.native import plan_native_tools
 from claudecode_model._tools.request import ToolServerPlan, reads_cut_results, serve_tool_servers, tool_names
+from claudecode_model._tools.router import AGENT_TOOLS_SERVER, OUTPUT_TOOLS_SERVER, RunToolRouter
 from claudecode_model._tools.servers import ServedTools, serves_inprocess
 from claudecode_model._turns.error_map import ErrorMap, mapping_errors
 from claudecode_model._turns.runner import STDERR_LINES, SessionRequest, TurnRunner, nothing

@@ -43,6 +43,8 @@ class RunningTurn:
     """Told that the turn failed, and whether its time ran out."""
     spent: Callable[[BaseException], object]
     """Notes on an error what the turn spent so far."""
+    model_used: Callable[[], str]
+    """The model the CLI used, as far as the turn knows it yet (errors name it)."""
 
 
 @dataclass
@@ -50,6 +52,7 @@ class ErrorMap:
     """How the errors of one request are mapped."""
 
     model_name: str
+    """The model errors name until a running turn knows the one the CLI used."""
     stderr: deque[str]
     """The CLI's last stderr lines (a new process of the request writes them here)."""
     timeout: float | None
@@ -86,12 +89,13 @@ class ErrorMap:
         if self.time_is_up(error):
             return self.slot_error() or timeout_error(self.timeout or 0)
         turn = self.turn
+        model_name = self.model_name if turn is None else turn.model_used()
         if turn is not None and isinstance(error, Exception) and not isinstance(error, ClaudeCodeError):
-            classified = classify_failed_turn(turn.messages, self.model_name)
+            classified = classify_failed_turn(turn.messages, model_name)
             if classified is not None:
                 return classified
         return map_error(
-            error, outcome=turn.outcome if turn is not None else None, stderr=self.stderr, model_name=self.model_name
+            error, outcome=turn.outcome if turn is not None else None, stderr=self.stderr, model_name=model_name
         )
 
 

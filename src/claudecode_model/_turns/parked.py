@@ -17,7 +17,7 @@ from pydantic_ai.settings import ModelSettings
 from claudecode_model._history.details import PROVIDER_NAME
 
 if TYPE_CHECKING:
-    from claudecode_model._tools.parked_calls import ParkingLot
+    from claudecode_model._turns.parking_lot import ParkingLot
     from claudecode_model._turns.turn import CLITurn
     from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -44,7 +44,7 @@ async def continue_parked(
     from claudecode_model._history.plan import system_prompt_of
     from claudecode_model._sessions.options import effective_system_prompt
     from claudecode_model._tools.agent_executed import deliver_answers, pending_calls
-    from claudecode_model._tools.run_scope import current_run_scope
+    from claudecode_model._turns.run_scope import current_run_scope
 
     lot.prune_dead_loops()
     pending = pending_calls(messages, PROVIDER_NAME)
@@ -95,7 +95,7 @@ async def settle(turn: CLITurn, lot: ParkingLot[CLITurn], idle_timeout: float | 
     if not waiting:
         await turn.finish()
         return
-    from claudecode_model._tools.run_scope import current_run_scope
+    from claudecode_model._turns.run_scope import current_run_scope
 
     scope = current_run_scope()
 

@@ -17,8 +17,8 @@ from claudecode_model._process.slots import ProcessSlots
 from claudecode_model._sessions.options import BuiltOptions, RequestNeeds
 from claudecode_model._sessions.pool import SessionPool
 from claudecode_model._sessions.session import CLISession
-from claudecode_model._tools.parked_calls import ParkingLot
 from claudecode_model._tools.request import ToolServerPlan, ToolSetup
+from claudecode_model._turns.parking_lot import ParkingLot
 
 __all__ = ["STDERR_LINES", "SessionRequest", "TurnRunner", "nothing"]
 

@@ -30,10 +30,10 @@ from claudecode_model._tools.builtin_approvals import (
     approval_tool_names,
     check_permission_mode_for_taken_up_call,
 )
-from claudecode_model._tools.cli_executed import RunToolRouter
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, checked_tool_execution
 from claudecode_model._tools.request import ToolNames, plan_tool_servers, tool_names
 from claudecode_model._tools.restrictions import forbidden_argument
+from claudecode_model._tools.router import RunToolRouter
 from claudecode_model._turns.acquire import SlotWait, acquire_session, session_request, start_spare
 from claudecode_model._turns.error_map import ErrorMap, mapping_errors
 from claudecode_model._turns.runner import SessionRequest, TurnRunner

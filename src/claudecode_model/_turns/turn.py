@@ -36,7 +36,7 @@ from claudecode_model._stream.failures import classify_failed_turn
 from claudecode_model._stream.pricing import list_price
 from claudecode_model._stream.telemetry import SESSION_SOURCE_KEY, SessionSource, record_turn
 from claudecode_model._stream.translator import TurnTranslator, delivery_unless_streaming
-from claudecode_model._tools.cli_executed import RunToolRouter
+from claudecode_model._tools.router import RunToolRouter
 from claudecode_model._turns.acquire import start_spare
 from claudecode_model._turns.error_map import ErrorMap, RunningTurn, mapping_errors
 from claudecode_model._turns.runner import SessionRequest, TurnRunner, nothing
@@ -280,7 +280,12 @@ class CLITurn:
             self.end.timed_out = self.end.timed_out or timed_out
 
         turn = RunningTurn(
-            self.translator.outcome, self.raw_messages, lambda: self.router.fatal_error, failed, self._spent
+            self.translator.outcome,
+            self.raw_messages,
+            lambda: self.router.fatal_error,
+            failed,
+            self._spent,
+            lambda: self.model_used,
         )
         return ErrorMap(self.runner.display_name, self.stderr, self.clock.timeout, turn=turn)
 
@@ -318,8 +323,8 @@ class CLITurn:
             self.end.completed = True
             return
         self._stop_watching()
-        error = classify_failed_turn(self.raw_messages, self.runner.display_name) or result_error(
-            self.translator.outcome, model_name=self.runner.display_name
+        error = classify_failed_turn(self.raw_messages, self.model_used) or result_error(
+            self.translator.outcome, model_name=self.model_used
         )
         if error is not None:
             self.end.failed = True

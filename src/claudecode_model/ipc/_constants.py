@@ -10,7 +10,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-    from claudecode_model._tools.execution import TransportType
+    from claudecode_model.ipc._types import TransportType
 
 __all__ = [
     "BRIDGE_MODULE",

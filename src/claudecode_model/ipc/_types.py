@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
-from claudecode_model._tools.execution import TransportType  # re-exported: the transport is a model argument
-
 __all__ = [
     "CallToolParams",
     "CancelParams",
@@ -46,8 +44,10 @@ __all__ = [
 JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
 """Any JSON value."""
 
-
-"""How tools reach the CLI: ``"stdio"`` (the IPC bridge), ``"sdk"`` (in-process MCP server) or ``"auto"``."""
+TransportType: TypeAlias = Literal["auto", "stdio", "sdk"]
+"""How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server), ``"stdio"`` (the IPC bridge) or
+``"auto"`` (the best one the installed CLI supports). Defined here, below the core, which imports it (a model
+argument)."""
 
 
 class CallToolParams(TypedDict):

@@ -25,6 +25,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from claudecode_model.ipc._leftovers import directory_prefix, hold_owner_lock, release_owner_lock, remove_dead_leftovers
+
 from ._brain import Brain, BrainAnswer, BrainSpec, ScriptBrain, ScriptExhaustedError, make_brain
 from ._cache import PromptCache, shared_prompt_cache
 from ._env import quiet_cli_env
@@ -58,6 +60,9 @@ DEFAULT_MODEL = "claude-opus-5-5"
 """The offline backend's model: the bundled CLI's own default, so that naming no model changes nothing else."""
 
 _START_TIMEOUT = 10.0
+_DIR_PREFIXES = ("claudecode-offline-config-", "claudecode-offline-tmp-")
+"""The backend's two temp dirs (the CLI's config dir and temp dir), named with their owner's pid: those of a program
+that died without removing them (SIGKILL, an unhandled SIGTERM) are removed when another backend starts."""
 _STOP_TIMEOUT = 10.0
 _HOLD_POLL_SECONDS = 0.005
 _CUT_PAUSE_SECONDS = 0.5
@@ -110,7 +115,20 @@ class _Server(uvicorn.Server):
                 self.should_exit = True
 
 
-def _remove_dirs(*directories: Path) -> None:
+def _private_dirs() -> tuple[list[Path], list[int | None]]:
+    """The backend's temp dirs, each held with an owner lock (so that a sweep in another PID namespace leaves them),
+    after the dirs of dead owners are removed."""
+    base = tempfile.gettempdir()
+    directories: list[Path] = []
+    for prefix in _DIR_PREFIXES:
+        remove_dead_leftovers(base, prefix)
+        directories.append(Path(tempfile.mkdtemp(prefix=directory_prefix(prefix), dir=base)))
+    return directories, [hold_owner_lock(directory) for directory in directories]
+
+
+def _remove_dirs(directories: list[Path], locks: list[int | None]) -> None:
+    for lock in locks:
+        release_owner_lock(lock)
     for directory in directories:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -272,10 +290,10 @@ class OfflineBackend:
         server = _Server(config, started)
         self._server = server
         self._startup_error = None
-        self._config_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-config-"))
-        self._tmp_dir = Path(tempfile.mkdtemp(prefix="claudecode-offline-tmp-"))
+        directories, locks = _private_dirs()
+        self._config_dir, self._tmp_dir = directories
         # Removes the dirs even if stop() is never called (at garbage collection or interpreter exit).
-        self._dir_finalizer = weakref.finalize(self, _remove_dirs, self._config_dir, self._tmp_dir)
+        self._dir_finalizer = weakref.finalize(self, _remove_dirs, directories, locks)
         thread = threading.Thread(target=self._serve, args=(server, sock, started), name="offline-backend", daemon=True)
         self._thread = thread
         thread.start()

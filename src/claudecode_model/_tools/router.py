@@ -1,12 +1,12 @@
-"""The agent's own tools inside Claude Code's loop, executed by the run's own tool machinery.
+"""A CLI session's tool router, and pydantic-ai tool definitions as the MCP tool specs a request serves.
 
-When a request carries function tools and nothing was registered with ``set_agent_toolsets``, each tool is exposed
-through an MCP server (in-process or over the IPC bridge) whose handler runs the call with
-``ctx.tool_manager.handle_call``: pydantic-ai's argument validation, ``ModelRetry`` handling and retry counting,
-and the run's real ``deps`` of any type.
-
-A CLI session outlives a single run when a conversation continues, so the server does not capture a run: a
-:class:`RunToolRouter` belongs to the session and each turn points it at the run that owns the turn.
+A :class:`RunToolRouter` belongs to one CLI session and serves both execution modes. A CLI session outlives a single
+run when a conversation continues, so the servers do not capture a run: each turn points the router at the run that
+owns it (:meth:`RunToolRouter.bind`). With ``tool_execution="agent"`` it holds the session's :class:`CallResults`
+(the handlers wait there for pydantic-ai's results); with ``"cli"`` its :meth:`RunToolRouter.call` runs a call with
+``ctx.tool_manager.handle_call`` inside Claude Code's loop: pydantic-ai's argument validation, ``ModelRetry``
+handling and retry counting, and the run's real ``deps`` of any type, and an output tool call is captured. In both,
+it keeps the session's cut results (:class:`ResultReader`) and holds its built-in gate.
 """
 
 from __future__ import annotations

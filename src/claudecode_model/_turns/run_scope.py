@@ -4,9 +4,8 @@ Each agent run holds a :class:`RunScope` around its requests (``ClaudeCodeModel.
 the turns it parked (waiting for tool results pydantic-ai runs) are kept for a while if it ended cleanly (a later run
 continues them: ``DeferredToolRequests``, an output tool call) and closed at once if it failed or was cancelled.
 
-Kept apart from the turn machinery (and free of claude-agent-sdk): pydantic-ai enters the scope before the run's
-first request, and that request starts its CLI before the SDK is imported (see
-:mod:`claudecode_model._sessions.early_cli`).
+Free of the rest of the turn machinery and of claude-agent-sdk: pydantic-ai enters the scope before the run's first
+request, and that request starts its CLI before the SDK is imported (see :mod:`claudecode_model._sessions.early_cli`).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from claudecode_model._tools.parked_calls import ParkingLot
+    from claudecode_model._turns.parking_lot import ParkingLot
 
 __all__ = ["RunScope", "current_run_scope", "run_scope"]
 
