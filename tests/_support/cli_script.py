@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from claudecode_model.testing import CLIStep
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+from claudecode_model.testing import CLIStep, ScriptedCLI
 
 
 def api_error(
@@ -61,3 +63,13 @@ def api_error(
             **fields,
         },
     ]
+
+
+def calling(tool: str) -> ModelResponse:
+    """A reply that calls the agent's tool ``tool`` (through the agent's MCP server, as Claude names it)."""
+    return ModelResponse(parts=[ToolCallPart(f"mcp__pydantic_tools__{tool}", {})])
+
+
+def tool_then_text(tool: str) -> ScriptedCLI:
+    """CLIs whose every turn calls ``tool``, then answers ``tool said <its result>``."""
+    return ScriptedCLI(lambda message: [calling(tool), lambda results: f"tool said {results[-1]}"])

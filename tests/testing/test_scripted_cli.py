@@ -103,7 +103,7 @@ async def test_a_session_stopped_mid_turn_ends_it_at_once() -> None:
 
 async def test_the_agents_tools_are_called_through_their_in_process_server() -> None:
     call = ToolCallPart("mcp__pydantic_tools__double", {"n": 21}, tool_call_id="toolu_1")
-    cli = ScriptedCLI([[ModelResponse(parts=[call]), "done"]])
+    cli = ScriptedCLI([[ModelResponse(parts=[call]), lambda results: f"done: {results}"]])
     model = ClaudeCodeModel(cli_transports=cli)
     agent = Agent(model)
     seen: list[int] = []
@@ -117,6 +117,6 @@ async def test_the_agents_tools_are_called_through_their_in_process_server() -> 
         result = await agent.run("go")
     finally:
         await model.aclose()
-    assert result.output == "done"
+    assert result.output == "done: ['42']"  # a step that is a function gets the turn's tool results
     assert seen == [21]
     assert cli.live == 0

@@ -42,10 +42,12 @@ class Crash:
     exit_code: int = 1
 
 
-CLIStep: TypeAlias = ModelResponse | str | Stall | Crash | Mapping[str, Any]
+CLIStep: TypeAlias = (
+    ModelResponse | str | Stall | Crash | Mapping[str, Any] | Callable[[list[str]], "ModelResponse | str"]
+)
 """One step of a scripted turn: an API reply (a response, or its text) the CLI streams, a pause, the CLI's death,
-or a raw stream-json message sent as it is. A turn whose steps end without a ``result`` message gets a successful
-one."""
+a raw stream-json message sent as it is, or a function of the turn's tool results so far (their texts) that returns
+the reply. A turn whose steps end without a ``result`` message gets a successful one."""
 
 Turn: TypeAlias = str | Sequence[CLIStep]
 """A turn's steps (a string: one text reply)."""
@@ -202,7 +204,10 @@ class ScriptedTransport(CLITransport):
     async def _play(self, steps: list[CLIStep]) -> None:
         self._send({"type": "system", "subtype": "init", "tools": [], "mcp_servers": [], "model": "scripted"})
         text = ""
+        results: list[str] = []
         for step in steps:
+            if callable(step):
+                step = step(list(results))
             match step:
                 case Stall(seconds=seconds):
                     await asyncio.sleep(seconds if math.isfinite(seconds) else 1e9)
@@ -211,7 +216,7 @@ class ScriptedTransport(CLITransport):
                     await asyncio.sleep(1e9)
                 case str() | ModelResponse():
                     response = ModelResponse(parts=[TextPart(step)]) if isinstance(step, str) else step
-                    text = await self._reply(response) or text
+                    text = await self._reply(response, results) or text
                 case Mapping() if step.get("type") == "result":
                     self._send(dict(step))
                     return
@@ -236,7 +241,7 @@ class ScriptedTransport(CLITransport):
             }
         )
 
-    async def _reply(self, response: ModelResponse) -> str:
+    async def _reply(self, response: ModelResponse, results: list[str]) -> str:
         """Stream one API reply as the CLI does; call its MCP tools and send their results. Its text."""
         self._cost += self._script.cost_per_reply
         message_id = f"msg_{uuid.uuid4().hex[:12]}"
@@ -261,6 +266,7 @@ class ScriptedTransport(CLITransport):
         self._event({"type": "message_stop"})
         for call in calls:
             result = await self._call_tool(call)
+            results.append("".join(item.get("text", "") for item in result["content"] if isinstance(item, dict)))
             self._send({"type": "user", "message": {"role": "user", "content": [result]}, "parent_tool_use_id": None})
         return "".join(part.content for part in response.parts if isinstance(part, TextPart))
 
