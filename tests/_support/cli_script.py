@@ -18,6 +18,7 @@ def api_error(
     error: str,
     code: str | None = None,
     in_stream: bool = False,
+    terminal_reason: str = "api_error",
 ) -> list[CLIStep]:
     """The messages of a turn whose API request failed with ``status`` (the CLI's ``error`` category, its text); with
     ``in_stream``, the response's stream had started (``message_start``, then the stream's ``error`` event)."""
@@ -57,7 +58,7 @@ def api_error(
             "num_turns": 1,
             "result": text,
             "stop_reason": "stop_sequence",
-            "terminal_reason": "api_error",
+            "terminal_reason": terminal_reason,
             "total_cost_usd": 0,
             "usage": {"input_tokens": 0, "output_tokens": 0},
             **fields,
