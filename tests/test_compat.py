@@ -285,3 +285,33 @@ def test_sdk_cli_command_is_the_command_line_of_the_sdks_transport() -> None:
     assert command[command.index("--model") + 1] == "m"
     assert command[command.index("--allowedTools") + 1] == "Read"
     assert command[-2:] == ["--input-format", "stream-json"]
+
+
+def test_importing_the_package_changes_no_other_library() -> None:
+    """Nothing is patched at import: the SDK's parser, its transport module's ``anyio`` and its loggers' filters
+    are the same before and after every module of the package is imported (the parser change and the log filter
+    come with the first session start)."""
+    import subprocess
+    import sys
+
+    program = """
+import importlib, logging, pkgutil
+import claude_agent_sdk
+from claude_agent_sdk._internal import message_parser
+from claude_agent_sdk._internal.transport import subprocess_cli
+def state():
+    loggers = ("claude_agent_sdk._internal.query", "claude_agent_sdk")
+    filters = [logging.getLogger(name).filters[:] for name in loggers]
+    return message_parser.parse_message, vars(subprocess_cli)["anyio"], filters
+before = state()
+import claudecode_model
+for module in pkgutil.walk_packages(claudecode_model.__path__, "claudecode_model."):
+    if module.name.split(".")[1] not in ("temporal", "durable", "ui", "tavily", "cli"):
+        importlib.import_module(module.name)
+from claudecode_model._sessions import session
+after = state()
+assert before == after, (before, after)
+print("unchanged")
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.strip() == "unchanged", done.stderr

@@ -84,7 +84,13 @@ class _QuietDeliberateStops(logging.Filter):
         return mark is None or not mark.stopped
 
 
-logging.getLogger("claude_agent_sdk._internal.query").addFilter(_QuietDeliberateStops())
+_QUIET_DELIBERATE_STOPS = _QuietDeliberateStops()
+
+
+def _quiet_deliberate_stops() -> None:
+    """Install the filter on the SDK's logger (at the first session start, not at import; a filter already there is
+    not added again)."""
+    logging.getLogger("claude_agent_sdk._internal.query").addFilter(_QUIET_DELIBERATE_STOPS)
 
 
 @dataclass(frozen=True)
@@ -288,6 +294,7 @@ class CLISession:
         """
         kill_at_exit(self, CLISession.kill)
         keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports
+        _quiet_deliberate_stops()
         if self._tag is not None:
             lifeline.watch(self._tag)  # before the process exists: no moment when a killed program would leave it
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
