@@ -2,11 +2,11 @@
 
 A :class:`~claudecode_model._sessions.session.CLISession` drives its CLI through claude-agent-sdk's
 ``ClaudeSDKClient``, which takes any SDK ``Transport`` (connect, write, a message stream, end of input, close). A
-:class:`CLITransports` opens one :class:`CLITransport` per session: the real one, :class:`SubprocessTransports`,
-starts the Claude Code CLI (or adopts the one a new process started early, :mod:`._sessions.early_cli`) in a
-session of its own and leaves the stream-json protocol to the SDK's subprocess transport; the in-memory one
-(``claudecode_model.testing.ScriptedCLI``) plays scripted messages, so the session, pool and turn logic can be
-tested without a process.
+:class:`CLITransports` opens one :class:`CLITransport` per session. The real one, :class:`SubprocessTransports`,
+starts the Claude Code CLI in a session of its own (or adopts the one a new process started early, see
+:mod:`claudecode_model._sessions.early_cli`) and leaves the stream-json protocol to the SDK's subprocess transport.
+The in-memory one (``claudecode_model.testing.ScriptedCLI``) plays scripted messages, so the session, pool and turn
+logic can be tested without a process.
 """
 
 from __future__ import annotations
