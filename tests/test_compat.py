@@ -12,6 +12,7 @@ import inspect
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -80,19 +81,91 @@ def test_session_transcript_path_follows_the_sdk_layout(tmp_path: Path) -> None:
     assert path == tmp_path / "projects" / "-some-project-dir" / "abc.jsonl"
 
 
-async def test_cli_process_is_the_running_cli(claude_backend: OfflineBackend) -> None:
+async def _spawn_with_anyio(command: Sequence[str], keywords: Mapping[str, Any]) -> Any:
+    import anyio
+
+    return await anyio.open_process(list(command), **keywords)
+
+
+async def test_transport_process_is_the_running_cli(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
-    client = ClaudeSDKClient(options)
-    assert _compat.cli_process(client) is None
+    transport = _compat.subprocess_transport(options, _spawn_with_anyio)
+    client = ClaudeSDKClient(options, transport=transport)
+    assert _compat.transport_process(transport) is None
+    assert _compat.transport_process(object()) is None
     await client.connect()
     try:
-        process = _compat.cli_process(client)
+        process = _compat.transport_process(transport)
         assert process is not None
         assert process.returncode is None
         os.kill(process.pid, 0)  # alive, and ours
     finally:
         await asyncio.wait_for(client.disconnect(), timeout=10)
     assert process.returncode is not None
+
+
+async def test_subprocess_transport_starts_the_sdks_command_line_through_spawn(claude_backend: OfflineBackend) -> None:
+    """The SDK's own ``connect()`` builds the command line and environment; ``spawn`` starts the process with them
+    (with ``can_use_tool`` routed over stdio as the client routes it), and the SDK's module is left as it was."""
+    from claude_agent_sdk import PermissionResultAllow
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    async def allow(*args: Any) -> PermissionResultAllow:
+        return PermissionResultAllow()
+
+    anyio_before = vars(subprocess_cli)["anyio"]
+    options = ClaudeAgentOptions(
+        cli_path=find_cli(), env={**claude_backend.cli_env(), "PROBE": "1"}, allowed_tools=[], can_use_tool=allow
+    )
+    asked: list[tuple[list[str], dict[str, Any]]] = []
+
+    async def spawn(command: Sequence[str], keywords: Mapping[str, Any]) -> Any:
+        asked.append((list(command), dict(keywords)))
+        return await _spawn_with_anyio(command, keywords)
+
+    transport = _compat.subprocess_transport(options, spawn)
+    client = ClaudeSDKClient(options, transport=transport)
+    await client.connect()
+    try:
+        [(command, keywords)] = asked
+        assert command == _compat.sdk_cli_command(replace(options, permission_prompt_tool_name="stdio"))
+        assert command[command.index("--permission-prompt-tool") + 1] == "stdio"
+        assert keywords["env"]["PROBE"] == "1"
+        assert keywords["env"]["CLAUDE_AGENT_SDK_VERSION"] == _compat.sdk_version()
+        assert set(keywords) == {"stdin", "stdout", "stderr", "cwd", "env", "user"}
+    finally:
+        await asyncio.wait_for(client.disconnect(), timeout=10)
+    assert vars(subprocess_cli)["anyio"] is anyio_before
+    _compat.load_sdk()  # idempotent
+
+
+async def test_options_resumed_from_store_write_the_stores_session_to_a_private_folder(tmp_path: Path) -> None:
+    import uuid
+
+    from claude_agent_sdk import InMemorySessionStore, project_key_for_directory
+
+    plain = ClaudeAgentOptions(cli_path=find_cli())
+    options, remove = await _compat.options_resumed_from_store(plain)
+    assert options is plain
+    await remove()
+
+    store = InMemorySessionStore()
+    session = str(uuid.uuid4())
+    cwd = str(tmp_path)
+
+    entry = {"type": "user", "uuid": str(uuid.uuid4()), "sessionId": session, "message": {"role": "user"}}
+    await store.append({"project_key": project_key_for_directory(cwd), "session_id": session}, [entry])
+    stored = ClaudeAgentOptions(cli_path=find_cli(), cwd=cwd, resume=session, session_store=store)
+    options, remove = await _compat.options_resumed_from_store(stored)
+    config_dir = Path(options.env["CLAUDE_CONFIG_DIR"])
+    assert options.resume == session
+    assert _holds(config_dir, f"{session}.jsonl")
+    await remove()
+    assert not _holds(config_dir, "*")
+
+
+def _holds(folder: Path, pattern: str) -> bool:
+    return any(path.is_file() for path in folder.rglob(pattern))
 
 
 def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
@@ -124,9 +197,10 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
 
 async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
-    client = ClaudeSDKClient(options)
+    sdk_transport = _compat.subprocess_transport(options, _spawn_with_anyio)
+    client = ClaudeSDKClient(options, transport=sdk_transport)
     await client.connect()
-    process = _compat.cli_process(client)
+    process = _compat.transport_process(sdk_transport)
     assert process is not None
     transport = process._process._transport  # type: ignore[attr-defined]  # what close_process_pipes reaches
     stdout = transport.get_pipe_transport(1)
@@ -213,60 +287,31 @@ def test_sdk_cli_command_is_the_command_line_of_the_sdks_transport() -> None:
     assert command[-2:] == ["--input-format", "stream-json"]
 
 
-async def test_adopted_spawns_get_the_process_the_finder_returns() -> None:
-    """``adopt_cli_spawns`` replaces the ``open_process`` the SDK's transport calls: the finder's process is used,
-    ``None`` starts one as before."""
-    import anyio
-    from claude_agent_sdk._internal.transport import subprocess_cli
+def test_importing_the_package_changes_no_other_library() -> None:
+    """Nothing is patched at import: the SDK's parser, its transport module's ``anyio`` and its loggers' filters
+    are the same before and after every module of the package is imported (the parser change and the log filter
+    come with the first session start)."""
+    import subprocess
+    import sys
 
-    asked: list[list[str]] = []
-    mine = await anyio.open_process(["true"])
-
-    async def finder(command: Sequence[str], keywords: Mapping[str, Any]) -> Any:
-        asked.append(list(command))
-        return mine if command[0] == "mine" else None
-
-    previous = vars(subprocess_cli)["anyio"]
-    _compat.adopt_cli_spawns(finder)
-    try:
-        open_process = subprocess_cli.anyio.open_process
-        assert await open_process(["mine"], stdin=None) is mine
-        started = await open_process(["true"])
-        await started.wait()
-        assert started is not mine
-        assert started.returncode == 0
-        assert subprocess_cli.anyio.Lock is anyio.Lock  # everything else is anyio's own
-    finally:
-        vars(subprocess_cli)["anyio"] = previous
-        await mine.wait()
-        await mine.aclose()
-        await started.aclose()
-    assert asked == [["mine"], ["true"]]
-
-
-async def test_spawned_clis_get_the_extra_keywords_and_finders_see_the_sdks_own() -> None:
-    """``spawn_clis_with`` adds keywords to the SDK transport's ``open_process`` (a session of its own); a finder is
-    still asked with the SDK's keywords alone."""
-    from claude_agent_sdk._internal.transport import subprocess_cli
-
-    seen: list[dict[str, Any]] = []
-
-    async def finder(command: Sequence[str], keywords: Mapping[str, Any]) -> Any:
-        seen.append(dict(keywords))
-        return None
-
-    previous = vars(subprocess_cli)["anyio"]
-    _compat.adopt_cli_spawns(finder)
-    _compat.spawn_clis_with({"start_new_session": True})
-    try:
-        started = await subprocess_cli.anyio.open_process(["sleep", "5"], stdin=None)
-        try:
-            assert os.getsid(started.pid) == started.pid
-        finally:
-            started.kill()
-            await started.wait()
-            await started.aclose()
-    finally:
-        _compat.spawn_clis_with({})
-        vars(subprocess_cli)["anyio"] = previous
-    assert seen == [{"stdin": None}]
+    program = """
+import importlib, logging, pkgutil
+import claude_agent_sdk
+from claude_agent_sdk._internal import message_parser
+from claude_agent_sdk._internal.transport import subprocess_cli
+def state():
+    loggers = ("claude_agent_sdk._internal.query", "claude_agent_sdk")
+    filters = [logging.getLogger(name).filters[:] for name in loggers]
+    return message_parser.parse_message, vars(subprocess_cli)["anyio"], filters
+before = state()
+import claudecode_model
+for module in pkgutil.walk_packages(claudecode_model.__path__, "claudecode_model."):
+    if module.name.split(".")[1] not in ("temporal", "durable", "ui", "tavily", "cli"):
+        importlib.import_module(module.name)
+from claudecode_model._sessions import session
+after = state()
+assert before == after, (before, after)
+print("unchanged")
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.strip() == "unchanged", done.stderr

@@ -2,11 +2,15 @@
 
 Both libraries keep things a model like this one needs behind underscored names: pydantic-ai's parts manager, its
 instructions helper and its run-context variable; the SDK's session-file layout, the version of the CLI it bundles
-and the CLI process of its subprocess transport. Each is wrapped here by a small function, and
+the CLI process of its subprocess transport, the start of that process (the code of its ``connect()`` run with
+another ``open_process``) and the resume from a session store its client does for the transport it builds itself.
+Each is wrapped here by a small function, and
 ``tests/test_compat.py`` exercises every one, so an upgrade that moves or renames one fails there, loudly, with
 the name that broke. No other module of this package imports a private name of either library.
 claude-agent-sdk (and the ``mcp`` package it imports, about a second) is imported only by the functions that need
 it, so that the path of a new process's first request up to the CLI's start does not wait for it.
+Nothing here changes either library at import: the one change to the SDK (:func:`keep_api_error_fields`) is
+installed at the first session start.
 (One reach is an override, not an import: ``ClaudeCodeModel._run_scope()`` implements pydantic-ai's private
 run-scope hook to learn when an agent run ends; ``tests/test_compat.py`` checks the hook still wraps a run.)
 """
@@ -16,11 +20,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from anyio.abc import Process
@@ -33,27 +38,30 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import RunContext
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient
+    from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, Transport
 
 __all__ = [
     "ModelResponsePartsManager",
-    "adopt_cli_spawns",
+    "Spawn",
     "api_error_fields",
     "bundled_cli_dir",
     "bundled_cli_version",
-    "cli_process",
+    "close_process_pipes",
     "current_run_context",
     "forcing_allowed",
     "guarantee_settings",
     "keep_api_error_fields",
+    "load_sdk",
     "new_parts_manager",
     "now_utc",
+    "options_resumed_from_store",
     "request_instructions",
     "resolve_tool_choice",
     "sdk_cli_command",
     "sdk_version",
     "session_transcript_path",
-    "spawn_clis_with",
+    "subprocess_transport",
+    "transport_process",
 ]
 
 
@@ -162,9 +170,8 @@ def session_transcript_path(session_id: str, *, env: Mapping[str, str], cwd: str
     return projects_dir / _sdk_sessions._sanitize_path(project) / f"{session_id}.jsonl"
 
 
-def cli_process(client: ClaudeSDKClient) -> Process | None:
-    """The CLI process of a connected client's subprocess transport (``None`` for other transports)."""
-    transport = getattr(client, "_transport", None)
+def transport_process(transport: object) -> Process | None:
+    """The CLI process of an SDK subprocess transport (``None`` before it started, and for other transports)."""
     process = getattr(transport, "_process", None)
     return process if isinstance(process, Process) else None
 
@@ -214,62 +221,98 @@ def close_process_pipes(process: Process) -> None:
         transport.close()  # kills the process if it still runs (the session is over either way)
 
 
-SpawnFinder = Callable[[Sequence[str], Mapping[str, Any]], Awaitable["Process | None"]]
-"""Given the command line and the ``anyio.open_process`` keywords of a CLI the SDK is about to start: a process
-already running with exactly those (the SDK then uses it), or ``None`` (the SDK starts one)."""
+Spawn = Callable[[Sequence[str], Mapping[str, Any]], Awaitable[Process]]
+"""Starts the CLI for the SDK's subprocess transport, given the command line and the ``anyio.open_process``
+keywords the SDK chose (or hands it a process already running with exactly those)."""
+
+_SPAWN: ContextVar[Spawn | None] = ContextVar("claudecode_model_spawn", default=None)
 
 
-async def _nothing_found(command: Sequence[str], keywords: Mapping[str, Any]) -> Process | None:
-    return None
-
-
-class _AnyioForCLIs(ModuleType):
-    """What the SDK's subprocess transport sees as ``anyio``: anyio itself, except that ``open_process`` first asks
-    the installed :data:`SpawnFinder` for a process already running with the same command line and keywords, and
-    otherwise starts the CLI with the extra keywords installed."""
+class _AnyioSpawning(ModuleType):
+    """What the code of the SDK's ``connect()`` sees as ``anyio`` in :func:`subprocess_transport`: anyio itself,
+    except that ``open_process`` is the :data:`Spawn` of the transport connecting on this task."""
 
     def __init__(self, anyio: ModuleType) -> None:
         super().__init__(anyio.__name__, anyio.__doc__)
         self._anyio = anyio
-        self._find: SpawnFinder = _nothing_found
-        self._extra: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._anyio, name)
 
     async def open_process(self, command: Sequence[str], **kwargs: Any) -> Process:
-        found = await self._find(command, kwargs)
-        if found is not None:
-            return found
-        process: Process = await self._anyio.open_process(command, **kwargs, **self._extra)
-        return process
+        spawn = _SPAWN.get()
+        if spawn is None:
+            process: Process = await self._anyio.open_process(command, **kwargs)
+            return process
+        return await spawn(command, kwargs)
 
 
-def _cli_spawns() -> _AnyioForCLIs:
+@cache
+def _spawning_transport_class() -> Callable[..., Transport]:
+    """A ``SubprocessCLITransport`` whose ``connect()`` is the SDK's own code, run with the module globals of its
+    module except ``anyio`` (see :class:`_AnyioSpawning`): the SDK's module is left as it is."""
     from claude_agent_sdk._internal.transport import subprocess_cli
 
-    current = vars(subprocess_cli)["anyio"]
-    if isinstance(current, _AnyioForCLIs):
-        return current
-    installed = _AnyioForCLIs(current)
-    vars(subprocess_cli)["anyio"] = installed
-    return installed
+    sdk_connect = subprocess_cli.SubprocessCLITransport.connect
+    connect_code = FunctionType(
+        sdk_connect.__code__,
+        {**vars(subprocess_cli), "anyio": _AnyioSpawning(vars(subprocess_cli)["anyio"])},
+        sdk_connect.__name__,
+        sdk_connect.__defaults__,
+        sdk_connect.__closure__,
+    )
+
+    class SpawningTransport(subprocess_cli.SubprocessCLITransport):
+        def __init__(self, *, options: ClaudeAgentOptions, spawn: Spawn) -> None:
+            super().__init__(prompt=_no_prompt(), options=options)
+            self._claudecode_spawn = spawn
+
+        async def connect(self) -> None:
+            token = _SPAWN.set(self._claudecode_spawn)
+            try:
+                await connect_code(self)
+            finally:
+                _SPAWN.reset(token)
+
+    return SpawningTransport
 
 
-def adopt_cli_spawns(find: SpawnFinder) -> None:
-    """Have the SDK's subprocess transport (``SubprocessCLITransport.connect()``) take a CLI process ``find``
-    returns for its command line and environment instead of starting one (installed once; a later call replaces
-    ``find``). Everything else of ``connect()`` runs as it is: its command, environment, stderr reader and the
-    SDK's own bookkeeping of its children."""
-    _cli_spawns()._find = find
+async def _no_prompt() -> AsyncIterator[dict[str, Any]]:
+    return
+    yield
 
 
-def spawn_clis_with(keywords: Mapping[str, Any]) -> None:
-    """Have the SDK's subprocess transport start each CLI with these extra ``anyio.open_process`` keywords (a
-    session of its own); what a :data:`SpawnFinder` is asked about stays the SDK's own keywords."""
-    spawns = _cli_spawns()
-    if spawns._extra != keywords:
-        spawns._extra = dict(keywords)
+def subprocess_transport(options: ClaudeAgentOptions, spawn: Spawn) -> Transport:
+    """The SDK's subprocess transport for ``options``, configured as ``ClaudeSDKClient`` configures the one it builds
+    itself (``can_use_tool`` routed over stdio), whose CLI is started by ``spawn``: the SDK builds the command line,
+    environment and streams as always, ``spawn`` starts the process (or adopts one)."""
+    from claude_agent_sdk.types import _configure_can_use_tool
+
+    return _spawning_transport_class()(options=_configure_can_use_tool(options), spawn=spawn)
+
+
+def load_sdk() -> None:
+    """Import claude-agent-sdk and the modules a session's start needs (about a second, the first time)."""
+    _spawning_transport_class()
+    from claude_agent_sdk import ClaudeSDKClient  # noqa: F401
+
+
+async def options_resumed_from_store(
+    options: ClaudeAgentOptions,
+) -> tuple[ClaudeAgentOptions, Callable[[], Awaitable[None]]]:
+    """``options`` with a resume from their session store written to a private config folder, as
+    ``ClaudeSDKClient.connect()`` does when it builds its own transport (it skips this for a transport it is given),
+    and the coroutine function that removes the folder once the CLI is gone. Unchanged without a store or resume."""
+    from claude_agent_sdk._internal.session_resume import apply_materialized_options, materialize_resume_session
+
+    materialized = await materialize_resume_session(options)
+    if materialized is None:
+        return options, _nothing_to_remove
+    return apply_materialized_options(options, materialized), materialized.cleanup
+
+
+async def _nothing_to_remove() -> None:
+    return None
 
 
 def sdk_cli_command(options: ClaudeAgentOptions) -> list[str]:

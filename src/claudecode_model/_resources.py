@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from claudecode_model._process.slots import ProcessSlots
     from claudecode_model._sessions.pool import SessionPool
     from claudecode_model._sessions.session import CLISession
+    from claudecode_model._sessions.transport import CLITransports
     from claudecode_model._tools.execution import TransportType
     from claudecode_model._tools.request import ToolSetup
     from claudecode_model._turns.parking_lot import ParkingLot
@@ -65,6 +66,8 @@ class ModelResources:
     execution: ToolExecution
     session_store: SessionStore | None
     session_store_timeout: float = DEFAULT_STORE_TIMEOUT
+    cli_transports: CLITransports | None = None
+    """How the model's sessions reach their CLI (``None``: a child process each)."""
     _cli_path: Path | None = field(default=None, init=False)
     _pool: SessionPool[CLISession] | None = field(default=None, init=False)
     _slots: ProcessSlots | None = field(default=None, init=False)
@@ -188,7 +191,11 @@ class ModelResources:
                 return parked
         check_request_settings(settings)
         # A new process's first request starts its CLI now and imports claude-agent-sdk while it boots.
-        early = None if prewarming else await start_early_cli(self, messages, settings, params)
+        early = (
+            None
+            if prewarming or self.cli_transports is not None
+            else await start_early_cli(self, messages, settings, params)
+        )
         try:
             from claudecode_model._turns.start import start_turn
 
@@ -238,6 +245,7 @@ class ModelResources:
             session_store=GuardedStore(store, timeout=self.session_store_timeout) if store is not None else None,
             slots=self.slots,
             parked=self.parked,
+            cli_transports=self.cli_transports,
         )
         return self._runner_if_created
 

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import Message, SessionStore
     from pydantic_ai.agent import AbstractAgent
 
+    from claudecode_model._sessions.transport import CLITransports
+
 
 __all__ = ["ClaudeCodeModel", "ClaudeCodeResponse", "ClaudeCodeStreamedResponse"]
 
@@ -97,6 +99,7 @@ class ClaudeCodeModel(Model):
         tool_execution: ToolExecution = "agent",
         session_store: SessionStore | None = None,
         session_store_timeout: float = DEFAULT_STORE_TIMEOUT,
+        cli_transports: CLITransports | None = None,
     ) -> None:
         """Create a Claude Code model.
 
@@ -132,6 +135,8 @@ class ClaudeCodeModel(Model):
                 not fail the turn (its ``provider_details`` say ``"session_store": "incomplete"``; the entries are
                 written again later); a failed read makes the turn go on from this machine's copy, or replay the
                 history. See ``docs/scaling.md``.
+            cli_transports: How sessions reach their CLI: by default a child process each; tests may pass
+                :class:`~claudecode_model.testing.ScriptedCLI` (scripted messages, no process).
         """
         limits = ProcessLimits(keep_sessions, session_idle_timeout, spare_sessions, max_processes)
         check_model_arguments(limits, tool_transport=tool_transport, settings=settings)
@@ -145,6 +150,7 @@ class ClaudeCodeModel(Model):
             execution=checked_tool_execution(tool_execution),
             session_store=checked_session_store(session_store),
             session_store_timeout=checked_store_timeout(session_store_timeout),
+            cli_transports=cli_transports,
         )
         self._ignored = IgnoredSettings()
         super().__init__(settings=settings, profile=profile or default_profile(model_name))

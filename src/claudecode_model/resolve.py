@@ -35,6 +35,7 @@ from claudecode_model.stores._check import DEFAULT_STORE_TIMEOUT
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionStore
 
+    from claudecode_model._sessions.transport import CLITransports
     from claudecode_model._tools.execution import ToolExecution
 
 __all__ = ["MODEL_ID_PREFIX", "ClaudeCodeModels", "claude_code_model_name", "is_claude_code_model_id"]
@@ -119,6 +120,9 @@ class ClaudeCodeModels(AbstractCapability[Any]):
     :class:`~claudecode_model.ClaudeCodeModel`): a turn on another worker resumes the session from it."""
     session_store_timeout: float = DEFAULT_STORE_TIMEOUT
     """Seconds any one call of ``session_store`` may take (see :class:`~claudecode_model.ClaudeCodeModel`)."""
+    cli_transports: CLITransports | None = None
+    """How every resolved model's sessions reach their CLI: by default a child process each (tests may pass
+    :class:`~claudecode_model.testing.ScriptedCLI`)."""
     _models: dict[str, ClaudeCodeModel] = field(default_factory=dict, init=False, repr=False, compare=False)
     _lifetime: _AgentLifetime | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -146,6 +150,7 @@ class ClaudeCodeModels(AbstractCapability[Any]):
                 tool_execution=self.tool_execution,
                 session_store=self.session_store,
                 session_store_timeout=self.session_store_timeout,
+                cli_transports=self.cli_transports,
             )
             self._models[key] = model
         return model

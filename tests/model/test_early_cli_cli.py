@@ -86,10 +86,10 @@ SCRIPT = textwrap.dedent(
         _early_cli.predict_launch = wrong_prediction
     if MODE == "interrupt":  # Ctrl-C while the SDK is imported, the early CLI running
 
-        def interrupted(find):
+        def interrupted():
             raise KeyboardInterrupt
 
-        _early_cli.adopt_cli_spawns = interrupted
+        _early_cli.load_sdk = interrupted
 
     model = ClaudeCodeModel(
         env=json.loads(os.environ["CLI_ENV"]),

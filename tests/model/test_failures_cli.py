@@ -1,9 +1,8 @@
-"""Failed turns are classified for what they are, through the real CLI (and fake CLIs for transport failures)."""
+"""Failed turns are classified for what they are, through the real CLI (and fake CLIs for transport failures); the
+other combinations of a prompt too long, and the five-hour limit, from the CLI's messages in ``test_failures.py``."""
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from pydantic_ai.exceptions import (
     ModelAuthenticationError,
     ModelConnectionError,
     ModelContextWindowExceededError,
-    ModelRateLimitError,
     ModelServerError,
 )
 
@@ -22,7 +20,6 @@ from claudecode_model import (
     ClaudeCodeAuthenticationError,
     ClaudeCodeContextWindowExceededError,
     ClaudeCodeModel,
-    ClaudeCodeRateLimitError,
     CLIConnectionError,
     CLINotFoundError,
     CLIProcessError,
@@ -31,7 +28,6 @@ from claudecode_model import (
 from claudecode_model._stream.failures import map_sdk_error
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import Failure, OfflineBackend
-from tests._support.limits import limit_headers, subscription_env
 
 pytestmark = pytest.mark.cli
 
@@ -39,14 +35,13 @@ TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
 
 
 @pytest.mark.parametrize(
-    "failure",
+    ("failure", "compaction"),
     [
-        Failure.http(400, TOO_LONG, error_type="invalid_request_error"),
-        Failure.sse_error("invalid_request_error", TOO_LONG),  # the stream's error event carries no 400
+        (Failure.http(400, TOO_LONG, error_type="invalid_request_error"), False),
+        (Failure.sse_error("invalid_request_error", TOO_LONG), True),  # the stream's error event carries no 400
     ],
-    ids=["http-400", "sse-error"],
+    ids=["http-400-default", "sse-error-compaction"],
 )
-@pytest.mark.parametrize("compaction", [False, True], ids=["default", "compaction"])
 async def test_a_prompt_too_long_is_a_context_window_error(claude_backend: OfflineBackend, failure, compaction: bool):
     claude_backend.fail_next(failure, count=3)
     settings: ClaudeCodeModelSettings = {"claude_code_compaction": compaction}
@@ -65,24 +60,6 @@ async def test_a_prompt_too_long_is_a_context_window_error(claude_backend: Offli
     else:  # without compaction it reports only "Prompt is too long"
         assert (error.prompt_tokens, error.limit_tokens) == (None, None)
         assert "Context window exceeded: the prompt is too long" in str(error)
-
-
-async def test_the_five_hour_limit_is_a_rate_limit_error_with_its_reset_time(claude_backend: OfflineBackend):
-    resets = int(time.time()) + 3600
-    headers = limit_headers(resets)
-    claude_backend.fail_next(Failure.http(429, "rate limited", error_type="rate_limit_error", headers=headers), 3)
-    model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0)
-
-    with pytest.raises(ClaudeCodeRateLimitError) as raised:
-        await Agent(model).run("hello")
-
-    error = raised.value
-    assert isinstance(error, ModelRateLimitError)
-    assert error.status_code == 429
-    assert "5-hour limit" in str(error)
-    assert error.resets_at == datetime.fromtimestamp(resets, UTC)
-    assert error.retry_after is not None
-    assert 3000 < error.retry_after <= 3600
 
 
 async def test_not_logged_in_is_an_authentication_error_naming_the_login_command(claude_backend: OfflineBackend):

@@ -1,10 +1,10 @@
-"""Idle CLI processes follow the documented bounds by time, in async and in synchronous (``run_sync``) programs:
-the surplus over ``keep_sessions`` goes within its grace period while the program does other work, without another
-request. Counts and memory are read from the process table."""
+"""Idle CLI processes follow the documented bounds by time in a synchronous (``run_sync``) program: the surplus over
+``keep_sessions`` goes within its grace period while the program does other work, without another request (the
+pool's clock stops real processes). Counts and memory are read from the process table. The async program and
+``session_idle_timeout`` are tested on the in-memory CLI (``test_idle_bounds.py``)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Iterator
@@ -15,7 +15,7 @@ from pydantic_ai import Agent
 from claudecode_model import ClaudeCodeModel
 from claudecode_model import _resources as resources_module
 from claudecode_model.testing import OfflineBackend
-from tests._support.polling import wait_for, wait_until
+from tests._support.polling import wait_until
 from tests._support.processes import cli_children, rss_mb
 
 pytestmark = pytest.mark.cli
@@ -49,28 +49,6 @@ def report_memory(label: str) -> None:
     assert all(size < IDLE_CLI_MB for size in sizes), sizes
 
 
-async def test_an_async_program_is_trimmed_to_keep_sessions_while_it_waits(
-    claude_backend: OfflineBackend, short_grace: None
-):
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), max_processes=ROOM)
-    agent = Agent(model)
-    try:
-        for index in range(RUNS):
-            await agent.run(f"one-off {index}")
-        kept_at_the_end = len(cli_children())
-        report_memory("async, after the runs")
-        assert kept_at_the_end > KEPT + SPARES  # the surplus is kept for its grace period
-
-        # The program goes on with other work on its loop; no request comes.
-        assert await wait_for(lambda: len(cli_children()) <= KEPT + SPARES, within=GRACE + 20)
-        await asyncio.sleep(2)  # and the kept ones stay
-        assert len(cli_children()) == KEPT + SPARES
-        report_memory("async, after the grace period")
-    finally:
-        await model.aclose()
-    assert cli_children() == []
-
-
 @pytest.fixture
 def sync_model(claude_backend: OfflineBackend, short_grace: None, run_sync_loop: None) -> Iterator[ClaudeCodeModel]:
     model = ClaudeCodeModel(env=claude_backend.cli_env(), max_processes=ROOM)
@@ -98,22 +76,3 @@ def test_a_sync_program_is_trimmed_to_keep_sessions_while_it_does_other_work(
     again = agent.run_sync("one more")
     assert again.output
     assert [record.getMessage() for record in caplog.records] == []  # stopped on purpose: nothing to report
-
-
-def test_a_sync_program_stops_an_idle_cli_after_session_idle_timeout(
-    claude_backend: OfflineBackend, run_sync_loop: None, caplog: pytest.LogCaptureFixture
-):
-    caplog.set_level(logging.WARNING)
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), session_idle_timeout=1.0, spare_sessions=0)
-    try:
-        first = Agent(model).run_sync("hello")
-        assert len(cli_children()) == 1
-
-        assert wait_until(lambda: cli_children() == [], timeout=15)  # no loop runs meanwhile
-
-        again = Agent(model).run_sync("and again", message_history=first.all_messages())
-        assert again.output
-        assert (again.all_messages()[-1].provider_details or {})["session_source"] != "live"  # type: ignore[union-attr]
-        assert [record.getMessage() for record in caplog.records] == []
-    finally:
-        model.close()

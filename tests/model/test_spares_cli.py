@@ -1,4 +1,5 @@
-"""Spare CLI sessions, pre-warming and the process cap, through the real CLI and the offline backend."""
+"""Spare CLI sessions through the real CLI and the offline backend: claimed without a spawn, replaced when one died,
+nothing left behind (the pool's own logic and the process cap are tested on the in-memory CLI, ``test_spares.py``)."""
 
 from __future__ import annotations
 
@@ -11,21 +12,17 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from claude_agent_sdk import project_key_for_directory
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
-from claudecode_model._process.slots import ProcessSlots
-from claudecode_model._sessions import pool as pool_module
-from claudecode_model._sessions import session as session_module
-from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table
 
@@ -113,41 +110,6 @@ async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_
     assert details["session_id"] != (first.all_messages()[-1].provider_details or {})["session_id"]
 
 
-async def test_a_spare_starts_after_its_delay_not_during_the_turn(
-    spare_model: ClaudeCodeModel, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(pool_module, "SPARE_START_DELAY", 1.0)
-    agent, _ = agent_with_probe(spare_model)
-    await agent.run("one")
-    assert len(cli_children()) == 1  # the run returned before its spare started
-    await wait_until(lambda: len(cli_children()) == 2)  # then it starts by itself
-
-
-async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
-    backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(pool_module, "SPARE_START_DELAY", 600.0)
-    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1)
-    agent, _ = agent_with_probe(model)
-    await agent.run("one")
-    assert await model.prewarm(agent)  # did not wait out the delay
-    assert len(cli_children()) == 2
-    second = await agent.run("two")
-    assert source_of(second) == "spare"
-    assert len(cli_children()) == 2  # the replacement waits for its delay
-    await model.aclose()  # cancels it: nothing was started
-    assert cli_children() == set()
-
-
-async def test_a_spare_of_another_signature_is_not_claimed(spare_model: ClaudeCodeModel) -> None:
-    agent, _ = agent_with_probe(spare_model, "Be brief.")
-    other, _ = agent_with_probe(spare_model, "Be verbose.")
-    assert await spare_model.prewarm(agent)
-
-    assert source_of(await other.run("x")) == "fresh"
-    assert source_of(await agent.run("y")) == "spare"
-
-
 async def test_a_spare_that_died_while_idle_is_replaced_not_used(spare_model: ClaudeCodeModel) -> None:
     agent, seen = agent_with_probe(spare_model)
     assert await spare_model.prewarm(agent)
@@ -163,27 +125,6 @@ async def test_a_spare_that_died_while_idle_is_replaced_not_used(spare_model: Cl
     assert await spare_model.prewarm(agent)  # and a live spare exists again
 
 
-async def test_idle_spares_are_reaped(backend: OfflineBackend) -> None:
-    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1, session_idle_timeout=0.5, keep_sessions=0)
-    try:
-        agent, _ = agent_with_probe(model)
-        assert await model.prewarm(agent)
-        (spare_pid,) = cli_children()
-        await wait_until(lambda: spare_pid not in cli_children())  # its idle timer stops it, no request needed
-    finally:
-        await model.aclose()
-
-
-async def test_concurrent_claims_of_one_spare_one_wins(spare_model: ClaudeCodeModel) -> None:
-    agent, _ = agent_with_probe(spare_model)
-    assert await spare_model.prewarm(agent)
-
-    results = await asyncio.gather(agent.run("a"), agent.run("b"))
-
-    assert sorted(source_of(result) for result in results) == ["fresh", "spare"]
-    assert [result.output for result in results] == ["tool said p", "tool said p"]
-
-
 async def test_prewarm_then_run_and_close_leaves_nothing(backend: OfflineBackend) -> None:
     model = ClaudeCodeModel(env=backend.cli_env())
     agent, _ = agent_with_probe(model)
@@ -197,117 +138,6 @@ async def test_prewarm_then_run_and_close_leaves_nothing(backend: OfflineBackend
     assert result.output == "tool said p"
     await model.aclose()
     assert not live_descendants()
-
-
-async def test_without_spares_nothing_is_pre_started(backend: OfflineBackend) -> None:
-    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
-    try:
-        agent, _ = agent_with_probe(model)
-        assert not await model.prewarm(agent)
-        first = await agent.run("one")
-        await asyncio.sleep(0.5)
-        assert len(cli_children()) == 1  # only the kept session of the conversation
-        assert source_of(first) == "fresh"
-        assert source_of(await agent.run("two")) == "fresh"
-        follow_up = await agent.run("three", message_history=first.all_messages())
-        assert source_of(follow_up) == "live"
-    finally:
-        await model.aclose()
-
-
-class _PeakSlots(ProcessSlots):
-    """Start slots that remember how many were taken at most."""
-
-    peak = 0
-
-    async def acquire(self, evict: Callable[[], bool]) -> None:
-        await super().acquire(evict)
-        self.peak = max(self.peak, self.used)
-
-
-async def test_cli_starts_beyond_the_start_bound_wait_their_turn(
-    backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    gate = _PeakSlots(1)
-    monkeypatch.setattr(session_module, "starting_slots", lambda: gate)
-    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
-    agent, _ = agent_with_probe(model)
-    try:
-        results = await asyncio.gather(*(agent.run(f"run {index}") for index in range(3)))
-    finally:
-        await model.aclose()
-    assert [result.output for result in results] == ["tool said p"] * 3
-    assert len({session_of(result) for result in results}) == 3  # three new CLI processes...
-    assert gate.peak == 1  # ...started one at a time
-    assert gate.used == 0
-
-
-async def test_the_process_cap_makes_requests_wait_and_times_out_clearly(backend: OfflineBackend) -> None:
-    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0, max_processes=1)
-    release = asyncio.Event()
-    agent = Agent(model, instructions="Be brief.")
-    running: list[set[int]] = []
-
-    @agent.tool_plain
-    async def hold() -> str:
-        """Wait."""
-        running.append(cli_children())
-        await release.wait()
-        return "held"
-
-    plain = Agent(model, instructions="No tools here.")
-    try:
-        busy = asyncio.create_task(agent.run("hold"))
-        await wait_until(lambda: bool(running))
-        with pytest.raises(CLITimeoutError, match="max_processes"):
-            await plain.run("times out", model_settings={"claude_code_timeout": 0.5})
-
-        waiting = asyncio.create_task(plain.run("waits"))
-        await asyncio.sleep(1.0)
-        assert not waiting.done()  # no slot: it waits
-        assert len(cli_children()) == 1
-        release.set()
-        assert (await busy).output == "tool said held"
-        assert (await waiting).output == "no tools"  # the idle session was stopped to make room
-    finally:
-        release.set()
-        await model.aclose()
-
-
-async def test_a_turn_parked_for_an_approval_holds_its_slot_and_is_never_a_spare(backend: OfflineBackend) -> None:
-    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1, max_processes=1)
-    agent: Agent[None, str | DeferredToolRequests] = Agent(
-        model, instructions="Be brief.", output_type=[str, DeferredToolRequests]
-    )
-
-    @agent.tool_plain(requires_approval=True)
-    def delete() -> str:
-        """Delete."""
-        return "deleted"
-
-    try:
-        first = await agent.run("delete")
-        assert isinstance(first.output, DeferredToolRequests)
-        assert source_of(first) == "fresh"
-        assert len(cli_children()) == 1  # the parked turn's CLI, and no spare beside it
-
-        # A new conversation of the same agent neither claims the parked process nor stops it: it waits for a slot.
-        with pytest.raises(CLITimeoutError, match="max_processes"):
-            await agent.run("another", model_settings={"claude_code_timeout": 0.5})
-
-        [call] = first.output.approvals
-        second = await agent.run(
-            message_history=first.all_messages(),
-            deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}),
-        )
-        assert second.output == "tool said deleted"
-        assert session_of(second) == session_of(first)  # the parked turn went on
-        third = await agent.run("again")  # the idle session is stopped to make room
-        assert isinstance(third.output, DeferredToolRequests)
-        assert source_of(third) == "fresh"
-        assert session_of(third) != session_of(first)
-    finally:
-        await model.aclose()
 
 
 async def test_a_spare_mirrors_its_conversation_into_the_session_store(backend: OfflineBackend, tmp_path: Path) -> None:

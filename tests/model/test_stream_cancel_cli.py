@@ -1,4 +1,5 @@
-"""Cancelling a stream stops the Claude Code CLI at once, leaks nothing, and leaves the model usable.
+"""Cancelling a stream stops the Claude Code CLI at once, leaks nothing, and leaves the model usable (the request
+timeouts mid-answer and before the first event are tested on the in-memory CLI, ``test_stream_cancel.py``).
 
 The backend holds each stream after a few deltas (``hold_next_stream``), so every cancellation here provably
 happens while Claude is still answering.
@@ -19,7 +20,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model.testing import Failure, OfflineBackend
+from claudecode_model.testing import OfflineBackend
 from tests._support.polling import wait_for
 from tests._support.processes import is_alive, live_children
 
@@ -193,46 +194,6 @@ def start_slots_all_taken() -> Iterator[ProcessSlots]:
     finally:
         for _ in range(taken):
             gate.release()
-
-
-async def running_clis_once_asked(backend: OfflineBackend, asked: int) -> set[int]:
-    """The CLI processes alive once the backend has received ``asked`` requests."""
-    while len(backend.requests) < asked:
-        await asyncio.sleep(0.05)
-    return cli_processes()
-
-
-async def test_request_timeout_stops_the_cli_mid_answer(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    gate = claude_backend.hold_next_stream(after_deltas=3)
-    run = asyncio.create_task(Agent(model).run("tell me everything", model_settings={"request_timeout": 8}))
-    running = await running_clis_once_asked(claude_backend, 1)
-
-    with pytest.raises(ModelRequestTimeout) as raised:
-        await run
-    gate.set()
-
-    assert raised.value.setting == "request_timeout"
-    await assert_stopped_and_still_works(running, model, claude_backend)
-
-
-async def test_first_event_timeout_stops_a_cli_that_has_streamed_nothing(
-    model: ClaudeCodeModel, claude_backend: OfflineBackend
-):
-    claude_backend.fail_next(Failure.stall())
-    agent = Agent(model)
-
-    async def stream_it() -> str:
-        async with agent.run_stream("hello?", model_settings={"first_event_timeout": 8}) as stream:
-            return await stream.get_output()
-
-    run = asyncio.create_task(stream_it())
-    running = await running_clis_once_asked(claude_backend, 1)
-
-    with pytest.raises(ModelRequestTimeout) as raised:
-        await run
-
-    assert raised.value.setting == "first_event_timeout"
-    await assert_stopped_and_still_works(running, model, claude_backend)
 
 
 async def test_request_timeout_while_the_cli_starts_leaves_no_process(

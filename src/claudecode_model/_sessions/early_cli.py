@@ -4,10 +4,10 @@ The first request of a process pays for importing claude-agent-sdk (and the ``mc
 and for the CLI's own start (about half a second, in another process) — one after the other, as the SDK builds the
 CLI's command line. Here the command line and environment the SDK will use are predicted without the SDK, from the
 same inputs the options are built from, and the CLI is started with them first; the SDK is imported while it
-boots. When the SDK's transport then starts the session's CLI, it is handed this process if (and only if) its
-command line, environment, working directory and pipes are exactly what the SDK asks for
-(:func:`~claudecode_model._compat.adopt_cli_spawns`); any difference kills it and the SDK starts its own (logged at
-DEBUG). So a wrong prediction costs a process start, never a different CLI.
+boots. When the session's transport (:mod:`claudecode_model._sessions.transport`) then starts its CLI, it is handed
+this process if (and only if) its command line, environment, working directory and pipes are exactly what the SDK
+asks for (:func:`adopt_early_cli`); any difference kills it and the transport starts its own (logged at DEBUG).
+So a wrong prediction costs a process start, never a different CLI.
 
 Only the common case is predicted: a new conversation (no earlier response in the history), the in-process tool
 transport, and settings whose effect on the command line is known here; anything else starts the CLI the usual way.
@@ -45,7 +45,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
-from claudecode_model._compat import adopt_cli_spawns, request_instructions, sdk_version
+from claudecode_model._compat import load_sdk, request_instructions, sdk_version
 from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._history.plan import system_prompt_of
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
@@ -57,7 +57,7 @@ from claudecode_model._sessions.setting_table import PREDICTED, SESSION_STATE_EN
 from claudecode_model._sessions.trace_context import traceparent_env, untraced_context
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE, DEFAULT_SERVER_NAME, TransportType
 
-__all__ = ["EarlyCLI", "Launch", "ModelFacts", "Prediction", "predict_launch", "start_early_cli"]
+__all__ = ["EarlyCLI", "Launch", "ModelFacts", "Prediction", "adopt_early_cli", "predict_launch", "start_early_cli"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class Launch:
 
     def difference(self, command: Sequence[str], keywords: Mapping[str, Any]) -> str | None:
         """What differs from the SDK's ``command`` and ``keywords`` (``None``: nothing; both without the session of
-        its own every CLI gets, see :func:`~claudecode_model._compat.spawn_clis_with`).
+        its own every CLI gets, see :mod:`claudecode_model._sessions.transport`).
 
         A ``TRACEPARENT`` of a span that is not sampled counts as equal to another one: the SDK gives each CLI the
         placeholder span of its session task, a random one (the CLI's telemetry joins no trace either way)."""
@@ -318,7 +318,10 @@ _PENDING: dict[asyncio.AbstractEventLoop, EarlyCLI] = {}
 """The early CLI of each event loop that waits for its session (one at a time)."""
 
 
-async def _find_early(command: Sequence[str], keywords: Mapping[str, Any]) -> Process | None:
+def adopt_early_cli(command: Sequence[str], keywords: Mapping[str, Any]) -> Process | None:
+    """The early CLI of this event loop if it was started with exactly ``command`` and the ``anyio.open_process``
+    ``keywords`` the SDK's transport is about to start a session's CLI with (it is then the session's); ``None``
+    otherwise (and a different start of the session it was started for stops it)."""
     early = _PENDING.get(asyncio.get_running_loop())
     if early is None or early.outcome is not None:
         return None
@@ -375,7 +378,7 @@ async def start_early_cli(
     _PENDING[loop] = early
     logger.debug("CLI started before the SDK's import (pid %s)", process.pid)
     try:
-        adopt_cli_spawns(_find_early)  # imports the SDK while the CLI starts
+        load_sdk()  # while the CLI starts
     except BaseException:
         await early.settle()
         raise

@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
@@ -29,13 +29,12 @@ from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, SystemMessage
 from claude_agent_sdk.types import Message
 
-from claudecode_model._compat import cli_process, close_process_pipes, keep_api_error_fields, spawn_clis_with
+from claudecode_model._compat import close_process_pipes, keep_api_error_fields, options_resumed_from_store
 from claudecode_model._process import lifeline
 from claudecode_model._process.clock import running_loop
 from claudecode_model._process.exit import kill_at_exit
 from claudecode_model._process.oscalls import (
     CLI_TAG_VARIABLE,
-    own_session_options,
     process_exited,
     process_exiting,
     reaped,
@@ -47,6 +46,7 @@ from claudecode_model._process.oscalls import (
 from claudecode_model._process.slots import starting_slots
 from claudecode_model._sessions.sdk_advice import sdk_advice_silenced
 from claudecode_model._sessions.trace_context import untraced_context
+from claudecode_model._sessions.transport import CLITransport, CLITransports, SubprocessTransports
 from claudecode_model.exceptions import CLIInterruptedError
 
 if TYPE_CHECKING:
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["WARM_UP_TIMEOUT", "CLISession", "Delivery", "ToolsWaiting", "warm_up_client"]
 
 logger = logging.getLogger(__name__)
-
-keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports
 
 _STOP_GRACE_SECONDS = 2.0
 _COMMANDS_GRACE_SECONDS = 0.5
@@ -86,7 +84,13 @@ class _QuietDeliberateStops(logging.Filter):
         return mark is None or not mark.stopped
 
 
-logging.getLogger("claude_agent_sdk._internal.query").addFilter(_QuietDeliberateStops())
+_QUIET_DELIBERATE_STOPS = _QuietDeliberateStops()
+
+
+def _quiet_deliberate_stops() -> None:
+    """Install the filter on the SDK's logger (at the first session start, not at import; a filter already there is
+    not added again)."""
+    logging.getLogger("claude_agent_sdk._internal.query").addFilter(_QUIET_DELIBERATE_STOPS)
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class CLISession:
         tool_router: RunToolRouter | None = None,
         tool_servers: Sequence[ServedTools] = (),
         stderr: deque[str] | None = None,
+        transports: CLITransports | None = None,
     ) -> None:
         """A session for the CLI ``options`` describe (started by :meth:`start`).
 
@@ -168,6 +173,7 @@ class CLISession:
             tool_router: Routes in-process tool calls to the run that owns the turn; the session lets it stop a turn.
             tool_servers: The tool servers the CLI process uses, stopped with it (IPC sessions of the stdio transport).
             stderr: Where the creator collects the CLI's last stderr lines (errors of its turns report them).
+            transports: How the CLI is reached (by default a child process, :class:`SubprocessTransports`).
         """
         self.options = options
         self.signature = signature
@@ -196,7 +202,8 @@ class CLISession:
         self._alive_this_step = False
         self._process: Process | None = None
         self._client: ClaudeSDKClient | None = None
-        self._starting_client: ClaudeSDKClient | None = None
+        self._transports = transports or _SUBPROCESSES
+        self._transport: CLITransport | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._serving = False
         self.waiting_for_tools = False
@@ -271,6 +278,8 @@ class CLISession:
             return False
         if self._owner.done() or (self._process is not None and self._process.returncode is not None):
             return True
+        if self._transport is not None and self._transport.ended:
+            return True
         return process_exited(self._pid)
 
     def _forget_alive(self) -> None:
@@ -284,7 +293,8 @@ class CLISession:
         does not pay for it.
         """
         kill_at_exit(self, CLISession.kill)
-        spawn_clis_with(own_session_options())
+        keep_api_error_fields()  # the typed errors of a failed turn read the API error type and code the CLI reports
+        _quiet_deliberate_stops()
         if self._tag is not None:
             lifeline.watch(self._tag)  # before the process exists: no moment when a killed program would leave it
         # The owner outlives the request that starts it: it must not carry that request's trace context (the MCP
@@ -317,12 +327,12 @@ class CLISession:
         after a few awaits), so that no CLI of a cancelled or timed-out request outlives its error. Whether no CLI
         of this start runs any more (none was spawned, or it is dying)."""
         deadline = self._loop.time() + _STOP_GRACE_SECONDS
-        client = self._starting_client
-        while self._connecting and client is not None and cli_process(client) is None:
+        transport = self._transport
+        while self._connecting and transport is not None and transport.process is None:
             if self._loop.time() > deadline:
                 return False
             await asyncio.sleep(_SPAWN_POLL_SECONDS)
-        process = cli_process(client) if client is not None and self._client is None else None
+        process = transport.process if transport is not None and self._client is None else None
         self._kill_starting()
         # Killed: a large process takes a moment to die; the caller's error waits for that, not for the reaping.
         pid = process.pid if process is not None else None
@@ -332,7 +342,7 @@ class CLISession:
         if self._client is not None:
             return False  # connected after all: the background close stops it
         if pid is None:
-            return client is None or cli_process(client) is None
+            return transport is None or transport.process is None
         return process_exited(pid) or process_exiting(pid)
 
     async def _close_given_up_start(self) -> None:
@@ -344,17 +354,19 @@ class CLISession:
 
     def _kill_starting(self) -> None:
         """Kill the CLI process of a start that did not complete (timed out or cancelled), if it was spawned."""
-        client = self._starting_client
-        process = cli_process(client) if client is not None and self._client is None else None
+        transport = self._transport
+        if transport is None or self._client is not None:
+            return
+        process = transport.process
         if process is not None and process.returncode is None and not reaped(process.pid):
             signal_group(process.pid, force=True)
+        transport.stopped(force=True)
 
     async def _own(self, *, warm_up: bool) -> None:
         _STOP_MARK.set(self._stop_mark)
-        client = ClaudeSDKClient(self.options)
-        self._starting_client = client
         started = time.monotonic()
         gate = starting_slots()
+        remove_resumed: Callable[[], Awaitable[None]] = _nothing_to_remove
         try:
             if gate.used >= gate.limit:
                 logger.debug("waiting to start a CLI: %d are starting already", gate.used)
@@ -363,19 +375,24 @@ class CLISession:
                 if self._stop_mark.stopped:  # given up while it waited for the slot: no CLI is spawned for it
                     raise CLIInterruptedError("The Claude Code session was given up before its CLI started")
                 self._connecting = True
+                options, remove_resumed = await options_resumed_from_store(self.options)
                 with sdk_advice_silenced(self.options.can_use_tool is not None):
+                    transport = self._transport = self._transports.open(options)
+                    client = ClaudeSDKClient(options, transport=transport)
                     await client.connect()
             finally:
                 self._connecting = False
                 gate.release()
         except BaseException as error:
             self._end_processes(None)  # whatever of a failed start still runs; the lifeline forgets the tag
+            with anyio.CancelScope(shield=True):
+                await remove_resumed()
             if not self._ready.done():
                 self._ready.set_exception(error)
                 if self._stop_mark.stopped:
                     self._ready.exception()  # nobody waits for a start that was given up
             return
-        self._process = cli_process(client)
+        self._process = transport.process
         self._pid = self._process.pid if self._process is not None else None
         self._client = client
         if self._stop_mark.stopped:
@@ -399,6 +416,8 @@ class CLISession:
                 stop_child(self._live_pid())
                 raise
             finally:
+                with anyio.CancelScope(shield=True):
+                    await remove_resumed()
                 if self._process is not None:
                     close_process_pipes(self._process)
                 # The CLI is gone: the commands it left running (a background command, one that outlived it) go too.
@@ -587,8 +606,8 @@ class CLISession:
     def _live_pid(self) -> int | None:
         """The CLI's pid while it is this process's unreaped child (then it, and its group id, are still ours)."""
         process = self._process
-        if process is None and self._starting_client is not None:
-            process = cli_process(self._starting_client)
+        if process is None and self._transport is not None:
+            process = self._transport.process
         if process is None or process.returncode is not None or reaped(process.pid):
             return None
         return process.pid
@@ -598,6 +617,8 @@ class CLISession:
         pid = self._live_pid()
         if pid is not None:
             signal_group(pid, force=force)
+        if self._transport is not None:
+            self._transport.stopped(force=force)
         if self._tag is not None:
             signal_tagged([self._tag], force=force)
 
@@ -635,6 +656,13 @@ class CLISession:
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
     await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
+
+
+_SUBPROCESSES = SubprocessTransports()
+
+
+async def _nothing_to_remove() -> None:
+    return None
 
 
 def _nothing_to_evict() -> bool:

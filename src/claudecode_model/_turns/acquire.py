@@ -407,7 +407,12 @@ async def spawn_session(
         # The session keeps the signature computed without per-process values (such as the IPC secret).
         try:
             session = CLISession(
-                options, signature=request.signature, tool_router=router, tool_servers=served, stderr=stderr
+                options,
+                signature=request.signature,
+                tool_router=router,
+                tool_servers=served,
+                stderr=stderr,
+                transports=runner.cli_transports,
             )
         except BaseException:
             remove_prompt_file()

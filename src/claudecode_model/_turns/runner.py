@@ -17,6 +17,7 @@ from claudecode_model._process.slots import ProcessSlots
 from claudecode_model._sessions.options import BuiltOptions, RequestNeeds
 from claudecode_model._sessions.pool import SessionPool
 from claudecode_model._sessions.session import CLISession
+from claudecode_model._sessions.transport import CLITransports
 from claudecode_model._tools.request import ToolServerPlan, ToolSetup
 from claudecode_model._turns.parking_lot import ParkingLot
 
@@ -50,6 +51,8 @@ class TurnRunner:
     parked: ParkingLot[Any] | None = None  # of CLITurn, a module above this one
     """The model's turns waiting for tool results: a request that waits too long for a process slot closes the
     oldest of them (see :data:`PARKED_SLOT_GRACE`)."""
+    cli_transports: CLITransports | None = None
+    """How the sessions reach their CLI (``None``: a child process each)."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Point the CLI at :class:`OfflineBackend` (``backend.cli_env()``) and its answers come from a pydantic-ai
 model (``TestModel`` behaviour by default, a ``FunctionModel`` function, or a script of turns) with no
 account and no network. Every request is recorded (:class:`RecordedRequest`) and failures can be injected
-(:class:`Failure`).
+(:class:`Failure`). Tests of a model's sessions that need no real CLI run on :class:`ScriptedCLI` instead
+(``ClaudeCodeModel(cli_transports=ScriptedCLI([...]))``): scripted turns, no process.
 
 The names are imported lazily, so that loading the pytest plugin (a submodule) stays cheap.
 """
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from ._backend import OfflineBackend
     from ._brain import ScriptExhaustedError, ScriptItem
     from ._cache import PromptCache
+    from ._cli import CLIStep, Crash, ScriptedCLI, Stall
     from ._env import DUMMY_API_KEY, quiet_cli_env
     from ._request import CLIAddition, RecordedRequest, ToolResult, is_cli_addition, strip_noise
     from ._script import Failure, ScriptedTurn
@@ -25,13 +27,17 @@ if TYPE_CHECKING:
 __all__ = [
     "DUMMY_API_KEY",
     "CLIAddition",
+    "CLIStep",
+    "Crash",
     "Failure",
     "OfflineBackend",
     "PromptCache",
     "RecordedRequest",
     "ScriptExhaustedError",
     "ScriptItem",
+    "ScriptedCLI",
     "ScriptedTurn",
+    "Stall",
     "ToolResult",
     "is_cli_addition",
     "quiet_cli_env",
@@ -41,13 +47,17 @@ __all__ = [
 _SOURCES = {
     "DUMMY_API_KEY": "._env",
     "CLIAddition": "._request",
+    "CLIStep": "._cli",
+    "Crash": "._cli",
     "Failure": "._script",
     "OfflineBackend": "._backend",
     "PromptCache": "._cache",
     "RecordedRequest": "._request",
     "ScriptExhaustedError": "._brain",
     "ScriptItem": "._brain",
+    "ScriptedCLI": "._cli",
     "ScriptedTurn": "._script",
+    "Stall": "._cli",
     "ToolResult": "._request",
     "is_cli_addition": "._request",
     "quiet_cli_env": "._env",

@@ -1,13 +1,11 @@
-"""The turn runner through the real CLI: a turn's messages can be left and taken up again; its session is kept."""
+"""The turn runner on the in-memory CLI: a turn's messages can be left and taken up again; its session is kept."""
 
 from __future__ import annotations
 
-import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock
 from claude_agent_sdk.types import Message
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart
+from pydantic_ai.messages import ModelRequest, TextPart
 from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model._process.binary import find_cli
 from claudecode_model._sessions.pool import SessionPool
@@ -15,19 +13,13 @@ from claudecode_model._sessions.session import CLISession
 from claudecode_model._tools.request import ToolSetup
 from claudecode_model._turns.runner import TurnRunner
 from claudecode_model._turns.start import start_turn
-from claudecode_model.testing import OfflineBackend
-
-pytestmark = pytest.mark.cli
+from claudecode_model.testing import ScriptedCLI
 
 
-def fixed_brain(messages: list[object], info: AgentInfo) -> ModelResponse:
-    return ModelResponse(parts=[TextPart("one two three")])
-
-
-async def test_messages_can_be_left_and_taken_up_again(claude_backend: OfflineBackend) -> None:
-    claude_backend.set_brain(FunctionModel(fixed_brain))  # type: ignore[arg-type]
+async def test_messages_can_be_left_and_taken_up_again() -> None:
+    cli = ScriptedCLI(["one two three"])
     pool: SessionPool[CLISession] = SessionPool(max_idle=1, idle_timeout=60)
-    runner = TurnRunner(None, "default", find_cli(), claude_backend.cli_env(), ToolSetup(), pool)
+    runner = TurnRunner(None, "default", find_cli(), {}, ToolSetup(), pool, cli_transports=cli)
     turn = await start_turn(runner, [ModelRequest.user_text_prompt("hi")], None, ModelRequestParameters())
     try:
         first: list[Message] = []
@@ -49,7 +41,7 @@ async def test_messages_can_be_left_and_taken_up_again(claude_backend: OfflineBa
         texts = [b.text for m in rest if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, TextBlock)]
         assert texts == ["one two three"]
         assert len(pool) == 1  # a cleanly finished turn leaves its session for the next one
-        assert len(claude_backend.requests) == 1
+        assert len(cli.received) == 1
         assert turn.translator.parts.get_parts() == [TextPart("one two three")]
     finally:
         await pool.close_all()

@@ -1,4 +1,5 @@
-"""Settings and constructor arguments are checked before anything starts, with errors that name the culprit."""
+"""Settings and constructor arguments are checked before anything starts, with errors that name the culprit (the
+runs are on the in-memory CLI: what is checked is that nothing reached it)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pydantic_ai import Agent
 from pydantic_ai.exceptions import UnsupportedSettingWarning, UserError
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeSettingsError, ToolValidationError
-from claudecode_model.testing import OfflineBackend
+from claudecode_model.testing import ScriptedCLI
 
 BAD_SETTINGS: list[tuple[dict[str, Any], str]] = [
     ({"claude_code_timeout": "5s"}, "claude_code_timeout='5s': it must be a number"),
@@ -85,12 +86,10 @@ def test_bad_constructor_arguments_are_refused(arguments: dict[str, Any], messag
     assert not isinstance(raised.value, ToolValidationError)
 
 
-@pytest.mark.cli
 @pytest.mark.parametrize(("settings", "message"), BAD_SETTINGS[:8])
-async def test_bad_run_settings_fail_before_the_cli_starts(
-    claude_backend: OfflineBackend, settings: dict[str, Any], message: str
-):
-    model = ClaudeCodeModel(env=claude_backend.cli_env())
+async def test_bad_run_settings_fail_before_the_cli_starts(settings: dict[str, Any], message: str):
+    cli = ScriptedCLI(["never asked"])
+    model = ClaudeCodeModel(cli_transports=cli)
     agent = Agent(model)
     try:
         with pytest.raises(ClaudeCodeSettingsError) as raised:
@@ -99,12 +98,13 @@ async def test_bad_run_settings_fail_before_the_cli_starts(
         await model.aclose()
 
     assert message in str(raised.value)
-    assert claude_backend.requests == []  # no CLI turn, no API request
+    assert cli.opened == []  # no CLI started
+    assert cli.received == []  # no CLI turn
 
 
-@pytest.mark.cli
-async def test_unsupported_standard_settings_are_declared_the_pydantic_ai_way(claude_backend: OfflineBackend):
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)
+async def test_unsupported_standard_settings_are_declared_the_pydantic_ai_way():
+    cli = ScriptedCLI(["ok"])
+    model = ClaudeCodeModel(cli_transports=cli, keep_sessions=0)
     agent = Agent(model)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -122,4 +122,4 @@ async def test_unsupported_standard_settings_are_declared_the_pydantic_ai_way(cl
     assert len(unsupported) == 2
     assert "`stop_sequences` setting is not supported" in unsupported[0]
     assert "`temperature` setting is not supported" in unsupported[1]
-    assert len(claude_backend.requests) == 1
+    assert len(cli.received) == 1

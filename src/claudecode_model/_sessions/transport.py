@@ -1,0 +1,103 @@
+"""The seam under a CLI session: how it reaches its CLI.
+
+A :class:`~claudecode_model._sessions.session.CLISession` drives its CLI through claude-agent-sdk's
+``ClaudeSDKClient``, which takes any SDK ``Transport`` (connect, write, a message stream, end of input, close). A
+:class:`CLITransports` opens one :class:`CLITransport` per session. The real one, :class:`SubprocessTransports`,
+starts the Claude Code CLI in a session of its own (or adopts the one a new process started early, see
+:mod:`claudecode_model._sessions.early_cli`) and leaves the stream-json protocol to the SDK's subprocess transport.
+The in-memory one (``claudecode_model.testing.ScriptedCLI``) plays scripted messages, so the session, pool and turn
+logic can be tested without a process.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from claude_agent_sdk import ClaudeAgentOptions, Transport
+
+from claudecode_model._compat import subprocess_transport, transport_process
+from claudecode_model._process.oscalls import own_session_options
+from claudecode_model._sessions.early_cli import adopt_early_cli
+
+__all__ = ["CLITransport", "CLITransports", "SubprocessTransports"]
+
+logger = logging.getLogger(__name__)
+
+
+class CLITransport(Transport):
+    """An SDK ``Transport`` to one CLI, and what the session needs to stop it."""
+
+    @property
+    @abstractmethod
+    def process(self) -> Process | None:
+        """The CLI process once started (``None`` before, and for a CLI that is no process): the session signals
+        its group, waits for it and reaps it."""
+
+    @abstractmethod
+    def stopped(self, *, force: bool) -> None:
+        """The session sent the CLI SIGTERM (SIGKILL with ``force``), maybe from another thread: a CLI that is no
+        process ends as if killed."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether a CLI that is no process has ended (a process's end is read from the operating system)."""
+        return False
+
+
+class CLITransports:
+    """Opens the transport of each new CLI session (for the options it starts with)."""
+
+    @abstractmethod
+    def open(self, options: ClaudeAgentOptions) -> CLITransport:
+        """A transport for a CLI started with ``options`` (not connected yet)."""
+
+
+class SubprocessTransports(CLITransports):
+    """The Claude Code CLI as a child process, each in a session of its own."""
+
+    def open(self, options: ClaudeAgentOptions) -> CLITransport:
+        return _SubprocessTransport(options)
+
+
+class _SubprocessTransport(CLITransport):
+    def __init__(self, options: ClaudeAgentOptions) -> None:
+        self._sdk = subprocess_transport(options, _spawn)
+
+    @property
+    def process(self) -> Process | None:
+        return transport_process(self._sdk)
+
+    def stopped(self, *, force: bool) -> None:
+        return None  # the signal reached the process
+
+    async def connect(self) -> None:
+        await self._sdk.connect()
+
+    async def write(self, data: str) -> None:
+        await self._sdk.write(data)
+
+    def read_messages(self) -> AsyncIterator[dict[str, Any]]:
+        return self._sdk.read_messages()
+
+    async def close(self) -> None:
+        await self._sdk.close()
+
+    def is_ready(self) -> bool:
+        return self._sdk.is_ready()
+
+    async def end_input(self) -> None:
+        await self._sdk.end_input()
+
+
+async def _spawn(command: Sequence[str], keywords: Mapping[str, Any]) -> Process:
+    """Start the CLI as the SDK asks, in a session of its own; or the CLI started early with exactly these."""
+    early = adopt_early_cli(command, keywords)
+    if early is not None:
+        return early
+    process: Process = await anyio.open_process(list(command), **keywords, **own_session_options())
+    return process
