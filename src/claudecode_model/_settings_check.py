@@ -20,6 +20,7 @@ from pydantic import InstanceOf, TypeAdapter, ValidationError
 from pydantic_ai.settings import ModelSettingName
 
 from claudecode_model._tools.builtin_names import unknown_builtin_tools
+from claudecode_model._tools.execution import check_transport_available
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -279,6 +280,7 @@ def check_model_arguments(limits: ProcessLimits, *, tool_transport: Any, setting
         raise ClaudeCodeSettingsError(
             f"Invalid tool_transport={tool_transport!r}: it must be one of {', '.join(map(repr, TRANSPORTS))}."
         )
+    check_transport_available(tool_transport)
     if settings is not None and not isinstance(settings, Mapping):
         raise ClaudeCodeSettingsError(f"Invalid settings={settings!r}: it must be a dict (ClaudeCodeModelSettings).")
     check_settings(settings)
