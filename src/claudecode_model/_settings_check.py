@@ -7,6 +7,7 @@ The allowed types come from :class:`~claudecode_model.settings.ClaudeCodeModelSe
 
 from __future__ import annotations
 
+import asyncio
 import collections.abc
 import difflib
 import functools
@@ -296,5 +297,19 @@ def check_model_arguments(limits: ProcessLimits, *, tool_transport: Any, setting
 
 def check_request_settings(settings: Mapping[str, Any] | None) -> None:
     """Everything checked before a request starts: types and ranges (pydantic-ai warns about the unsupported
-    standard settings, see ``UNSUPPORTED_STANDARD_SETTINGS``)."""
+    standard settings, see ``UNSUPPORTED_STANDARD_SETTINGS``), and an event loop that can start the CLI."""
     check_settings(settings)
+    check_event_loop()
+
+
+def check_event_loop() -> None:
+    """Refuse a running event loop that cannot start subprocesses (on Windows, anything but the Proactor loop)."""
+    from claudecode_model._process.platform import event_loop_problem
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    problem = event_loop_problem(loop)
+    if problem is not None:
+        raise ClaudeCodeSettingsError(f"Cannot run Claude Code here: {problem}.")

@@ -144,3 +144,27 @@ def test_dead_owners_folders_are_swept_by_liveness_not_signals(tmp_path: Path):
     assert result["removed"] == ["claudecode_ipc_7002_abc"]
     assert "open_process 7001" in result["asked"]  # type: ignore[operator]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["claudecode_ipc_7001_abc"]
+
+
+def test_a_request_on_a_loop_that_cannot_start_processes_is_refused_before_any_start():
+    result = run_windows(
+        """
+        import json
+        from pydantic_ai import Agent
+        from claudecode_model import ClaudeCodeModel
+        from claudecode_model.exceptions import ClaudeCodeSettingsError
+        try:
+            Agent(ClaudeCodeModel()).run_sync("hello")  # a selector loop here: not Windows' Proactor loop
+        except ClaudeCodeSettingsError as error:
+            refused = str(error)
+        else:
+            refused = None
+        print(json.dumps({"refused": refused, "opened": [c for c in fake.calls if c.startswith("open_process")]}))
+        """
+    )
+
+    assert result["opened"] == []
+    refused = result["refused"]
+    assert isinstance(refused, str)
+    assert refused.startswith("Cannot run Claude Code here: the event loop (")
+    assert "use asyncio's default Proactor loop" in refused

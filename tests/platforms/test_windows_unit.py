@@ -4,6 +4,7 @@ from the exit code (no signal), memory from ``GlobalMemoryStatusEx``, locks thro
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import types
 from collections.abc import Iterator
@@ -130,3 +131,21 @@ def test_owner_locks_go_through_msvcrt(monkeypatch: pytest.MonkeyPatch):
     assert windows.is_locked(-1)  # another holder's lock
     assert not windows.is_locked(6)
     assert 6 not in held  # the probe let go of what it took
+
+
+def test_only_the_proactor_loop_can_start_the_cli(monkeypatch: pytest.MonkeyPatch):
+    class ProactorEventLoop:  # what asyncio has on Windows (and is its default loop there)
+        pass
+
+    selector = asyncio.SelectorEventLoop()
+    try:
+        problem = windows.event_loop_problem(selector)
+        monkeypatch.setattr(asyncio, "ProactorEventLoop", ProactorEventLoop, raising=False)
+
+        assert windows.event_loop_problem(ProactorEventLoop()) is None
+        assert windows.event_loop_problem(selector) == problem
+    finally:
+        selector.close()
+    assert problem is not None
+    assert "cannot start subprocesses on Windows" in problem
+    assert "Proactor" in problem

@@ -30,6 +30,7 @@ __all__ = [
     "UNIX_SOCKETS",
     "available_memory_mb",
     "current",
+    "event_loop_problem",
     "is_locked",
     "lock_exclusive",
     "own_session_options",
@@ -60,6 +61,7 @@ MAX_SOCKET_PATH = current.MAX_SOCKET_PATH
 UNIX_SOCKETS = current.UNIX_SOCKETS
 
 available_memory_mb = current.available_memory_mb
+event_loop_problem = current.event_loop_problem
 is_locked = current.is_locked
 lock_exclusive = current.lock_exclusive
 own_session_options = current.own_session_options

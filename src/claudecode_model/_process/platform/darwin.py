@@ -35,6 +35,7 @@ __all__ = [
     "NAME",
     "UNIX_SOCKETS",
     "available_memory_mb",
+    "event_loop_problem",
     "is_locked",
     "lock_exclusive",
     "own_session_options",
@@ -77,6 +78,11 @@ _LOCAL_PEERPID = 0x002
 _XUCRED = struct.Struct("=IIh2x16I")
 """``struct xucred``: version, uid, group count, 16 groups."""
 _XUCRED_VERSION = 0
+
+
+def event_loop_problem(loop: object) -> str | None:
+    """Why ``loop`` cannot start the CLI (``None``: it can; every asyncio loop here spawns processes)."""
+    return None
 
 
 def tie_to_program(tag: str, pid: int) -> None:

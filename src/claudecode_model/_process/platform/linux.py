@@ -37,6 +37,7 @@ __all__ = [
     "NAME",
     "UNIX_SOCKETS",
     "available_memory_mb",
+    "event_loop_problem",
     "is_locked",
     "lock_exclusive",
     "own_session_options",
@@ -69,6 +70,11 @@ UNIX_SOCKETS = True
 """Whether ``AF_UNIX`` sockets exist (the stdio transport's IPC needs them)."""
 MAX_SOCKET_PATH = 107
 """Longest path an ``AF_UNIX`` address can hold (``sun_path`` minus its terminating NUL)."""
+
+
+def event_loop_problem(loop: object) -> str | None:
+    """Why ``loop`` cannot start the CLI (``None``: it can; every asyncio loop here spawns processes)."""
+    return None
 
 
 def tie_to_program(tag: str, pid: int) -> None:

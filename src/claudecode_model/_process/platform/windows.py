@@ -8,6 +8,7 @@ install a fake one with :func:`use_api` and run this module on any system.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import getpass
@@ -33,6 +34,7 @@ __all__ = [
     "WindowsAPI",
     "api",
     "available_memory_mb",
+    "event_loop_problem",
     "is_locked",
     "lock_exclusive",
     "own_session_options",
@@ -123,6 +125,18 @@ class _Job:
 _jobs: dict[int, _Job] = {}
 """The Job Object of each CLI this program started, by the CLI's pid, until its processes are stopped."""
 _jobs_lock = threading.Lock()
+
+
+def event_loop_problem(loop: object) -> str | None:
+    """Why ``loop`` cannot start the CLI: on Windows only the Proactor loop (asyncio's default since Python 3.8)
+    starts subprocesses; a ``SelectorEventLoop`` (set by ``WindowsSelectorEventLoopPolicy``) cannot."""
+    proactor = getattr(asyncio, "ProactorEventLoop", None)
+    if proactor is not None and isinstance(loop, proactor):
+        return None
+    return (
+        f"the event loop ({type(loop).__name__}) cannot start subprocesses on Windows, and Claude Code runs as one: "
+        "use asyncio's default Proactor loop (do not set WindowsSelectorEventLoopPolicy)"
+    )
 
 
 def tie_to_program(tag: str, pid: int) -> None:
