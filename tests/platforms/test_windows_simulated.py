@@ -69,6 +69,11 @@ def test_on_path_only_claude_exe_counts_and_npm_s_claude_cmd_is_refused(tmp_path
                 found[name] = str(binary.find_cli())
             except CLINotFoundError as error:
                 found[name] = str(error)
+        installed = Path(sys.argv[3], ".local", "bin")  # where the native installer puts it
+        installed.mkdir(parents=True)
+        (installed / "claude.exe").write_text("")
+        os.environ["PATH"] = sys.argv[1]
+        found["installed"] = str(binary.find_cli())
         print(json.dumps(found))
         """,
         str(npm),
@@ -77,6 +82,7 @@ def test_on_path_only_claude_exe_counts_and_npm_s_claude_cmd_is_refused(tmp_path
     )
 
     assert result["both"] == str(native / "claude.exe")
+    assert result["installed"] == str(nothing / ".local" / "bin" / "claude.exe")
     for refused in (result["npm only"], result["relative"]):
         assert isinstance(refused, str)
         assert "Claude Code CLI not found" in refused
