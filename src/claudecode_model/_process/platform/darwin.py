@@ -4,8 +4,6 @@ the lifeline watcher's groups), the physical memory from ``sysctl hw.memsize``, 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import struct
 from collections.abc import Collection
 from typing import Any
@@ -108,6 +106,9 @@ def stop_tagged(tags: Collection[str], *, grace: float | None = None) -> int:
 
 def physical_memory_bytes() -> int | None:
     """The machine's physical memory (``sysctl hw.memsize``), or ``None`` if it cannot be read."""
+    import ctypes  # here: asked once, for the default cap
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         sysctlbyname = libc.sysctlbyname

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import os
-import socket
-import struct
 import time
 from typing import Any
 
@@ -110,6 +108,9 @@ def seconds_since_process_start() -> float | None:
 
 def peer_credentials(sock: Any) -> tuple[int | None, int] | None:
     """(pid, uid) of the process at the other end of the Unix socket ``sock`` (``SO_PEERCRED``)."""
+    import socket  # here: only the stdio transport's server asks (a light import of the package stays light)
+    import struct
+
     packed = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, _gid = struct.unpack("3i", packed)
     return pid, uid
