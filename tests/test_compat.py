@@ -25,6 +25,7 @@ from pydantic_ai.tools import RunContext
 
 from claudecode_model import _compat
 from claudecode_model._process.binary import find_cli
+from claudecode_model._sessions.options import INLINE_OUTPUT_SCHEMA_CHARACTERS
 from claudecode_model.testing import OfflineBackend
 
 SRC = Path(_compat.__file__).parent
@@ -202,6 +203,24 @@ def test_the_sdk_versions_read_without_importing_it_are_the_sdks_own() -> None:
     from claude_agent_sdk._cli_version import __cli_version__
 
     assert (_compat.sdk_version(), _compat.bundled_cli_version()) == (claude_agent_sdk.__version__, __cli_version__)
+
+
+def test_a_large_output_schema_leaves_the_sdks_command_line_and_a_small_one_stays() -> None:
+    """``send_large_schemas_at_initialize`` reaches ``SubprocessCLITransport._build_command`` (the schema off the
+    command line) and ``Query._send_control_request`` (tests/platforms/test_large_arguments_cli.py: in the
+    ``initialize`` request, which the CLI honours)."""
+
+    def command(schema: dict[str, object]) -> list[str]:
+        output_format = {"type": "json_schema", "schema": schema}
+        return _compat.sdk_cli_command(ClaudeAgentOptions(cli_path="/bin/claude", output_format=output_format))
+
+    _compat.send_large_schemas_at_initialize(100)
+    try:
+        small = {"type": "object"}
+        assert command(small)[command(small).index("--json-schema") + 1] == '{"type": "object"}'
+        assert "--json-schema" not in command({"type": "object", "description": "x" * 100})
+    finally:
+        _compat.send_large_schemas_at_initialize(INLINE_OUTPUT_SCHEMA_CHARACTERS)  # the library's own limit again
 
 
 def test_sdk_cli_command_is_the_command_line_of_the_sdks_transport() -> None:

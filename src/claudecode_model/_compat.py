@@ -52,6 +52,7 @@ __all__ = [
     "resolve_tool_choice",
     "sdk_cli_command",
     "sdk_version",
+    "send_large_schemas_at_initialize",
     "session_transcript_path",
     "spawn_clis_with",
 ]
@@ -281,3 +282,50 @@ def sdk_cli_command(options: ClaudeAgentOptions) -> list[str]:
         yield
 
     return SubprocessCLITransport(prompt=nothing(), options=options)._build_command()
+
+
+def _large_schema(options: Any, limit: int) -> Any:
+    """The output schema of ``options`` if its JSON is longer than ``limit`` characters (else ``None``)."""
+    import json
+
+    output_format = getattr(options, "output_format", None)
+    if not isinstance(output_format, dict) or output_format.get("type") != "json_schema":
+        return None
+    schema = output_format.get("schema")
+    return schema if schema is not None and len(json.dumps(schema)) > limit else None
+
+
+def send_large_schemas_at_initialize(limit: int) -> None:
+    """Have the SDK send an output schema whose JSON is longer than ``limit`` characters in the CLI's ``initialize``
+    request (its ``jsonSchema`` field, as the TypeScript SDK sends it) instead of as ``--json-schema`` on the command
+    line, which Windows caps at 32,767 characters in all. Installed once; smaller schemas stay on the command line.
+
+    Private names: ``SubprocessCLITransport._build_command`` and ``_options``, ``Query._send_control_request`` and
+    ``transport``."""
+    from claude_agent_sdk._internal.query import Query
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    build = SubprocessCLITransport._build_command
+    if getattr(build, "large_schema_limit", None) is not None:
+        build.large_schema_limit = limit  # type: ignore[attr-defined]
+        return
+    send = Query._send_control_request
+
+    def _build_command(self: Any) -> list[str]:
+        command: list[str] = build(self)
+        if _large_schema(self._options, _build_command.large_schema_limit) is not None:  # type: ignore[attr-defined]
+            at = command.index("--json-schema")
+            del command[at : at + 2]
+        return command
+
+    async def _send_control_request(self: Any, request: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if request.get("subtype") == "initialize":
+            options = getattr(getattr(self, "transport", None), "_options", None)
+            schema = _large_schema(options, _build_command.large_schema_limit)  # type: ignore[attr-defined]
+            if schema is not None:
+                request = {**request, "jsonSchema": schema}
+        return await send(self, request, *args, **kwargs)
+
+    _build_command.large_schema_limit = limit  # type: ignore[attr-defined]
+    SubprocessCLITransport._build_command = _build_command  # type: ignore[method-assign]
+    Query._send_control_request = _send_control_request  # type: ignore[method-assign]

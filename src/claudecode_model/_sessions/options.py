@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -14,6 +15,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, ThinkingConfig
 from pydantic_ai.settings import ThinkingLevel
 
+from claudecode_model._compat import send_large_schemas_at_initialize
 from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
@@ -28,6 +30,7 @@ from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = [
+    "INLINE_OUTPUT_SCHEMA_CHARACTERS",
     "LITERAL_PROMPTS_VERSION",
     "MAX_CLI_MESSAGE_BYTES",
     "BuiltOptions",
@@ -72,6 +75,12 @@ class RequestNeeds:
     is added per CLI process: it waits on the process's call results)."""
 
 
+INLINE_OUTPUT_SCHEMA_CHARACTERS = 8192
+"""The longest output schema (characters of its JSON) passed on the CLI's command line (``--json-schema``); a longer
+one reaches the CLI in its ``initialize`` request. Windows caps a whole command line at 32,767 characters, and that
+is the design limit on every platform."""
+
+
 def build_options(
     *,
     model_name: str | None,
@@ -82,6 +91,8 @@ def build_options(
     stderr: Callable[[str], None],
 ) -> tuple[ClaudeAgentOptions, str]:
     """The SDK options for a request, and a signature of everything that fixes a CLI session's behaviour."""
+    if needs.output_schema and len(json.dumps(needs.output_schema)) > INLINE_OUTPUT_SCHEMA_CHARACTERS:
+        send_large_schemas_at_initialize(INLINE_OUTPUT_SCHEMA_CHARACTERS)  # off the command line
     builtin = settings.get("claude_code_builtin_tools")
     subagents = subagent_options(settings, builtin)
     tools: list[str] | dict[str, str]
