@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests._support.platforms import linux_only_reason
 from tests._support.processes import live_descendants
 
 if TYPE_CHECKING:
@@ -25,6 +28,26 @@ _SESSION_TMP = tempfile.mkdtemp(prefix="cct-", dir="/tmp" if os.path.isdir("/tmp
 os.chmod(_SESSION_TMP, 0o711)  # traversable, as /tmp is, for the tests that connect as another user
 os.environ["TMPDIR"] = _SESSION_TMP
 tempfile.tempdir = _SESSION_TMP
+
+
+@functools.cache
+def _linux_only(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as module:
+            return linux_only_reason(module.read())
+    except OSError:
+        return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Elsewhere than Linux (a Mac), skip the tests of modules that read ``/proc`` or need Linux namespaces, saying
+    why (see docs/testing.md, "Running the suite on a Mac")."""
+    if sys.platform.startswith("linux"):
+        return
+    for item in items:
+        reason = _linux_only(str(item.path))
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

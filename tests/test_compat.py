@@ -9,15 +9,19 @@ import ast
 import asyncio
 import functools
 import inspect
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
+from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, PartStartEvent, TextPart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
@@ -276,6 +280,48 @@ def test_the_sdk_versions_read_without_importing_it_are_the_sdks_own() -> None:
     from claude_agent_sdk._cli_version import __cli_version__
 
     assert (_compat.sdk_version(), _compat.bundled_cli_version()) == (claude_agent_sdk.__version__, __cli_version__)
+
+
+def test_a_large_output_schema_leaves_the_command_line_and_a_small_one_stays() -> None:
+    """The library's subprocess transport takes a schema longer than its limit off the command line
+    (tests/platforms/test_large_arguments_cli.py: it reaches the CLI in the ``initialize`` request, which the CLI
+    honours); the SDK's own command line is unchanged."""
+
+    def command(schema: dict[str, object], limit: int | None = 100) -> list[str]:
+        output_format = {"type": "json_schema", "schema": schema}
+        options = ClaudeAgentOptions(cli_path="/bin/claude", output_format=output_format)
+        return _compat.sdk_cli_command(options, inline_schema_limit=limit)
+
+    small, large = {"type": "object"}, {"type": "object", "description": "x" * 100}
+    assert command(small)[command(small).index("--json-schema") + 1] == '{"type": "object"}'
+    assert "--json-schema" not in command(large)
+    assert "--json-schema" in command(large, limit=None)
+
+
+async def test_a_large_output_schema_is_sent_in_the_initialize_request() -> None:
+    """What the transport writes: the ``initialize`` control request gains ``jsonSchema``; other lines are as
+    written."""
+    schema = {"type": "object", "description": "x" * 100}
+    options = ClaudeAgentOptions(cli_path="/bin/claude", output_format={"type": "json_schema", "schema": schema})
+    transport = _compat.subprocess_transport(options, _never_spawned, inline_schema_limit=100)
+    written: list[str] = []
+
+    async def write(data: str) -> None:
+        written.append(data)
+
+    initialize = {"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize", "hooks": None}}
+    user = {"type": "user", "message": {"role": "user", "content": "initialize"}}
+    with patch.object(SubprocessCLITransport, "write", lambda self, data: write(data)):
+        await transport.write(json.dumps(initialize) + "\n")
+        await transport.write(json.dumps(user) + "\n")
+
+    assert json.loads(written[0])["request"] == {**initialize["request"], "jsonSchema": schema}
+    assert written[0].endswith("\n")
+    assert json.loads(written[1]) == user
+
+
+async def _never_spawned(command: Sequence[str], keywords: Mapping[str, object]) -> Process:
+    raise AssertionError("not started")
 
 
 def test_sdk_cli_command_is_the_command_line_of_the_sdks_transport() -> None:

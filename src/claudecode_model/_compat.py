@@ -263,9 +263,17 @@ def _spawning_transport_class() -> Callable[..., Transport]:
     )
 
     class SpawningTransport(subprocess_cli.SubprocessCLITransport):
-        def __init__(self, *, options: ClaudeAgentOptions, spawn: Spawn) -> None:
+        def __init__(self, *, options: ClaudeAgentOptions, spawn: Spawn, inline_schema_limit: int | None) -> None:
             super().__init__(prompt=_no_prompt(), options=options)
             self._claudecode_spawn = spawn
+            self._claudecode_large_schema = _large_schema(options, inline_schema_limit)
+
+        def _build_command(self) -> list[str]:
+            command: list[str] = super()._build_command()
+            if self._claudecode_large_schema is not None:
+                at = command.index("--json-schema")
+                del command[at : at + 2]
+            return command
 
         async def connect(self) -> None:
             token = _SPAWN.set(self._claudecode_spawn)
@@ -273,6 +281,12 @@ def _spawning_transport_class() -> Callable[..., Transport]:
                 await connect_code(self)
             finally:
                 _SPAWN.reset(token)
+
+        async def write(self, data: str) -> None:
+            schema = self._claudecode_large_schema
+            if schema is not None and '"initialize"' in data:
+                data = _with_schema_at_initialize(data, schema)
+            await super().write(data)
 
     return SpawningTransport
 
@@ -282,13 +296,18 @@ async def _no_prompt() -> AsyncIterator[dict[str, Any]]:
     yield
 
 
-def subprocess_transport(options: ClaudeAgentOptions, spawn: Spawn) -> Transport:
+def subprocess_transport(options: ClaudeAgentOptions, spawn: Spawn, *, inline_schema_limit: int) -> Transport:
     """The SDK's subprocess transport for ``options``, configured as ``ClaudeSDKClient`` configures the one it builds
     itself (``can_use_tool`` routed over stdio), whose CLI is started by ``spawn``: the SDK builds the command line,
-    environment and streams as always, ``spawn`` starts the process (or adopts one)."""
+    environment and streams as always, ``spawn`` starts the process (or adopts one). An output schema whose JSON is
+    longer than ``inline_schema_limit`` characters leaves the command line (``--json-schema``) and reaches the CLI in
+    its ``initialize`` request (``jsonSchema``, as the TypeScript SDK sends it)."""
     from claude_agent_sdk.types import _configure_can_use_tool
 
-    return _spawning_transport_class()(options=_configure_can_use_tool(options), spawn=spawn)
+    transport_class = _spawning_transport_class()
+    return transport_class(
+        options=_configure_can_use_tool(options), spawn=spawn, inline_schema_limit=inline_schema_limit
+    )
 
 
 def load_sdk() -> None:
@@ -315,12 +334,43 @@ async def _nothing_to_remove() -> None:
     return None
 
 
-def sdk_cli_command(options: ClaudeAgentOptions) -> list[str]:
-    """The command line the SDK's subprocess transport starts the CLI with for ``options``."""
-    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+def sdk_cli_command(options: ClaudeAgentOptions, *, inline_schema_limit: int | None = None) -> list[str]:
+    """The command line the transport of :func:`subprocess_transport` starts the CLI with for ``options`` (``None``:
+    every output schema on the command line, as the SDK's own transport does)."""
+    transport = _spawning_transport_class()(options=options, spawn=_no_spawn, inline_schema_limit=inline_schema_limit)
+    command: list[str] = transport._build_command()  # type: ignore[attr-defined]
+    return command
 
-    async def nothing() -> Any:
-        return
-        yield
 
-    return SubprocessCLITransport(prompt=nothing(), options=options)._build_command()
+async def _no_spawn(command: Sequence[str], keywords: Mapping[str, Any]) -> Process:
+    raise RuntimeError("a transport made only for its command line is never connected")
+
+
+def _with_schema_at_initialize(line: str, schema: Any) -> str:
+    """The control line ``line`` with ``schema`` as its ``jsonSchema`` if it is the ``initialize`` request."""
+    import json
+
+    message = json.loads(line)
+    if not isinstance(message, dict) or message.get("type") != "control_request":
+        return line
+    request = message.get("request")
+    if not isinstance(request, dict):
+        return line
+    if request.get("subtype") != "initialize":
+        return line
+    message["request"] = {**request, "jsonSchema": schema}
+    return json.dumps(message) + "\n"
+
+
+def _large_schema(options: ClaudeAgentOptions, limit: int | None) -> Any:
+    """The output schema of ``options`` if its JSON is longer than ``limit`` characters (else ``None``; always with
+    no limit)."""
+    import json
+
+    if limit is None:
+        return None
+    output_format = getattr(options, "output_format", None)
+    if not isinstance(output_format, dict) or output_format.get("type") != "json_schema":
+        return None
+    schema = output_format.get("schema")
+    return schema if schema is not None and len(json.dumps(schema)) > limit else None

@@ -8,6 +8,7 @@ an existing directory). Mistakes raise :class:`~claudecode_model.exceptions.Clau
 
 from __future__ import annotations
 
+import asyncio
 import collections.abc
 import difflib
 import functools
@@ -21,6 +22,7 @@ from pydantic import InstanceOf, TypeAdapter, ValidationError
 from pydantic_ai.settings import ModelSettingName
 
 from claudecode_model._sessions.setting_table import SETTINGS
+from claudecode_model._tools.execution import check_transport_available
 from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
@@ -229,6 +231,7 @@ def check_model_arguments(limits: ProcessLimits, *, tool_transport: Any, setting
         raise ClaudeCodeSettingsError(
             f"Invalid tool_transport={tool_transport!r}: it must be one of {', '.join(map(repr, TRANSPORTS))}."
         )
+    check_transport_available(tool_transport)
     if settings is not None and not isinstance(settings, Mapping):
         raise ClaudeCodeSettingsError(f"Invalid settings={settings!r}: it must be a dict (ClaudeCodeModelSettings).")
     check_settings(settings)
@@ -244,5 +247,19 @@ def check_model_arguments(limits: ProcessLimits, *, tool_transport: Any, setting
 
 def check_request_settings(settings: Mapping[str, Any] | None) -> None:
     """Everything checked before a request starts: types and ranges (pydantic-ai warns about the unsupported
-    standard settings, see ``UNSUPPORTED_STANDARD_SETTINGS``)."""
+    standard settings, see ``UNSUPPORTED_STANDARD_SETTINGS``), and an event loop that can start the CLI."""
     check_settings(settings)
+    check_event_loop()
+
+
+def check_event_loop() -> None:
+    """Refuse a running event loop that cannot start subprocesses (on Windows, anything but the Proactor loop)."""
+    from claudecode_model._process.platform import event_loop_problem
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    problem = event_loop_problem(loop)
+    if problem is not None:
+        raise ClaudeCodeSettingsError(f"Cannot run Claude Code here: {problem}.")

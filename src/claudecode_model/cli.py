@@ -508,12 +508,10 @@ def _run_summary(result: AgentRunResult[str], tool_calls: int, elapsed: float, a
 def seconds_since_process_start() -> float:
     """Seconds since this process started: from the kernel's record of its start (Linux, 10 ms resolution), else
     since this module was imported (missing the interpreter's own start)."""
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        start_ticks = int(stat[stat.rindex(")") + 2 :].split()[19])  # field 22, starttime, in clock ticks
-        return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):  # no /proc, no CLOCK_BOOTTIME (not Linux)
-        return time.monotonic() - _IMPORTED
+    from claudecode_model._process.platform import seconds_since_process_start as since_start
+
+    seconds = since_start()
+    return seconds if seconds is not None else time.monotonic() - _IMPORTED
 
 
 async def _doctor(args: argparse.Namespace) -> int:
@@ -530,7 +528,7 @@ async def _doctor(args: argparse.Namespace) -> int:
     print(f"[ok]   Claude Code CLI: {cli} ({version})")
     note = support_note(parse_version(version))
     print(f"[warn] Claude Code version: {note}" if note else "[ok]   Claude Code version: in the tested range")
-    for line in _credentials():
+    for line in _credentials(cli):
         print(line)
     try:
         trip = await _offline_round_trip("doctor check", args.cli_path)
@@ -545,27 +543,37 @@ async def _doctor(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def _credentials() -> list[str]:
-    from claudecode_model._process.credentials import find_credentials
+def _credentials(cli: Path | None = None) -> list[str]:
+    """The doctor's lines on credentials; with the ``cli`` that runs, a login outside ``.credentials.json`` (the
+    macOS Keychain) is asked of ``claude auth status``."""
+    from claudecode_model._process import platform
+    from claudecode_model._process.credentials import cli_login_method, find_credentials
 
     lines: list[str] = []
     credentials = find_credentials({})
     found: list[str] = list(credentials.api_keys)
-    if credentials.login is not None:
-        found.append(f"login in {credentials.login}")
+    login = f"login in {credentials.login}" if credentials.login is not None else None
+    if login is None and platform.LOGIN_IN_KEYCHAIN and cli is not None:
+        method = cli_login_method(cli)
+        if method is not None:
+            login = f"login in the macOS Keychain ({method}, as `claude auth status` reports)"
+    if login is not None:
+        found.append(login)
     if os.environ.get("CLAUDE_CODE_USE_BEDROCK") or os.environ.get("CLAUDE_CODE_USE_VERTEX"):
         found.append("cloud provider settings (Bedrock/Vertex)")
     if found:
         lines.append(f"[ok]   credentials: {', '.join(found)} (values not shown)")
     else:
         lines.append(f"[warn] credentials: none found; run `{LOGIN_COMMAND}` to use `claudecode-model run` online")
-    if credentials.api_keys and credentials.login is not None:
+    if credentials.api_keys and login is not None:
         lines.append(
             f"[warn] billing: runs bill {credentials.api_keys[0]}, not the subscription login (Claude Code prefers "
             "a key in the environment); set claude_code_auth='subscription' to bill the login"
         )
     elif credentials.api_keys or credentials.login is not None:
         lines.append(f"[ok]   billing: runs bill {credentials.billed()}")
+    elif login is not None:
+        lines.append("[ok]   billing: runs bill the subscription login (in the macOS Keychain)")
     return lines
 
 

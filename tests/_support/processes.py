@@ -1,4 +1,8 @@
-"""The process tree, read from ``/proc``: who is alive, who is whose child, what each one runs."""
+"""The process tree, read from ``/proc``: who is alive, who is whose child, what each one runs.
+
+Where there is no ``/proc`` (macOS) the table comes from ``ps`` instead (an argv then is its command split at
+spaces), so that the leak guard of every test works there too; what only ``/proc`` tells (a process's environment,
+its resident memory) is left to the tests that run on Linux."""
 
 from __future__ import annotations
 
@@ -29,8 +33,15 @@ class ProcessEntry:
         return self.state != "Z"
 
 
+HAS_PROC = os.path.isdir("/proc/self")
+"""Whether the process table can be read from ``/proc`` (Linux)."""
+
+
 def process_table() -> Iterator[ProcessEntry]:
     """Every process on the machine (zombies included; see :attr:`ProcessEntry.alive`)."""
+    if not HAS_PROC:
+        yield from ps_table()
+        return
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -43,6 +54,16 @@ def process_table() -> Iterator[ProcessEntry]:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         yield ProcessEntry(int(entry), int(fields[1]), fields[0], argv, int(fields[2]))
+
+
+def ps_table() -> Iterator[ProcessEntry]:
+    """The process table as ``ps`` prints it (POSIX options; what :func:`process_table` reads without ``/proc``)."""
+    listing = subprocess.run(
+        ["ps", "-A", "-o", "pid=,ppid=,pgid=,stat=,args="], capture_output=True, text=True, check=True
+    ).stdout
+    for line in listing.splitlines():
+        pid, ppid, pgid, state, *argv = line.split()
+        yield ProcessEntry(int(pid), int(ppid), state[:1], argv, int(pgid))
 
 
 def environment(pid: int) -> list[bytes]:
@@ -78,6 +99,8 @@ def live_children(pid: int | None = None) -> list[ProcessEntry]:
 
 def is_alive(pid: int) -> bool:
     """Whether ``pid`` exists and is not a zombie."""
+    if not HAS_PROC:
+        return any(entry.pid == pid and entry.alive for entry in ps_table())
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
@@ -87,6 +110,8 @@ def is_alive(pid: int) -> bool:
 
 def cmdline(pid: int) -> list[str]:
     """The argv of ``pid`` ([] if it is gone)."""
+    if not HAS_PROC:
+        return next((entry.argv for entry in ps_table() if entry.pid == pid), [])
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:

@@ -17,6 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, cli
 from claudecode_model._process.binary import find_cli
+from claudecode_model._process.platform import linux
 from claudecode_model.testing import OfflineBackend
 from tests._support.subprocesses import run_python
 
@@ -85,10 +86,10 @@ def test_the_time_since_the_process_started_counts_the_interpreter_start():
 
 
 def test_without_proc_the_time_is_counted_from_the_command_start(monkeypatch):
-    def no_proc(self: Path) -> str:
+    def no_proc(*args: object, **kwargs: object) -> str:
         raise OSError("no /proc here")
 
-    monkeypatch.setattr(Path, "read_text", no_proc)
+    monkeypatch.setattr(linux, "open", no_proc, raising=False)  # what the Linux branch reads the start with
 
     assert cli.seconds_since_process_start() == pytest.approx(time.monotonic() - cli._IMPORTED, abs=0.5)
 

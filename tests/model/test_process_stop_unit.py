@@ -108,7 +108,7 @@ def watchers(marker: str) -> list[int]:
     """The lifeline watchers started by programs of this test (they inherit the program's environment)."""
     found = []
     for entry in process_table():
-        if entry.alive and any(arg.endswith("oscalls.py") for arg in entry.argv):
+        if entry.alive and any(arg.endswith("posix.py") for arg in entry.argv):
             with contextlib.suppress(OSError):
                 if marker.encode() in Path(f"/proc/{entry.pid}/environ").read_bytes():
                     found.append(entry.pid)

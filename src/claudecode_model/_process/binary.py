@@ -1,4 +1,8 @@
-"""The Claude Code CLI binary: where it is (explicit path, bundled with the SDK, ``PATH``) and which version it is."""
+"""The Claude Code CLI binary: where it is (explicit path, bundled with the SDK, ``PATH``) and which version it is.
+
+On Windows the CLI is ``claude.exe`` (bundled, on ``PATH`` or where the native installer puts it): npm's
+``claude.cmd`` is a batch script that claude-agent-sdk refuses to run, so it is never chosen.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +17,15 @@ from functools import cache
 from pathlib import Path
 
 from claudecode_model._compat import bundled_cli_dir, bundled_cli_version
+from claudecode_model._process import platform
 from claudecode_model.exceptions import CLINotFoundError
 
 __all__ = [
     "COMMON_LOCATIONS",
     "INSTALL_HINT",
     "TESTED_CLI_VERSIONS",
+    "WINDOWS_INSTALL_HINT",
+    "WINDOWS_LOCATIONS",
     "bundled_cli_path",
     "cli_version",
     "cli_version_async",
@@ -44,6 +51,15 @@ COMMON_LOCATIONS = (
     "~/node_modules/.bin/claude",
     "~/.yarn/bin/claude",
     "~/.claude/local/claude",
+)
+
+WINDOWS_LOCATIONS = ("~/.local/bin/claude.exe",)
+"""Where Claude Code's native Windows installer puts ``claude.exe``."""
+
+WINDOWS_INSTALL_HINT = (
+    "Install the native claude.exe (PowerShell: `irm https://claude.ai/install.ps1 | iex`), or the "
+    "claude-agent-sdk wheel for Windows x64 (it bundles claude.exe), or pass `cli_path=` to ClaudeCodeModel. "
+    "npm's claude.cmd cannot be used: claude-agent-sdk refuses to run a batch script."
 )
 
 _QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
@@ -90,7 +106,7 @@ def log_support(cli_path: Path) -> None:
 
 def bundled_cli_path() -> Path | None:
     """The CLI shipped inside the claude-agent-sdk wheel, if this platform's wheel has one."""
-    bundled = bundled_cli_dir() / "claude"
+    bundled = bundled_cli_dir() / platform.CLI_BINARY
     return bundled if _is_executable(bundled) else None
 
 
@@ -114,7 +130,9 @@ def find_cli(cli_path: str | os.PathLike[str] | None = None) -> Path:
     bundled = bundled_cli_path()
     if bundled is not None:
         return bundled
-    searched.append("claude_agent_sdk/_bundled/claude")
+    searched.append(f"claude_agent_sdk/_bundled/{platform.CLI_BINARY}")
+    if platform.CLI_BINARY == "claude.exe":
+        return _find_windows_cli(searched)
     on_path = shutil.which("claude")
     if on_path:
         return Path(on_path)
@@ -126,6 +144,23 @@ def find_cli(cli_path: str | os.PathLike[str] | None = None) -> Path:
             return candidate
     raise CLINotFoundError(
         f"Claude Code CLI not found (looked in: {', '.join(searched)}). {INSTALL_HINT}", searched=searched
+    )
+
+
+def _find_windows_cli(searched: list[str]) -> Path:
+    """``claude.exe`` in an absolute ``PATH`` entry (not the working directory), else where the native installer
+    puts it; never npm's ``claude.cmd``."""
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if entry and os.path.isabs(entry) and os.path.isfile(os.path.join(entry, "claude.exe")):
+            return Path(entry, "claude.exe")
+    searched.append("PATH (claude.exe)")
+    for location in WINDOWS_LOCATIONS:
+        candidate = Path(location).expanduser()
+        searched.append(str(candidate))
+        if candidate.is_file():
+            return candidate
+    raise CLINotFoundError(
+        f"Claude Code CLI not found (looked in: {', '.join(searched)}). {WINDOWS_INSTALL_HINT}", searched=searched
     )
 
 
@@ -225,4 +260,5 @@ def _run_version(path: str, *, timeout: float) -> subprocess.CompletedProcess[st
 
 
 def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
+    """A file that may be run (on Windows any file: it has no execute bit; ``.exe`` is checked by the caller)."""
+    return path.is_file() and (platform.NAME == "win32" or os.access(path, os.X_OK))

@@ -9,14 +9,24 @@ bills; ``"api_key"`` requires a key.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["API_KEY_VARIABLES", "AuthMode", "Credentials", "auth_env", "find_credentials", "warn_once"]
+__all__ = [
+    "API_KEY_VARIABLES",
+    "AuthMode",
+    "Credentials",
+    "auth_env",
+    "cli_login_method",
+    "find_credentials",
+    "warn_once",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +61,29 @@ def find_credentials(env: Mapping[str, str]) -> Credentials:
     config_dir = Path(merged.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
     login = config_dir / ".credentials.json"
     return Credentials(keys, login if login.is_file() else None)
+
+
+def cli_login_method(cli_path: Path, *, timeout: float = 30) -> str | None:
+    """How the CLI at ``cli_path`` is logged in, as ``claude auth status`` reports it (``"claude.ai"``, ...):
+    what finds a login kept outside ``.credentials.json`` (the macOS Keychain). ``None``: not logged in, or the CLI
+    could not tell."""
+    try:
+        completed = subprocess.run(
+            [str(cli_path), "auth", "status"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"},
+            check=False,
+        )
+        status = json.loads(completed.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as error:
+        logger.debug("could not ask %s for its login: %s", cli_path, error)
+        return None
+    if not isinstance(status, dict) or status.get("loggedIn") is not True:
+        return None
+    method = status.get("authMethod")
+    return method if isinstance(method, str) and method else "unknown method"
 
 
 def auth_env(mode: AuthMode) -> dict[str, str]:

@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from claudecode_model._process import platform
+
 __all__ = ["guarded_cli_path"]
 
 logger = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ os.execv({cli!r}, [{cli!r}, *sys.argv[1:]])
 def guarded_cli_path(cli_path: Path) -> Path:
     """A launcher for ``cli_path`` that stops the CLI when this process dies; ``cli_path`` itself where there is
     no such mechanism (not Linux) or the launcher cannot be written."""
-    if not sys.platform.startswith("linux"):
+    if not platform.DEATH_SIGNAL_LAUNCHER:
         return cli_path
     try:
         return _launcher_for(str(cli_path), _setpriv())
@@ -128,9 +130,9 @@ def _private_dir() -> Path:
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:
-        directory = Path(tempfile.gettempdir()) / f"claudecode-launch-{os.getuid()}"
+        directory = Path(tempfile.gettempdir()) / f"claudecode-launch-{platform.user_id()}"
         directory.mkdir(mode=0o700, exist_ok=True)
     info = directory.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+    if not stat.S_ISDIR(info.st_mode) or not platform.owned_by_user(info) or info.st_mode & 0o077:
         raise OSError(f"{directory} is not a private directory of this user")
     return directory

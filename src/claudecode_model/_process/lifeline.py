@@ -8,7 +8,12 @@ however), the watcher stops every process still carrying a registered tag and ex
 has released them all, and its watcher just exits. The watcher runs in a session of its own (the terminal's Ctrl-C
 does not reach it).
 
-The CLI launcher's ``PR_SET_PDEATHSIG`` (Linux) stays: it stops the CLI itself at once, and the watcher the rest.
+How the watcher finds what to stop depends on the platform (:data:`~claudecode_model._process.platform.LIFELINE`):
+on Linux, every process carrying a registered tag (``/proc``), and the CLI launcher's ``PR_SET_PDEATHSIG`` stops the
+CLI itself at once; on macOS (no ``/proc``, no death signal), the process group of each registered CLI, whose pid the
+program tells it once the CLI runs (:func:`started`). On Windows there is no watcher: :func:`started` puts the CLI in
+a Job Object with kill-on-close (:func:`~claudecode_model._process.platform.windows.tie_to_program`).
+
 A watcher that died is started again at the next message, with every tag still registered. A child made by
 ``fork()`` closes its copy of the write end (else the pipe would outlive the program) and starts its own watcher.
 """
@@ -19,9 +24,10 @@ import logging
 import os
 import threading
 
-from claudecode_model._process.oscalls import start_watcher
+from claudecode_model._process import platform
+from claudecode_model._process.platform.posix import start_watcher
 
-__all__ = ["release", "watch"]
+__all__ = ["release", "started", "watch"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,16 +37,24 @@ class _Lifeline:
         self._lock = threading.Lock()
         self._write_fd: int | None = None
         self._tags: set[str] = set()
+        self._groups: dict[str, int] = {}
 
     def watch(self, tag: str) -> None:
         with self._lock:
             self._tags.add(tag)
             self._send(f"+{tag}\n".encode())
 
+    def group(self, tag: str, leader: int) -> None:
+        with self._lock:
+            if tag in self._tags:
+                self._groups[tag] = leader
+                self._send(f"={tag} {leader}\n".encode())
+
     def release(self, tag: str) -> None:
         with self._lock:
             if tag in self._tags:
                 self._tags.discard(tag)
+                self._groups.pop(tag, None)
                 self._send(f"-{tag}\n".encode())
 
     def _send(self, message: bytes) -> None:
@@ -58,11 +72,12 @@ class _Lifeline:
                 logger.debug("the lifeline watcher is gone (%s); starting another one", error)
                 self._forget()
                 message = b"".join(f"+{tag}\n".encode() for tag in sorted(self._tags))
+                message += b"".join(f"={tag} {leader}\n".encode() for tag, leader in sorted(self._groups.items()))
 
     def _start(self) -> bool:
         read_fd, write_fd = os.pipe()  # both non-inheritable
         try:
-            start_watcher(read_fd)
+            start_watcher(read_fd, platform.LIFELINE)
         except OSError as error:
             os.close(write_fd)
             logger.warning("cannot start the lifeline watcher (%s); a killed program may leave commands running", error)
@@ -86,6 +101,7 @@ class _Lifeline:
             os.close(self._write_fd)
         self._write_fd = None
         self._tags = set()
+        self._groups = {}
 
 
 _LIFELINE = _Lifeline()
@@ -95,9 +111,30 @@ if hasattr(os, "register_at_fork"):
 
 def watch(tag: str) -> None:
     """Stop the processes tagged ``tag`` if this program dies before :func:`release` (starts the watcher)."""
-    _LIFELINE.watch(tag)
+    if platform.LIFELINE != "job":
+        _LIFELINE.watch(tag)
+
+
+def started(tag: str, pid: int) -> None:
+    """The CLI tagged ``tag`` runs as process ``pid`` (the leader of its own group): tie it to this program where
+    the tag alone does not find it (macOS: the watcher is told its group; Windows: a Job Object)."""
+    match platform.LIFELINE:
+        case "tags":
+            return
+        case "groups":
+            _LIFELINE.group(tag, pid)
+        case "job":
+            try:
+                platform.tie_to_program(tag, pid)
+            except OSError as error:
+                logger.warning(
+                    "cannot tie the CLI %d to this program (%s); a killed program may leave it running", pid, error
+                )
+        case other:
+            raise AssertionError(f"unknown lifeline {other!r}")
 
 
 def release(tag: str) -> None:
     """The processes tagged ``tag`` were stopped: the watcher forgets them."""
-    _LIFELINE.release(tag)
+    if platform.LIFELINE != "job":
+        _LIFELINE.release(tag)

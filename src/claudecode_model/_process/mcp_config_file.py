@@ -74,7 +74,8 @@ def write_private_mcp_config(servers: Mapping[str, Any]) -> tuple[str, Callable[
 
     path = os.path.join(folder, _CONFIG_NAME)
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)  # none on Windows
+        descriptor = os.open(path, flags, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             json.dump({"mcpServers": dict(servers)}, file)
     except BaseException:

@@ -1,293 +1,38 @@
-"""The operating system's process calls, in one place: every signal, wait and ``/proc`` read of the package.
+"""The process calls the rest of the package uses to start, find and stop a CLI's processes: the platform layer's
+(:mod:`claudecode_model._process.platform`), under the names the package has always imported them by.
 
-The rest of the package speaks of a CLI's *processes*: the CLI itself, its own process group, and every process
-that carries its tag (an environment variable with a value unique to that CLI, :data:`CLI_TAG_VARIABLE`, which the
-commands of its built-in tools inherit). The tag is what finds a CLI's commands once they have left its group and
-its tree: the Bash tool starts each command as ``bash -c`` in a session of its own, and a command outlives a killed
-CLI re-parented to PID 1.
-
-Only POSIX (with Linux's ``/proc`` and pidfds where present) is implemented; the functions are named for what they
-do, not how, so that other platforms can get their own branch here.
-
-Safety against pid reuse:
-
-- A process group is signalled (:func:`signal_group`) only while its leader is this process's child and has not
-  been reaped (the caller checks :func:`reaped`): a zombie keeps its pid, so the group id cannot belong to anyone
-  else. Between that check and the signal the kernel would have to hand out every other pid first.
-- A tagged process is signalled through a pidfd opened *before* its environment is read (:func:`stop_tagged`): if
-  the pid was reused meanwhile, the environment read is the new process's, which lacks the tag, and the signal goes
-  to the process the pidfd holds, never to a newcomer. Without pidfds (not Linux) the window is the microseconds
-  between the read and ``kill()``.
-
-Run as a script (``python -I -S oscalls.py``), this module is the *lifeline watcher* (:func:`start_watcher`): it
-reads ``+tag`` / ``-tag`` lines on its standard input and, when that pipe closes (its program ended, even by
-SIGKILL), stops every process carrying a tag still registered, then exits. It imports nothing of the package.
+A CLI's *processes* are the CLI itself, its own process group, and every process carrying its tag
+(:data:`CLI_TAG_VARIABLE`, inherited by the commands of its built-in tools); see
+:mod:`claudecode_model._process.platform.posix` for how they are found and why the calls are safe against pid reuse,
+and :mod:`claudecode_model._process.platform.windows` for Windows, where a Job Object holds them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import sys
-import time
-from collections.abc import Collection, Iterator
-from typing import Any
+from claudecode_model._process.platform import (
+    CLI_TAG_VARIABLE,
+    own_session_options,
+    process_alive,
+    process_exited,
+    process_exiting,
+    reaped,
+    signal_group,
+    signal_process,
+    signal_tagged,
+    stop_child,
+    stop_tagged,
+)
 
 __all__ = [
     "CLI_TAG_VARIABLE",
     "own_session_options",
+    "process_alive",
     "process_exited",
     "process_exiting",
     "reaped",
     "signal_group",
     "signal_process",
     "signal_tagged",
-    "start_watcher",
     "stop_child",
     "stop_tagged",
 ]
-
-CLI_TAG_VARIABLE = "CLAUDECODE_MODEL_CLI"
-"""The environment variable whose value tags one CLI process and every process it starts."""
-
-_STOP_ROUNDS = 20
-"""How often :func:`stop_tagged` looks again for tagged processes (a command may fork while it is stopped)."""
-
-
-def own_session_options() -> dict[str, Any]:
-    """The ``subprocess`` / ``anyio.open_process`` keywords that start a child in a session (and process group) of
-    its own: the terminal's Ctrl-C does not reach it, and its group can be stopped as a whole."""
-    return {"start_new_session": True}
-
-
-def _signal(force: bool) -> signal.Signals:
-    return signal.SIGKILL if force else signal.SIGTERM
-
-
-def signal_process(pid: int, *, force: bool = False) -> None:
-    """Ask process ``pid`` to stop (SIGTERM), or kill it (``force``); nothing if it is gone. The caller knows
-    ``pid`` is its unreaped child."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, _signal(force))
-
-
-def signal_group(leader: int, *, force: bool = False) -> None:
-    """Stop the process group ``leader`` leads (SIGTERM, or SIGKILL with ``force``), or the process alone when it
-    leads none (a start not yet in its own session). The caller knows ``leader`` is its unreaped child."""
-    try:
-        os.killpg(leader, _signal(force))
-    except ProcessLookupError:
-        signal_process(leader, force=force)
-    except PermissionError:
-        pass
-
-
-def process_exited(pid: int | None) -> bool:
-    """Whether the child ``pid`` has exited, without reaping it (its owner's watcher may not have seen it yet)."""
-    if pid is None or not hasattr(os, "waitid"):
-        return False
-    try:
-        status = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True  # already reaped
-    except OSError:
-        return False
-    return status is not None
-
-
-def reaped(pid: int) -> bool:
-    """Whether the child ``pid`` was reaped already (its number may belong to another process by now)."""
-    if not hasattr(os, "waitid"):
-        return False
-    try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def process_exiting(pid: int | None) -> bool:
-    """Whether the child ``pid`` was killed and is still tearing down (a large multi-threaded process takes a
-    while): its main thread is a zombie already, though the process cannot be waited for yet."""
-    if pid is None:
-        return False
-    # Read with the os module: this runs for every session a turn takes, and a buffered file object costs several
-    # times more.
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        stat = os.read(fd, 4096)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return stat[stat.rindex(b")") + 2 :][:1] in (b"Z", b"X")
-
-
-def stop_child(pid: int | None) -> None:
-    """Stop the unreaped child ``pid`` and its group: SIGTERM, then SIGKILL if it is still there after half a
-    second; reaped here if nobody else does."""
-    if pid is None:
-        return
-    for force in (False, True):
-        if reaped(pid):
-            return
-        signal_group(pid, force=force)
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
-            try:
-                finished, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if finished:
-                return
-            time.sleep(0.01)
-
-
-def _tagged(tags: Collection[str]) -> Iterator[tuple[int, int | None]]:
-    """The processes carrying one of ``tags``: each as its pid and a pidfd held on it (``None`` without pidfds),
-    opened before its environment was read. The caller closes the pidfds."""
-    if not tags or not os.path.isdir("/proc"):
-        return
-    needles = [f"\0{CLI_TAG_VARIABLE}={tag}\0".encode() for tag in tags]
-    own = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == own:
-            continue
-        pid = int(entry)
-        pidfd: int | None = None
-        if hasattr(os, "pidfd_open"):
-            try:
-                pidfd = os.pidfd_open(pid)
-            except OSError:
-                continue  # gone (or not ours to hold)
-        try:
-            environ = _read_environ(pid)
-        except OSError:
-            environ = b""
-        if any(needle in environ for needle in needles):
-            yield pid, pidfd
-        elif pidfd is not None:
-            os.close(pidfd)
-
-
-def _read_environ(pid: int) -> bytes:
-    fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY)
-    try:
-        chunks = [b"\0"]
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    chunks.append(b"\0")
-    return b"".join(chunks)
-
-
-def _send(pid: int, pidfd: int | None, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if pidfd is not None and hasattr(signal, "pidfd_send_signal"):
-            signal.pidfd_send_signal(pidfd, sig)
-        else:
-            os.kill(pid, sig)
-
-
-def signal_tagged(tags: Collection[str], *, force: bool = False) -> int:
-    """Send SIGTERM (SIGKILL with ``force``) to every process carrying one of ``tags``, once; how many there were."""
-    return len(_signal_tagged(tags, _signal(force)))
-
-
-def stop_tagged(tags: Collection[str], *, grace: float | None = None) -> int:
-    """Stop every process carrying one of ``tags`` (a CLI and the commands it started, wherever they went):
-    SIGKILL at once (``grace=None``), or SIGTERM first and SIGKILL to those still there after ``grace`` seconds.
-    Looks again until none is left (a command may fork meanwhile). Returns how many processes were signalled."""
-    signalled: set[int] = set()
-    if grace is not None:
-        signalled |= _signal_tagged(tags, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while signalled and time.monotonic() < deadline and _any_tagged(tags):
-            time.sleep(0.02)
-    for _ in range(_STOP_ROUNDS):
-        killed = _signal_tagged(tags, signal.SIGKILL)
-        if not killed:
-            break
-        signalled |= killed
-        time.sleep(0.005)  # let the kernel take them down before looking again
-    return len(signalled)
-
-
-def _signal_tagged(tags: Collection[str], sig: signal.Signals) -> set[int]:
-    found: set[int] = set()
-    for pid, pidfd in _tagged(tags):
-        try:
-            if not process_exiting(pid):
-                _send(pid, pidfd, sig)
-                found.add(pid)
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
-    return found
-
-
-def _any_tagged(tags: Collection[str]) -> bool:
-    for pid, pidfd in _tagged(tags):
-        if pidfd is not None:
-            os.close(pidfd)
-        if not process_exiting(pid):
-            return True
-    return False
-
-
-def start_watcher(read_fd: int) -> None:
-    """Start the lifeline watcher (this module run as a script) with ``read_fd`` as its standard input.
-
-    A shell started in a session of its own starts the watcher in the background and exits at once (waited for
-    here, about a millisecond): the watcher is then nobody's child here (no process of the program to count or
-    reap), in a session the terminal's Ctrl-C does not reach, and ignores SIGINT besides."""
-    # An asynchronous command's standard input is /dev/null unless redirected: the pipe goes through fd 3.
-    argv = ["/bin/sh", "-c", 'exec 3<&0; "$0" -I -S "$1" <&3 3<&- &', sys.executable, os.path.abspath(__file__)]
-    shell = os.posix_spawn(
-        "/bin/sh",
-        argv,
-        os.environ,
-        file_actions=[(os.POSIX_SPAWN_DUP2, read_fd, 0)],
-        setsid=True,
-        setsigdef=(signal.SIGINT, signal.SIGTERM, signal.SIGPIPE),
-    )
-    while True:
-        try:
-            _, status = os.waitpid(shell, 0)
-        except ChildProcessError:
-            return
-        except InterruptedError:
-            continue
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise OSError(f"the shell starting the lifeline watcher failed ({status})")
-        return
-
-
-def _watch() -> None:
-    """The lifeline watcher's main: keep the registered tags until standard input closes, then stop them all."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    os.chdir("/")
-    os.closerange(3, 1 << 16)  # hold nothing of the program's open (only the pipe, as fd 0)
-    tags: set[str] = set()
-    pending = b""
-    while chunk := os.read(0, 65536):
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in lines:
-            tag = line[1:].decode(errors="replace")
-            if line.startswith(b"+"):
-                tags.add(tag)
-            elif line.startswith(b"-"):
-                tags.discard(tag)
-    stop_tagged(tags)
-
-
-if __name__ == "__main__":
-    _watch()

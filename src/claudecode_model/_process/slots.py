@@ -16,6 +16,8 @@ import os
 from collections import deque
 from collections.abc import Callable
 
+from claudecode_model._process import platform
+
 __all__ = [
     "CLI_PROCESS_MB",
     "PROCESSES_PER_CPU",
@@ -40,23 +42,9 @@ def default_max_processes() -> int:
     """A cap from the machine: what the available memory holds at ``CLI_PROCESS_MB`` each, at most
     ``PROCESSES_PER_CPU`` per CPU, and at least 2."""
     by_cpu = PROCESSES_PER_CPU * (os.cpu_count() or 1)
-    available = _available_memory_mb()
+    available = platform.available_memory_mb()
     by_memory = available // CLI_PROCESS_MB if available is not None else by_cpu
     return max(2, min(by_cpu, by_memory))
-
-
-def _available_memory_mb() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 class ProcessSlots:

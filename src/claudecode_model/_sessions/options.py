@@ -27,6 +27,7 @@ from claudecode_model.exceptions import ClaudeCodeSettingsError
 from claudecode_model.settings import ClaudeCodeModelSettings
 
 __all__ = [
+    "INLINE_OUTPUT_SCHEMA_CHARACTERS",
     "LITERAL_PROMPTS_VERSION",
     "MAX_CLI_MESSAGE_BYTES",
     "BuiltOptions",
@@ -64,6 +65,12 @@ class RequestNeeds:
     approvals: ApprovalPlan = field(default_factory=ApprovalPlan)
     """Built-in tools whose calls wait for pydantic-ai's approval, and the policy deciding calls in code (its hook
     is added per CLI process: it waits on the process's call results)."""
+
+
+INLINE_OUTPUT_SCHEMA_CHARACTERS = 8192
+"""The longest output schema (characters of its JSON) passed on the CLI's command line (``--json-schema``); a longer
+one reaches the CLI in its ``initialize`` request. Windows caps a whole command line at 32,767 characters, and that
+is the design limit on every platform."""
 
 
 def build_options(

@@ -23,6 +23,7 @@ from claude_agent_sdk import ClaudeAgentOptions, Transport
 from claudecode_model._compat import subprocess_transport, transport_process
 from claudecode_model._process.oscalls import own_session_options
 from claudecode_model._sessions.early_cli import adopt_early_cli
+from claudecode_model._sessions.options import INLINE_OUTPUT_SCHEMA_CHARACTERS
 
 __all__ = ["CLITransport", "CLITransports", "SubprocessTransports"]
 
@@ -66,7 +67,7 @@ class SubprocessTransports(CLITransports):
 
 class _SubprocessTransport(CLITransport):
     def __init__(self, options: ClaudeAgentOptions) -> None:
-        self._sdk = subprocess_transport(options, _spawn)
+        self._sdk = subprocess_transport(options, _spawn, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS)
 
     @property
     def process(self) -> Process | None:

@@ -5,17 +5,33 @@ from __future__ import annotations
 
 from typing import Literal
 
-from claudecode_model.exceptions import ToolValidationError
+from claudecode_model._process import platform
+from claudecode_model.exceptions import ClaudeCodeSettingsError, ToolValidationError
 from claudecode_model.ipc._types import TransportType  # defined with the IPC transport, below the core
 
 __all__ = [
     "DEFAULT_PERMISSION_MODE",
     "DEFAULT_SERVER_NAME",
+    "STDIO_NEEDS_UNIX_SOCKETS",
     "TOOL_EXECUTIONS",
     "ToolExecution",
     "TransportType",
+    "check_transport_available",
     "checked_tool_execution",
 ]
+
+STDIO_NEEDS_UNIX_SOCKETS = (
+    "tool_transport='stdio' needs Unix sockets (AF_UNIX) for its IPC bridge, and Python on Windows has none; "
+    "use tool_transport='sdk' (what the default 'auto' picks), which serves the tools inside this process."
+)
+
+
+def check_transport_available(transport: object) -> None:
+    """Refuse a transport this platform cannot run (``"stdio"`` without ``AF_UNIX``: Windows) with a
+    :class:`ClaudeCodeSettingsError` naming the one that works."""
+    if transport == "stdio" and not platform.UNIX_SOCKETS:
+        raise ClaudeCodeSettingsError(STDIO_NEEDS_UNIX_SOCKETS)
+
 
 DEFAULT_SERVER_NAME = "pydantic_tools"
 """The MCP server the agent's tools are published under unless another is given (``mcp__pydantic_tools__<name>``)."""

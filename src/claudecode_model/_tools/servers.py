@@ -23,7 +23,7 @@ from claude_agent_sdk.types import McpServerConfig
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version, cli_version_async
 from claudecode_model._tools.call_results import RESULT_SIZE_META
 from claudecode_model._tools.core import ToolSpec, run_tool_call, tool_spec
-from claudecode_model._tools.execution import TransportType
+from claudecode_model._tools.execution import TransportType, check_transport_available
 from claudecode_model._tools.inprocess_server import build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
 from claudecode_model.ipc._config import stdio_server_config, tool_use_id
@@ -54,6 +54,7 @@ def checked_transport(transport: TransportType) -> TransportType:
     """``transport`` itself, or a :class:`ToolValidationError` if it is not a transport."""
     if transport not in _TRANSPORTS:
         raise ToolValidationError(f"Unknown tool transport {transport!r}; use one of {', '.join(_TRANSPORTS)}.")
+    check_transport_available(transport)
     return transport
 
 
@@ -67,6 +68,7 @@ def resolve_transport(transport: TransportType, cli_path: Path) -> ResolvedTrans
     version = cli_version(cli_path)
     if version is None or version >= SDK_SERVER_MINIMUM_CLI:
         return "sdk"
+    check_transport_available("stdio")  # no IPC bridge here (Windows): the error says to upgrade to 'sdk'
     logger.info("Claude Code %s predates in-process MCP servers: serving tools over the IPC bridge", version)
     return "stdio"
 

@@ -9,7 +9,6 @@ named the same way with another prefix (the CLI's temp folders, :mod:`claudecode
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import re
@@ -17,6 +16,7 @@ import shutil
 import socket
 from pathlib import Path
 
+from claudecode_model._process import platform
 from claudecode_model.ipc._constants import SOCKET_FILE_PREFIX, SOCKET_FILE_SUFFIX
 
 __all__ = ["OWNER_LOCK", "directory_prefix", "hold_owner_lock", "release_owner_lock", "remove_dead_leftovers"]
@@ -47,7 +47,12 @@ def remove_dead_leftovers(base: str | Path, prefix: str = SOCKET_FILE_PREFIX) ->
             continue
         directory = Path(base) / name
         pid = int(match.group(1))
-        if pid == os.getpid() or _process_exists(pid) or not _owned_directory(directory) or _listening(directory):
+        if (
+            pid == os.getpid()
+            or platform.process_alive(pid)
+            or not _owned_directory(directory)
+            or _listening(directory)
+        ):
             continue
         if _locked(directory):
             continue  # its owner is alive where this process cannot see it (another PID namespace)
@@ -64,9 +69,7 @@ def hold_owner_lock(directory: str | Path) -> int | None:
         fd = os.open(Path(directory) / OWNER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not platform.lock_exclusive(fd):
         os.close(fd)
         return None
     return fd
@@ -86,24 +89,9 @@ def _locked(directory: Path) -> bool:
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+        return platform.is_locked(fd)
     finally:
         os.close(fd)
-    return False
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _owned_directory(directory: Path) -> bool:
@@ -111,7 +99,7 @@ def _owned_directory(directory: Path) -> bool:
         info = directory.lstat()
     except OSError:
         return False
-    return directory.is_dir() and not directory.is_symlink() and info.st_uid == os.getuid()
+    return directory.is_dir() and not directory.is_symlink() and platform.owned_by_user(info)
 
 
 def _listening(directory: Path) -> bool:
@@ -120,6 +108,8 @@ def _listening(directory: Path) -> bool:
         sockets = [entry for entry in directory.iterdir() if entry.name.endswith(SOCKET_FILE_SUFFIX)]
     except OSError:
         return True  # unreadable: leave it
+    if not platform.UNIX_SOCKETS:
+        return False  # no socket can listen there
     for path in sockets:
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         probe.settimeout(0.2)

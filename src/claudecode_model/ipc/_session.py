@@ -9,8 +9,6 @@ import logging
 import os
 import secrets
 import socket
-import struct
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
+from claudecode_model._process import platform
 from claudecode_model.exceptions import (
     BridgeStartupError,
     IPCMessageSizeError,
@@ -68,8 +67,8 @@ __all__ = ["IPCSession", "IPCSessionState"]
 
 logger = logging.getLogger(__name__)
 
-_MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
-"""Longest path an AF_UNIX address can hold (``sun_path`` minus its terminating NUL)."""
+_MAX_SOCKET_PATH = platform.MAX_SOCKET_PATH
+"""Longest path an AF_UNIX address can hold (``sun_path`` minus its terminating NUL): 103 bytes on macOS."""
 
 PROTOCOL_ERROR = "IPCProtocolError"
 AUTHENTICATION_ERROR = "IPCAuthenticationError"
@@ -83,15 +82,12 @@ class IPCSessionState(Enum):
     STOPPED = "stopped"
 
 
-def _peer_credentials(sock: object) -> tuple[int, int] | None:
-    """(pid, uid) of the process at the other end of a Unix socket, where the platform tells (Linux)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    getsockopt = getattr(sock, "getsockopt", None)
-    if option is None or getsockopt is None:
+def _peer_credentials(sock: object) -> tuple[int | None, int] | None:
+    """(pid, uid) of the process at the other end of a Unix socket: ``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED``
+    (``getpeereid()``) on macOS; the pid is ``None`` where the platform does not tell it."""
+    if getattr(sock, "getsockopt", None) is None:
         return None
-    packed = getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", packed)
-    return pid, uid
+    return platform.peer_credentials(sock)  # a socket, or asyncio's wrapper of one
 
 
 def _socket_base_directory(name_length: int) -> str:
@@ -372,9 +368,11 @@ class IPCSession:
         if credentials is None:
             return True  # the private directory (0700) and the secret still guard the socket
         pid, uid = credentials
-        connection.peer = f"pid {pid}"
+        connection.peer = f"pid {pid}" if pid is not None else "a peer of unknown pid"
         if uid != os.geteuid():
-            logger.warning("refused an IPC connection from pid %d: uid %d is not our uid %d", pid, uid, os.geteuid())
+            logger.warning(
+                "refused an IPC connection from %s: uid %d is not our uid %d", connection.peer, uid, os.geteuid()
+            )
             return False
         return True
 
