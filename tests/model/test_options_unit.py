@@ -10,7 +10,8 @@ import pytest
 
 from claudecode_model import CLINotFoundError
 from claudecode_model._process.binary import bundled_cli_path, find_cli
-from claudecode_model._sessions.options import BuiltOptions, RequestNeeds, build_options
+from claudecode_model._sessions.options import BuiltOptions
+from tests._support.options import options_for
 
 
 def test_explicit_cli_path_wins(tmp_path: Path):
@@ -37,14 +38,7 @@ def test_missing_explicit_cli_says_how_to_install():
 
 
 def _options(**settings: object):
-    return build_options(
-        model_name=None,
-        cli_path=Path("/bin/true"),
-        settings=settings,  # type: ignore[arg-type]
-        needs=RequestNeeds(system_prompt="sys"),
-        base_env={},
-        stderr=lambda line: None,
-    )
+    return options_for(settings)
 
 
 def test_safe_defaults_no_builtin_tools_no_settings_no_bypass():
@@ -169,12 +163,5 @@ async def test_a_cli_that_cannot_deliver_prompts_literally_is_refused_unless_int
         await require_literal_prompts(old, {})
     await require_literal_prompts(old, {"claude_code_interpret_prompts": True})
     await require_literal_prompts(bundled_cli_path() or old, {})  # the bundled CLI delivers text literally
-    built, _ = build_options(
-        model_name=None,
-        cli_path=old,
-        settings={"claude_code_interpret_prompts": True},
-        needs=RequestNeeds(system_prompt=None),
-        base_env={},
-        stderr=lambda line: None,
-    )
+    built, _ = options_for({"claude_code_interpret_prompts": True}, cli_path=old, system_prompt=None)
     assert built.verbatim_prompts is False

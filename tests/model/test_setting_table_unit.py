@@ -16,12 +16,12 @@ from pydantic_ai.tools import ToolDefinition
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeSettingsError
 from claudecode_model._sessions import early_cli
-from claudecode_model._sessions.options import RequestNeeds, build_options
 from claudecode_model._sessions.sdk_options import SDK_OPTIONS, Exposed
 from claudecode_model._sessions.setting_table import PREDICTED, SETTINGS, direct_options
 from claudecode_model._settings_check import check_settings
 from claudecode_model._turns import start
 from claudecode_model.settings import ClaudeCodeModelSettings
+from tests._support.options import options_for
 
 HERE = str(Path(__file__).parent)
 
@@ -118,7 +118,7 @@ def test_a_setting_with_an_option_of_its_own_sets_it(name: str):
     setting = SETTINGS[name]
     assert setting.option is not None
 
-    options, _ = _options({name: EXAMPLES[name]})
+    options, _ = options_for({name: EXAMPLES[name]})
 
     assert getattr(options, setting.option) == setting.convert(EXAMPLES[name])
     assert direct_options({name: EXAMPLES[name]})[setting.option] == getattr(options, setting.option)
@@ -167,17 +167,6 @@ def test_the_early_cli_predicts_the_settings_the_table_says_and_no_other(name: s
     else:
         assert prediction is None
         assert why == f"settings [{name!r}] are not predicted"
-
-
-def _options(settings: dict[str, Any]) -> tuple[ClaudeAgentOptions, str]:
-    return build_options(
-        model_name=None,
-        cli_path=Path("/bin/true"),
-        settings=settings,  # type: ignore[arg-type]
-        needs=RequestNeeds(system_prompt="sys"),
-        base_env={},
-        stderr=lambda line: None,
-    )
 
 
 async def _signature(settings: dict[str, Any]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,18 +9,11 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ThinkingLevel
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._sessions.options import RequestNeeds, build_options
+from tests._support.options import options_for
 
 
 def _options(unified: ThinkingLevel | None = None, **settings: Any) -> Any:
-    options, _ = build_options(
-        model_name="claude-sonnet-4-5",
-        cli_path=Path("/bin/true"),
-        settings=settings,  # type: ignore[arg-type]
-        needs=RequestNeeds(system_prompt=None, thinking=unified),
-        base_env={},
-        stderr=lambda line: None,
-    )
+    options, _ = options_for(settings, model_name="claude-sonnet-4-5", system_prompt=None, thinking=unified)
     return options
 
 
@@ -67,14 +59,7 @@ def test_provider_settings_override_the_unified_level():
 
 def test_thinking_is_part_of_the_session_signature():
     def signature(unified: ThinkingLevel | None) -> str:
-        _, digest = build_options(
-            model_name=None,
-            cli_path=Path("/bin/true"),
-            settings={},
-            needs=RequestNeeds(system_prompt=None, thinking=unified),
-            base_env={},
-            stderr=lambda line: None,
-        )
+        _, digest = options_for({}, system_prompt=None, thinking=unified)
         return digest
 
     assert signature("low") == signature("low")
