@@ -1,9 +1,9 @@
-"""Agents for tests: tools that answer with a fixed text, echo, or raise; a tool that asks for a retry."""
+"""Agents for tests: tools that answer with a fixed text, echo, raise or probe; a tool that asks for a retry."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_ai import Agent, AgentRunResult, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -15,6 +15,25 @@ from tests._support.brains import tool_returns
 if TYPE_CHECKING:
     from claudecode_model import ClaudeCodeModel
     from claudecode_model.testing import OfflineBackend
+
+
+_T = TypeVar("_T")
+
+
+def agent_with_probe(
+    model: ClaudeCodeModel, observe: Callable[[], _T], instructions: str = "Be brief."
+) -> tuple[Agent[None, str], list[_T]]:
+    """An agent with one tool, ``probe``, that records what ``observe()`` says each time it runs."""
+    agent = Agent(model, instructions=instructions)
+    seen: list[_T] = []
+
+    @agent.tool_plain
+    async def probe() -> str:
+        """Report."""
+        seen.append(observe())
+        return "p"
+
+    return agent, seen
 
 
 def _answering(text: str) -> Callable[[], str]:

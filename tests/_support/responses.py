@@ -1,9 +1,12 @@
-"""Reading a run's responses and stream events: the native tool parts Claude Code's own tools show as."""
+"""Reading a run's responses and stream events: the native tool parts Claude Code's own tools show as, and the
+session a run's last response came from."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
+from pydantic_ai import AgentRunResult
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -34,3 +37,20 @@ def started_native_kinds(events: Iterable[object], tool_name: str) -> set[type[M
         for part in started_parts(events)
         if isinstance(part, NativeToolCallPart | NativeToolReturnPart) and part.tool_name == tool_name
     }
+
+
+def last_detail(result: AgentRunResult[Any], key: str) -> str:
+    """The provider detail ``key`` of a run's last message (``"None"`` when it has none)."""
+    last = result.all_messages()[-1]
+    details = (last.provider_details if isinstance(last, ModelResponse) else None) or {}
+    return str(details.get(key))
+
+
+def session_of(result: AgentRunResult[Any]) -> str:
+    """The id of the CLI session a run's last response came from."""
+    return last_detail(result, "session_id")
+
+
+def source_of(result: AgentRunResult[Any]) -> str:
+    """Where a run's session came from (``live``, ``spare``, ``fresh``, ...)."""
+    return last_detail(result, "session_source")

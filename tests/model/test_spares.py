@@ -4,7 +4,6 @@ part, a spare that dies or leaves nothing behind, stays in ``test_spares_cli.py`
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,33 +16,10 @@ from claudecode_model._sessions import pool as pool_module
 from claudecode_model._sessions import session as session_module
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import ScriptedCLI
+from tests._support.agents import agent_with_probe
 from tests._support.cli_script import calling, tool_then_text
-
-
-def agent_with_probe(
-    model: ClaudeCodeModel, cli: ScriptedCLI, instructions: str = "Be brief."
-) -> tuple[Agent[None, str], list[int]]:
-    """An agent whose tool records how many CLIs run while it runs."""
-    agent = Agent(model, instructions=instructions)
-    seen: list[int] = []
-
-    @agent.tool_plain
-    async def probe() -> str:
-        """Report."""
-        seen.append(cli.live)
-        return "p"
-
-    return agent, seen
-
-
-def session_of(result: Any) -> str:
-    details = result.all_messages()[-1].provider_details or {}
-    return str(details.get("session_id"))
-
-
-def source_of(result: Any) -> str:
-    details = result.all_messages()[-1].provider_details or {}
-    return str(details.get("session_source"))
+from tests._support.polling import wait_for
+from tests._support.responses import session_of, source_of
 
 
 @pytest.fixture
@@ -58,21 +34,14 @@ async def spare_model(cli: ScriptedCLI) -> AsyncIterator[ClaudeCodeModel]:
     await model.aclose()
 
 
-async def wait_until(condition: Any, within: float = 20.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
-
-
 async def test_a_spare_starts_after_its_delay_not_during_the_turn(
     spare_model: ClaudeCodeModel, cli: ScriptedCLI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pool_module, "SPARE_START_DELAY", 1.0)
-    agent, _ = agent_with_probe(spare_model, cli)
+    agent, _ = agent_with_probe(spare_model, lambda: cli.live)
     await agent.run("one")
     assert cli.live == 1  # the run returned before its spare started
-    await wait_until(lambda: cli.live == 2)  # then it starts by itself
+    assert await wait_for(lambda: cli.live == 2)  # then it starts by itself
 
 
 async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
@@ -80,7 +49,7 @@ async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
 ) -> None:
     monkeypatch.setattr(pool_module, "SPARE_START_DELAY", 600.0)
     model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1)
-    agent, _ = agent_with_probe(model, cli)
+    agent, _ = agent_with_probe(model, lambda: cli.live)
     await agent.run("one")
     assert await model.prewarm(agent)  # did not wait out the delay
     assert cli.live == 2
@@ -93,8 +62,8 @@ async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
 
 
 async def test_a_spare_of_another_signature_is_not_claimed(spare_model: ClaudeCodeModel, cli: ScriptedCLI) -> None:
-    agent, _ = agent_with_probe(spare_model, cli, "Be brief.")
-    other, _ = agent_with_probe(spare_model, cli, "Be verbose.")
+    agent, _ = agent_with_probe(spare_model, lambda: cli.live, "Be brief.")
+    other, _ = agent_with_probe(spare_model, lambda: cli.live, "Be verbose.")
     assert await spare_model.prewarm(agent)
 
     assert source_of(await other.run("x")) == "fresh"
@@ -104,16 +73,16 @@ async def test_a_spare_of_another_signature_is_not_claimed(spare_model: ClaudeCo
 async def test_idle_spares_are_reaped(cli: ScriptedCLI) -> None:
     model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1, session_idle_timeout=0.5, keep_sessions=0)
     try:
-        agent, _ = agent_with_probe(model, cli)
+        agent, _ = agent_with_probe(model, lambda: cli.live)
         assert await model.prewarm(agent)
         assert cli.live == 1
-        await wait_until(lambda: cli.live == 0)  # its idle timer stops it, no request needed
+        assert await wait_for(lambda: cli.live == 0)  # its idle timer stops it, no request needed
     finally:
         await model.aclose()
 
 
 async def test_concurrent_claims_of_one_spare_one_wins(spare_model: ClaudeCodeModel, cli: ScriptedCLI) -> None:
-    agent, _ = agent_with_probe(spare_model, cli)
+    agent, _ = agent_with_probe(spare_model, lambda: cli.live)
     assert await spare_model.prewarm(agent)
 
     results = await asyncio.gather(agent.run("a"), agent.run("b"))
@@ -125,7 +94,7 @@ async def test_concurrent_claims_of_one_spare_one_wins(spare_model: ClaudeCodeMo
 async def test_without_spares_nothing_is_pre_started(cli: ScriptedCLI) -> None:
     model = ClaudeCodeModel(cli_transports=cli, spare_sessions=0)
     try:
-        agent, _ = agent_with_probe(model, cli)
+        agent, _ = agent_with_probe(model, lambda: cli.live)
         assert not await model.prewarm(agent)
         first = await agent.run("one")
         await asyncio.sleep(0.5)
@@ -154,7 +123,7 @@ async def test_cli_starts_beyond_the_start_bound_wait_their_turn(
     gate = _PeakSlots(1)
     monkeypatch.setattr(session_module, "starting_slots", lambda: gate)
     model = ClaudeCodeModel(cli_transports=cli, spare_sessions=0)
-    agent, _ = agent_with_probe(model, cli)
+    agent, _ = agent_with_probe(model, lambda: cli.live)
     try:
         results = await asyncio.gather(*(agent.run(f"run {index}") for index in range(3)))
     finally:
@@ -187,7 +156,7 @@ async def test_the_process_cap_makes_requests_wait_and_times_out_clearly() -> No
     plain = Agent(model, instructions="No tools here.")
     try:
         busy = asyncio.create_task(agent.run("hold"))
-        await wait_until(lambda: bool(running))
+        assert await wait_for(lambda: bool(running))
         with pytest.raises(CLITimeoutError, match="max_processes"):
             await plain.run("times out", model_settings={"claude_code_timeout": 0.5})
 

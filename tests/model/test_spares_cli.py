@@ -3,7 +3,6 @@ nothing left behind (the pool's own logic and the process cap are tested on the 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -14,17 +13,18 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from claude_agent_sdk import project_key_for_directory
-from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
 from claudecode_model.testing import OfflineBackend
+from tests._support.agents import agent_with_probe
+from tests._support.polling import wait_for
 from tests._support.processes import live_descendants, process_table
+from tests._support.responses import session_of, source_of
 
 pytestmark = pytest.mark.cli
 
@@ -51,32 +51,6 @@ def cli_children() -> set[int]:
     return {p.pid for p in process_table() if p.alive and p.ppid == me}
 
 
-def agent_with_probe(
-    model: ClaudeCodeModel, instructions: str = "Be brief."
-) -> tuple[Agent[None, str], list[set[int]]]:
-    """An agent whose tool records the CLI processes alive while it runs."""
-    agent = Agent(model, instructions=instructions)
-    seen: list[set[int]] = []
-
-    @agent.tool_plain
-    async def probe() -> str:
-        """Report."""
-        seen.append(cli_children())
-        return "p"
-
-    return agent, seen
-
-
-def session_of(result: Any) -> str:
-    details = result.all_messages()[-1].provider_details or {}
-    return str(details.get("session_id"))
-
-
-def source_of(result: Any) -> str:
-    details = result.all_messages()[-1].provider_details or {}
-    return str(details.get("session_source"))
-
-
 @pytest.fixture
 async def spare_model(backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]:
     model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=1)
@@ -84,15 +58,8 @@ async def spare_model(backend: OfflineBackend) -> AsyncIterator[ClaudeCodeModel]
     await model.aclose()
 
 
-async def wait_until(condition: Any, within: float = 20.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
-
-
 async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_model: ClaudeCodeModel) -> None:
-    agent, seen = agent_with_probe(spare_model)
+    agent, seen = agent_with_probe(spare_model, cli_children)
     first = await agent.run("one")
     assert source_of(first) == "fresh"
     assert first.output == "tool said p"
@@ -111,11 +78,11 @@ async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_
 
 
 async def test_a_spare_that_died_while_idle_is_replaced_not_used(spare_model: ClaudeCodeModel) -> None:
-    agent, seen = agent_with_probe(spare_model)
+    agent, seen = agent_with_probe(spare_model, cli_children)
     assert await spare_model.prewarm(agent)
     (spare_pid,) = cli_children()
     os.kill(spare_pid, signal.SIGKILL)
-    await wait_until(lambda: spare_pid not in cli_children())
+    assert await wait_for(lambda: spare_pid not in cli_children())
 
     result = await agent.run("after the spare died")
 
@@ -127,7 +94,7 @@ async def test_a_spare_that_died_while_idle_is_replaced_not_used(spare_model: Cl
 
 async def test_prewarm_then_run_and_close_leaves_nothing(backend: OfflineBackend) -> None:
     model = ClaudeCodeModel(env=backend.cli_env())
-    agent, _ = agent_with_probe(model)
+    agent, _ = agent_with_probe(model, cli_children)
     assert await model.prewarm(agent)
     assert len(cli_children()) == 1
     assert len(backend.requests) == 0  # nothing reached Claude
@@ -143,7 +110,7 @@ async def test_prewarm_then_run_and_close_leaves_nothing(backend: OfflineBackend
 async def test_a_spare_mirrors_its_conversation_into_the_session_store(backend: OfflineBackend, tmp_path: Path) -> None:
     store = SQLiteSessionStore(tmp_path / "sessions.db")
     model = ClaudeCodeModel(env=backend.cli_env(), session_store=store)
-    agent, _ = agent_with_probe(model)
+    agent, _ = agent_with_probe(model, cli_children)
     try:
         assert await model.prewarm(agent)
         result = await agent.run("remember the word kiwi")
@@ -206,7 +173,7 @@ def test_interpreter_exit_leaves_no_spare(backend: OfflineBackend, tmp_path: Pat
 async def test_a_stdio_transport_spare_serves_the_run_and_closes_its_bridge(backend: OfflineBackend) -> None:
     model = ClaudeCodeModel(env=backend.cli_env(), tool_transport="stdio")
     try:
-        agent, seen = agent_with_probe(model)
+        agent, seen = agent_with_probe(model, cli_children)
         assert await model.prewarm(agent)
 
         result = await agent.run("over the bridge")
