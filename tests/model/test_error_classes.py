@@ -8,7 +8,6 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
     ModelAPIError,
-    ModelHTTPError,
     ModelNotFoundError,
     ModelOverloadedError,
     ModelQuotaExceededError,
@@ -25,6 +24,7 @@ from claudecode_model import (
     ClaudeCodeQuotaExceededError,
 )
 from claudecode_model.testing import CLIStep, ScriptedCLI
+from tests._support.api_errors import assert_http_class, run_error
 from tests._support.cli_script import api_error
 
 CREDITS = {"error_code": "credits_required"}
@@ -121,19 +121,8 @@ async def test_an_api_error_raises_the_class_anthropic_model_raises(
     error_type: str,
 ):
     model = ClaudeCodeModel(cli_transports=ScriptedCLI([turn]), spare_sessions=0)
-    try:
-        with pytest.raises(ClaudeCodeAPIError) as raised:
-            await Agent(model).run("hello")
-    finally:
-        await model.aclose()
-
-    error = raised.value
-    assert isinstance(error, ModelHTTPError)
-    assert isinstance(error, category)
-    if not_category is not None:
-        assert not isinstance(error, not_category)
-    assert (error.status_code, error.in_stream) == (status, in_stream)
-    assert error.provider_error_type == error_type
+    error = await run_error(model, ClaudeCodeAPIError)
+    assert_http_class(error, category, not_category, status, in_stream, error_type)
 
 
 async def test_a_model_the_api_does_not_know_is_model_not_found():

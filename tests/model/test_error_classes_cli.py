@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
-    ModelHTTPError,
     ModelOverloadedError,
     ModelQuotaExceededError,
     ModelRateLimitError,
@@ -22,6 +21,7 @@ from claudecode_model import (
     ClaudeCodeModel,
 )
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.api_errors import assert_http_class, run_error
 
 pytestmark = pytest.mark.cli
 
@@ -67,19 +67,8 @@ async def test_an_api_error_raises_the_class_anthropic_model_raises(
 ):
     claude_backend.fail_next(failure, count=3)
     model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
-    try:
-        with pytest.raises(ClaudeCodeAPIError) as raised:
-            await Agent(model).run("hello")
-    finally:
-        await model.aclose()
-
-    error = raised.value
-    assert isinstance(error, ModelHTTPError)
-    assert isinstance(error, category)
-    if not_category is not None:
-        assert not isinstance(error, not_category)
-    assert (error.status_code, error.in_stream) == (status, in_stream)
-    assert error.provider_error_type == failure.error_type
+    error = await run_error(model, ClaudeCodeAPIError)
+    assert_http_class(error, category, not_category, status, in_stream, failure.error_type)
     # A model made without a name lets the CLI choose: the error names the model the CLI said it used, as a response
     # would, not "default".
     assert (model.model_name, error.model_name) == ("default", claude_backend.model_name)

@@ -10,15 +10,13 @@ from datetime import UTC, datetime
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
-    ModelConnectionError,
-    ModelContextWindowExceededError,
     ModelRateLimitError,
-    ModelServerError,
 )
 
 from claudecode_model import ClaudeCodeContextWindowExceededError, ClaudeCodeModel, ClaudeCodeRateLimitError
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import CLIStep, ScriptedCLI
+from tests._support.api_errors import assert_prompt_too_long, run_error
 from tests._support.cli_script import api_error
 
 EXPLAINED = (
@@ -48,19 +46,8 @@ async def test_a_prompt_too_long_is_a_context_window_error(in_stream: bool, comp
     cli = ScriptedCLI([too_long(in_stream=in_stream, compaction=compaction)])
     model = ClaudeCodeModel(cli_transports=cli, keep_sessions=0, settings=settings)
 
-    with pytest.raises(ClaudeCodeContextWindowExceededError) as raised:
-        await Agent(model).run("hello")
-
-    error = raised.value
-    assert isinstance(error, ModelContextWindowExceededError)
-    assert not isinstance(error, ModelConnectionError | ModelServerError)  # not transient
-    assert error.status_code == 400
-    if compaction:  # the CLI says the sizes when it explains why it could not compact
-        assert (error.prompt_tokens, error.limit_tokens) == (250_000, 200_000)
-        assert "the prompt is 250000 tokens, the limit 200000" in str(error)
-    else:  # without compaction it reports only "Prompt is too long"
-        assert (error.prompt_tokens, error.limit_tokens) == (None, None)
-        assert "Context window exceeded: the prompt is too long" in str(error)
+    error = await run_error(model, ClaudeCodeContextWindowExceededError)
+    assert_prompt_too_long(error, compaction=compaction)
 
 
 async def test_the_five_hour_limit_is_a_rate_limit_error_with_its_reset_time():

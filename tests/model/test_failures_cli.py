@@ -11,9 +11,6 @@ from claude_agent_sdk import CLIJSONDecodeError as SDKCLIJSONDecodeError
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
     ModelAuthenticationError,
-    ModelConnectionError,
-    ModelContextWindowExceededError,
-    ModelServerError,
 )
 
 from claudecode_model import (
@@ -28,6 +25,7 @@ from claudecode_model import (
 from claudecode_model._stream.failures import map_sdk_error
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import Failure, OfflineBackend
+from tests._support.api_errors import assert_prompt_too_long, run_error
 
 pytestmark = pytest.mark.cli
 
@@ -47,19 +45,8 @@ async def test_a_prompt_too_long_is_a_context_window_error(claude_backend: Offli
     settings: ClaudeCodeModelSettings = {"claude_code_compaction": compaction}
     model = ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0, settings=settings)
 
-    with pytest.raises(ClaudeCodeContextWindowExceededError) as raised:
-        await Agent(model).run("hello")
-
-    error = raised.value
-    assert isinstance(error, ModelContextWindowExceededError)
-    assert not isinstance(error, ModelConnectionError | ModelServerError)  # not transient
-    assert error.status_code == 400
-    if compaction:  # the CLI says the sizes when it explains why it could not compact
-        assert (error.prompt_tokens, error.limit_tokens) == (250_000, 200_000)
-        assert "the prompt is 250000 tokens, the limit 200000" in str(error)
-    else:  # without compaction it reports only "Prompt is too long"
-        assert (error.prompt_tokens, error.limit_tokens) == (None, None)
-        assert "Context window exceeded: the prompt is too long" in str(error)
+    error = await run_error(model, ClaudeCodeContextWindowExceededError)
+    assert_prompt_too_long(error, compaction=compaction)
 
 
 async def test_not_logged_in_is_an_authentication_error_naming_the_login_command(claude_backend: OfflineBackend):
