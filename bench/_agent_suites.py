@@ -27,6 +27,7 @@ from bench._core import (
     Variant,
     aclose,
     check,
+    compared,
     measured,
     turn_metrics,
 )
@@ -194,65 +195,77 @@ class AgentSuite(Suite):
     def rows(self, medians: dict[str, float]) -> list[Row]:
         cold_ratio = medians["ours.warm"] / medians["ours.cold"]
         return [
-            Row(
-                key="cold-run",
-                name="cold agent run, one tool call",
-                **measured(medians, "ours.cold", "raw.cold"),
-                target=Target("<= 1.10 x raw", 1.10),
+            compared(
+                medians,
+                "cold-run",
+                "cold agent run, one tool call",
+                "ours.cold",
+                "raw.cold",
+                Target("<= 1.10 x raw", 1.10),
                 note="new CLI process; raw = ClaudeSDKClient connect + query with a create_sdk_mcp_server tool",
             ),
-            Row(
-                key="tool-call-inprocess",
-                name="per extra tool call, in-process",
-                **measured(medians, "ours.slope", "raw.slope"),
-                target=Target("<= 1.2 x raw", 1.2),
+            compared(
+                medians,
+                "tool-call-inprocess",
+                "per extra tool call, in-process",
+                "ours.slope",
+                "raw.slope",
+                Target("<= 1.2 x raw", 1.2),
                 note=f"pydantic-ai runs the tool (agent-run, the default): (follow-up with {1 + EXTRA_CALLS} calls - "
                 f"follow-up with 1 call) / {EXTRA_CALLS}, 2 pairs",
             ),
-            Row(
-                key="tool-call-vs-inloop",
-                name="per extra tool call, agent-run vs in-loop execution",
-                **measured(medians, "ours.slope", "ours_inloop.slope"),
-                target=Target("<= 1.1 x in-loop", 1.1),
+            compared(
+                medians,
+                "tool-call-vs-inloop",
+                "per extra tool call, agent-run vs in-loop execution",
+                "ours.slope",
+                "ours_inloop.slope",
+                Target("<= 1.1 x in-loop", 1.1),
                 note='the same conversation with tool_execution="cli" (the tool runs inside Claude Code\'s loop)',
             ),
-            Row(
-                key="tool-call-inloop",
-                name="per extra tool call, in-loop execution",
-                **measured(medians, "ours_inloop.slope", "raw.slope"),
-                target=Target("<= 1.1 x raw", 1.1),
+            compared(
+                medians,
+                "tool-call-inloop",
+                "per extra tool call, in-loop execution",
+                "ours_inloop.slope",
+                "raw.slope",
+                Target("<= 1.1 x raw", 1.1),
             ),
-            Row(
-                key="many-calls",
-                name=f"follow-up turn with {1 + EXTRA_CALLS} tool calls (one per reply)",
-                **measured(medians, "ours.warm_many", "raw.warm_many"),
-                target=Target("<= 1.15 x raw", 1.15),
+            compared(
+                medians,
+                "many-calls",
+                f"follow-up turn with {1 + EXTRA_CALLS} tool calls (one per reply)",
+                "ours.warm_many",
+                "raw.warm_many",
+                Target("<= 1.15 x raw", 1.15),
                 note=f"agent-run: {2 + EXTRA_CALLS} model requests in one CLI turn; raw = one query()",
             ),
-            Row(
-                key="tool-call-stdio",
-                name="per extra tool call, stdio bridge (set_agent_toolsets)",
-                **measured(medians, "ours_stdio.slope", "raw.slope"),
-                target=Target("<= 1.5 x raw in-process", 1.5),
+            compared(
+                medians,
+                "tool-call-stdio",
+                "per extra tool call, stdio bridge (set_agent_toolsets)",
+                "ours_stdio.slope",
+                "raw.slope",
+                Target("<= 1.5 x raw in-process", 1.5),
             ),
-            Row(
-                key="tool-call-auto-stdio",
-                name="per extra tool call, stdio bridge (tool_transport)",
-                **measured(medians, "ours_auto_stdio.slope", "raw.slope"),
-                target=Target("<= 1.5 x raw in-process", 1.5),
+            compared(
+                medians,
+                "tool-call-auto-stdio",
+                "per extra tool call, stdio bridge (tool_transport)",
+                "ours_auto_stdio.slope",
+                "raw.slope",
+                Target("<= 1.5 x raw in-process", 1.5),
             ),
-            Row(
-                key="tool-call-partial-ref",
-                name="reference: raw SDK with partial messages, per extra call",
-                **measured(medians, "raw_partial.slope", "raw.slope"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "tool-call-partial-ref",
+                "reference: raw SDK with partial messages, per extra call",
+                "raw_partial.slope",
+                "raw.slope",
                 note="what include_partial_messages (always on in ClaudeCodeModel) costs the raw SDK per tool call",
             ),
-            Row(
-                key="cold-run-stdio",
-                name="cold agent run, one tool call, stdio bridge",
-                **measured(medians, "ours_stdio.cold", "raw.cold"),
-                target=Target("reported"),
+            compared(
+                medians, "cold-run-stdio", "cold agent run, one tool call, stdio bridge", "ours_stdio.cold", "raw.cold"
             ),
             Row(
                 key="follow-up",
@@ -264,60 +277,71 @@ class AgentSuite(Suite):
                 figure_text=f"{cold_ratio:.2f} x cold",
             ),
             *(
-                Row(
-                    key=f"cpu-{metric.replace('_', '-')}",
-                    name=f"CPU of this process: {label}",
-                    **measured(medians, f"ours.cpu_{metric}", f"raw.cpu_{metric}"),
-                    target=Target("reported"),
+                compared(
+                    medians,
+                    f"cpu-{metric.replace('_', '-')}",
+                    f"CPU of this process: {label}",
+                    f"ours.cpu_{metric}",
+                    f"raw.cpu_{metric}",
                     note="process CPU time (our code, the SDK and the backend thread; not the CLI): steady under load"
                     if metric == "cold"
                     else "",
                 )
                 for metric, label in (("cold", "cold run"), ("warm", "follow-up turn"), ("slope", "per extra call"))
             ),
-            Row(
-                key="agent-alone-slope",
-                name="reference: pydantic-ai alone (FunctionModel, no CLI), per extra call",
-                **measured(medians, "agent_alone.slope", "raw.slope"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "agent-alone-slope",
+                "reference: pydantic-ai alone (FunctionModel, no CLI), per extra call",
+                "agent_alone.slope",
+                "raw.slope",
                 note="the agent's own loop for the same turns: its share of agent-run's per-call time",
             ),
-            Row(
-                key="cpu-agent-alone-warm",
-                name="CPU of pydantic-ai alone (FunctionModel, no CLI): follow-up turn",
-                **measured(medians, "agent_alone.cpu_warm", "raw.cpu_warm"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "cpu-agent-alone-warm",
+                "CPU of pydantic-ai alone (FunctionModel, no CLI): follow-up turn",
+                "agent_alone.cpu_warm",
+                "raw.cpu_warm",
             ),
-            Row(
-                key="cpu-agent-alone-slope",
-                name="CPU of pydantic-ai alone (FunctionModel, no CLI): per extra call",
-                **measured(medians, "agent_alone.cpu_slope", "raw.cpu_slope"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "cpu-agent-alone-slope",
+                "CPU of pydantic-ai alone (FunctionModel, no CLI): per extra call",
+                "agent_alone.cpu_slope",
+                "raw.cpu_slope",
             ),
-            Row(
-                key="tool-call-vs-floor",
-                name="per extra tool call, agent-run vs raw SDK + pydantic-ai alone",
-                **measured(medians, "ours.slope", "floor.slope"),
-                target=Target("<= 1.1 x raw + pydantic-ai", 1.1),
+            compared(
+                medians,
+                "tool-call-vs-floor",
+                "per extra tool call, agent-run vs raw SDK + pydantic-ai alone",
+                "ours.slope",
+                "floor.slope",
+                Target("<= 1.1 x raw + pydantic-ai", 1.1),
                 note="the raw column is the raw SDK's per-call time plus pydantic-ai alone's, repetition by repetition",
             ),
-            Row(
-                key="cpu-warm-vs-floor",
-                name="CPU of this process: follow-up turn vs raw SDK + pydantic-ai alone",
-                **measured(medians, "ours.cpu_warm", "floor.cpu_warm"),
-                target=Target("<= 1.2 x raw + pydantic-ai", 1.2),
+            compared(
+                medians,
+                "cpu-warm-vs-floor",
+                "CPU of this process: follow-up turn vs raw SDK + pydantic-ai alone",
+                "ours.cpu_warm",
+                "floor.cpu_warm",
+                Target("<= 1.2 x raw + pydantic-ai", 1.2),
             ),
-            Row(
-                key="cpu-slope-vs-floor",
-                name="CPU of this process: per extra call vs raw SDK + pydantic-ai alone",
-                **measured(medians, "ours.cpu_slope", "floor.cpu_slope"),
-                target=Target("<= 1.2 x raw + pydantic-ai", 1.2),
+            compared(
+                medians,
+                "cpu-slope-vs-floor",
+                "CPU of this process: per extra call vs raw SDK + pydantic-ai alone",
+                "ours.cpu_slope",
+                "floor.cpu_slope",
+                Target("<= 1.2 x raw + pydantic-ai", 1.2),
             ),
-            Row(
-                key="cpu-slope-inloop",
-                name="CPU of this process: per extra call, in-loop execution",
-                **measured(medians, "ours_inloop.cpu_slope", "raw.cpu_slope"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "cpu-slope-inloop",
+                "CPU of this process: per extra call, in-loop execution",
+                "ours_inloop.cpu_slope",
+                "raw.cpu_slope",
             ),
         ]
 
@@ -393,18 +417,15 @@ class StreamSuite(Suite):
 
     def rows(self, medians: dict[str, float]) -> list[Row]:
         return [
-            Row(
-                key="first-delta",
-                name="first streamed text delta",
-                **measured(medians, "ours.first_delta", "raw.first_delta"),
-                target=Target("<= 1.1 x raw (partial messages)", 1.1),
+            compared(
+                medians,
+                "first-delta",
+                "first streamed text delta",
+                "ours.first_delta",
+                "raw.first_delta",
+                Target("<= 1.1 x raw (partial messages)", 1.1),
             ),
-            Row(
-                key="stream-total",
-                name="streamed run, whole answer",
-                **measured(medians, "ours.total", "raw.total"),
-                target=Target("reported"),
-            ),
+            compared(medians, "stream-total", "streamed run, whole answer", "ours.total", "raw.total"),
         ]
 
 

@@ -106,6 +106,23 @@ def measured(medians: dict[str, float], ours_key: str, raw_key: str) -> Measured
     return {"ours": medians[ours_key], "raw": medians[raw_key], "pair": (ours_key, raw_key)}
 
 
+REPORTED = Target("reported")
+"""The target of a row that is only reported."""
+
+
+def compared(
+    medians: dict[str, float],
+    key: str,
+    name: str,
+    ours_key: str,
+    raw_key: str,
+    target: Target = REPORTED,
+    note: str = "",
+) -> Row:
+    """The row ``key`` (shown as ``name``) comparing the medians of the samples ``ours_key`` and ``raw_key``."""
+    return Row(key=key, name=name, **measured(medians, ours_key, raw_key), target=target, note=note)
+
+
 @dataclass
 class SuiteResult:
     """Everything one suite measured, and its rows (or the error that stopped it)."""

@@ -20,7 +20,7 @@ from typing import Any
 from claude_agent_sdk import create_sdk_mcp_server, tool
 from tests._support.stdio_mcp import PROTOCOL_VERSION, StdioMcpClient
 
-from bench._core import BenchContext, BenchError, Metrics, Row, Suite, Target, Variant, check, measured
+from bench._core import BenchContext, BenchError, Metrics, Row, Suite, Target, Variant, check, compared
 from claudecode_model.ipc import IPCClient, IPCSession, ToolSchema, bridge_environment
 from claudecode_model.ipc._constants import BRIDGE_MODULE
 
@@ -237,20 +237,22 @@ class IPCRoundTripSuite(Suite):
         rows = []
         for size_name, label in (("1k", "1 KB"), ("10m", "10 MB")):
             rows.append(
-                Row(
-                    key=f"ipc-{size_name}",
-                    name=f"IPC round trip {label} (IPCClient)",
-                    **measured(medians, f"ours_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
-                    target=Target("reported"),
+                compared(
+                    medians,
+                    f"ipc-{size_name}",
+                    f"IPC round trip {label} (IPCClient)",
+                    f"ours_{size_name}.round_trip",
+                    f"raw_{size_name}.round_trip",
                     note="raw = the SDK's in-process tool path (control_request JSON in, mcp in-memory, JSON out)",
                 )
             )
             rows.append(
-                Row(
-                    key=f"ipc-{size_name}-bridge",
-                    name=f"IPC round trip {label} (via bridge)",
-                    **measured(medians, f"bridge_{size_name}.round_trip", f"raw_{size_name}.round_trip"),
-                    target=Target("reported"),
+                compared(
+                    medians,
+                    f"ipc-{size_name}-bridge",
+                    f"IPC round trip {label} (via bridge)",
+                    f"bridge_{size_name}.round_trip",
+                    f"raw_{size_name}.round_trip",
                 )
             )
         return rows

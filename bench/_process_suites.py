@@ -29,7 +29,7 @@ from typing import Any
 
 import claudecode_model
 from bench._brain import expected_answer, prompt
-from bench._core import BenchContext, BenchError, Metrics, Row, Suite, Target, Variant, check, measured
+from bench._core import BenchContext, BenchError, Metrics, Row, Suite, Target, Variant, check, compared
 from claudecode_model import ClaudeCodeModel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,136 +190,159 @@ class NewProcessSuite(Suite):
 
     def rows(self, medians: dict[str, float]) -> list[Row]:
         rows = [
-            Row(
-                key="new-first-call",
-                name="new process: first call (agent.run_sync, 1 tool call) vs raw SDK's first query()",
-                **measured(medians, "ours.call", "raw.call"),
-                target=Target("<= 1.0 x raw", 1.0),
+            compared(
+                medians,
+                "new-first-call",
+                "new process: first call (agent.run_sync, 1 tool call) vs raw SDK's first query()",
+                "ours.call",
+                "raw.call",
+                Target("<= 1.0 x raw", 1.0),
                 note="raw = query() with a create_sdk_mcp_server tool; claude_agent_sdk imported before the call",
             ),
-            Row(
-                key="new-first-call-overlap",
-                name="new process: first call vs the same with claude_agent_sdk imported first in the call",
-                **measured(medians, "ours.call", "sequential.call"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-first-call-overlap",
+                "new process: first call vs the same with claude_agent_sdk imported first in the call",
+                "ours.call",
+                "sequential.call",
                 note="raw column: the CLI starts after the SDK's import (no early start), as before issue 29's item 1",
             ),
-            Row(
-                key="new-first-call-eager",
-                name="new process: first call with claude_agent_sdk imported before it vs raw SDK's first query()",
-                **measured(medians, "eager.call", "raw.call"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-first-call-eager",
+                "new process: first call with claude_agent_sdk imported before it vs raw SDK's first query()",
+                "eager.call",
+                "raw.call",
                 note="ours column: the SDK imported with the other imports, as ClaudeCodeModel() could",
             ),
-            Row(
-                key="new-first-call-floor",
-                name="new process: first call vs raw first query() + SDK import + pydantic-ai's first run",
-                **measured(medians, "ours.call", "least.call"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-first-call-floor",
+                "new process: first call vs raw first query() + SDK import + pydantic-ai's first run",
+                "ours.call",
+                "least.call",
                 note="raw column + import claude_agent_sdk + the agent's first run on a FunctionModel (no CLI)",
             ),
-            Row(
-                key="new-first-call-floor-raw",
-                name="new process: the first call's floor vs raw SDK's first query()",
-                **measured(medians, "least.call", "raw.call"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-first-call-floor-raw",
+                "new process: the first call's floor vs raw SDK's first query()",
+                "least.call",
+                "raw.call",
                 note="ours column: the raw column of new-first-call-floor (the same work without this library)",
             ),
-            Row(
-                key="new-answer",
-                name="new process: start -> first answer vs raw SDK",
-                **measured(medians, "ours.total", "raw.total"),
-                target=Target("<= 1.0 x raw", 1.0),
+            compared(
+                medians,
+                "new-answer",
+                "new process: start -> first answer vs raw SDK",
+                "ours.total",
+                "raw.total",
+                Target("<= 1.0 x raw", 1.0),
             ),
-            Row(
-                key="new-answer-floor",
-                name="new process: start -> first answer vs the same floor + import pydantic_ai",
-                **measured(medians, "ours.total", "least.total"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-answer-floor",
+                "new process: start -> first answer vs the same floor + import pydantic_ai",
+                "ours.total",
+                "least.total",
                 note="raw column: start -> pydantic-ai imported, + the first-call floor above",
             ),
-            Row(
-                key="new-answer-floor-raw",
-                name="new process: start -> first answer, the floor vs raw SDK",
-                **measured(medians, "least.total", "raw.total"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-answer-floor-raw",
+                "new process: start -> first answer, the floor vs raw SDK",
+                "least.total",
+                "raw.total",
                 note="ours column: the raw column of new-answer-floor (the same work without this library)",
             ),
-            Row(
-                key="new-answer-eager",
-                name="new process: start -> first answer vs the same with claude_agent_sdk imported before the call",
-                **measured(medians, "ours.total", "eager.total"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-answer-eager",
+                "new process: start -> first answer vs the same with claude_agent_sdk imported before the call",
+                "ours.total",
+                "eager.total",
                 note="raw column: what importing the SDK before the first call (in the constructor) would give",
             ),
-            Row(
-                key="new-ready",
-                name="new process: start -> ready for the first call (imports) vs raw SDK",
-                **measured(medians, "ours.ready", "raw.ready"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-ready",
+                "new process: start -> ready for the first call (imports) vs raw SDK",
+                "ours.ready",
+                "raw.ready",
             ),
-            Row(
-                key="new-ready-framework",
-                name="new process: start -> ready vs `from pydantic_ai import Agent` alone",
-                **measured(medians, "ours.ready", "floor.ready"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-ready-framework",
+                "new process: start -> ready vs `from pydantic_ai import Agent` alone",
+                "ours.ready",
+                "floor.ready",
                 note="what `from claudecode_model import ClaudeCodeModel` adds to the framework's import",
             ),
-            Row(
-                key="new-cpu",
-                name="new process: CPU until the first answer (the process, not the CLI) vs raw SDK",
-                **measured(medians, "ours.cpu", "raw.cpu"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-cpu",
+                "new process: CPU until the first answer (the process, not the CLI) vs raw SDK",
+                "ours.cpu",
+                "raw.cpu",
                 note="time.process_time() at the answer: the interpreter, every import, the call; steady under load",
             ),
-            Row(
-                key="new-cpu-floor",
-                name="new process: CPU until the first answer vs the floor (no library: same imports and runs)",
-                **measured(medians, "ours.cpu", "least.cpu"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "new-cpu-floor",
+                "new process: CPU until the first answer vs the floor (no library: same imports and runs)",
+                "ours.cpu",
+                "least.cpu",
                 note="raw column: floor.py's CPU (pydantic-ai, its FunctionModel run, the SDK) + the raw call's",
             ),
         ]
         if self._with_peer:
             rows += [
-                Row(
-                    key="new-first-call-peer",
-                    name=f"new process: first call vs {PEER}'s first generateText (Node)",
-                    **measured(medians, "ours.call", "peer.call"),
-                    target=Target(f"<= 1.0 x {PEER}", 1.0),
+                compared(
+                    medians,
+                    "new-first-call-peer",
+                    f"new process: first call vs {PEER}'s first generateText (Node)",
+                    "ours.call",
+                    "peer.call",
+                    Target(f"<= 1.0 x {PEER}", 1.0),
                     note=f"{PEER} with createAiSdkMcpServer; the raw column is the peer's",
                 ),
-                Row(
-                    key="new-first-call-floor-peer",
-                    name=f"new process: the first call's floor vs {PEER}'s first generateText (Node)",
-                    **measured(medians, "least.call", "peer.call"),
-                    target=Target("reported"),
+                compared(
+                    medians,
+                    "new-first-call-floor-peer",
+                    f"new process: the first call's floor vs {PEER}'s first generateText (Node)",
+                    "least.call",
+                    "peer.call",
                     note="ours column: the raw column of new-first-call-floor; the raw column is the peer's",
                 ),
-                Row(
-                    key="new-answer-peer",
-                    name=f"new process: start -> first answer vs {PEER} (Node)",
-                    **measured(medians, "ours.total", "peer.total"),
-                    target=Target(f"<= 1.2 x {PEER}", 1.2),
+                compared(
+                    medians,
+                    "new-answer-peer",
+                    f"new process: start -> first answer vs {PEER} (Node)",
+                    "ours.total",
+                    "peer.total",
+                    Target(f"<= 1.2 x {PEER}", 1.2),
                 ),
-                Row(
-                    key="new-answer-floor-peer",
-                    name=f"new process: start -> first answer, the floor vs {PEER} (Node)",
-                    **measured(medians, "least.total", "peer.total"),
-                    target=Target("reported"),
+                compared(
+                    medians,
+                    "new-answer-floor-peer",
+                    f"new process: start -> first answer, the floor vs {PEER} (Node)",
+                    "least.total",
+                    "peer.total",
                     note="ours column: the raw column of new-answer-floor; the raw column is the peer's",
                 ),
-                Row(
-                    key="new-cpu-peer",
-                    name=f"new process: CPU until the first answer vs {PEER} (Node)",
-                    **measured(medians, "ours.cpu", "peer.cpu"),
-                    target=Target("reported"),
+                compared(
+                    medians,
+                    "new-cpu-peer",
+                    f"new process: CPU until the first answer vs {PEER} (Node)",
+                    "ours.cpu",
+                    "peer.cpu",
                 ),
-                Row(
-                    key="new-ready-peer",
-                    name=f"new process: start -> ready for the first call vs {PEER} (Node)",
-                    **measured(medians, "ours.ready", "peer.ready"),
-                    target=Target("reported"),
+                compared(
+                    medians,
+                    "new-ready-peer",
+                    f"new process: start -> ready for the first call vs {PEER} (Node)",
+                    "ours.ready",
+                    "peer.ready",
                 ),
             ]
         return rows

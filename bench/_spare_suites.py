@@ -18,7 +18,7 @@ from pydantic_ai.models import ModelRequestParameters
 from bench import _raw
 from bench._agents import deps_agent, first_details, last_details, probe_agent
 from bench._brain import expected_answer, prompt
-from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check, live_descendants, measured
+from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check, compared, live_descendants
 from claudecode_model.model import ClaudeCodeModel
 
 MANY = 16
@@ -140,49 +140,62 @@ class SpareSuite(Suite):
 
     def rows(self, medians: dict[str, float]) -> list[Row]:
         return [
-            Row(
-                key="spare-new",
-                name="new conversation on a model that served one (spare), 1 tool call",
-                **measured(medians, "ours_spare.new_after_one", "raw.cold"),
-                target=Target("<= 0.3 x raw cold", 0.3),
+            compared(
+                medians,
+                "spare-new",
+                "new conversation on a model that served one (spare), 1 tool call",
+                "ours_spare.new_after_one",
+                "raw.cold",
+                Target("<= 0.3 x raw cold", 0.3),
                 note="the second agent.run() of one agent claims the spare the first left; raw = connect + query",
             ),
-            Row(
-                key="prewarmed-first",
-                name="first run on a prewarmed model, 1 tool call",
-                **measured(medians, "ours_prewarmed.first_prewarmed", "raw.cold"),
-                target=Target("<= 0.3 x raw cold", 0.3),
+            compared(
+                medians,
+                "prewarmed-first",
+                "first run on a prewarmed model, 1 tool call",
+                "ours_prewarmed.first_prewarmed",
+                "raw.cold",
+                Target("<= 0.3 x raw cold", 0.3),
             ),
-            Row(
-                key="fresh-first",
-                name="first run on a brand-new model (no prewarm), 1 tool call",
-                **measured(medians, "ours_fresh.first_fresh", "raw.cold"),
-                target=Target("<= 1.0 x raw cold", 1.0),
+            compared(
+                medians,
+                "fresh-first",
+                "first run on a brand-new model (no prewarm), 1 tool call",
+                "ours_fresh.first_fresh",
+                "raw.cold",
+                Target("<= 1.0 x raw cold", 1.0),
             ),
-            Row(
-                key="follow-up-vs-cold",
-                name="follow-up turn (message_history) vs raw cold",
-                **measured(medians, "ours_spare.follow_up", "raw.cold"),
-                target=Target("<= 0.12 x raw cold", 0.12),
+            compared(
+                medians,
+                "follow-up-vs-cold",
+                "follow-up turn (message_history) vs raw cold",
+                "ours_spare.follow_up",
+                "raw.cold",
+                Target("<= 0.12 x raw cold", 0.12),
             ),
-            Row(
-                key="first-token-spare",
-                name="request to first token: spare vs new process",
-                **measured(medians, "ours_spare.first_token_spare", "ours_fresh.first_token_new"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "first-token-spare",
+                "request to first token: spare vs new process",
+                "ours_spare.first_token_spare",
+                "ours_fresh.first_token_new",
                 note="provider_details['first_token_seconds'] of the two runs",
             ),
-            Row(
-                key="cpu-new",
-                name="CPU of this process: first run, new process (raw: partial messages)",
-                **measured(medians, "ours_fresh.cpu_new", "raw.cpu_cold"),
-                target=Target("<= 1.2 x raw", 1.2),
+            compared(
+                medians,
+                "cpu-new",
+                "CPU of this process: first run, new process (raw: partial messages)",
+                "ours_fresh.cpu_new",
+                "raw.cpu_cold",
+                Target("<= 1.2 x raw", 1.2),
             ),
-            Row(
-                key="cpu-follow-up",
-                name="CPU of this process: follow-up turn (raw: partial messages)",
-                **measured(medians, "ours_spare.cpu_follow_up", "raw.cpu_follow_up"),
-                target=Target("<= 1.2 x raw", 1.2),
+            compared(
+                medians,
+                "cpu-follow-up",
+                "CPU of this process: follow-up turn (raw: partial messages)",
+                "ours_spare.cpu_follow_up",
+                "raw.cpu_follow_up",
+                Target("<= 1.2 x raw", 1.2),
             ),
             Row(
                 key="spare-rss",
@@ -267,17 +280,20 @@ class ManySuite(Suite):
     def rows(self, medians: dict[str, float]) -> list[Row]:
         live = medians["ours.live_follow_ups"]
         return [
-            Row(
-                key="many-new",
-                name=f"{MANY} concurrent new conversations on one model (wall)",
-                **measured(medians, "ours.new", "raw.new"),
-                target=Target("all correct; <= 1.0 x raw", 1.0),
+            compared(
+                medians,
+                "many-new",
+                f"{MANY} concurrent new conversations on one model (wall)",
+                "ours.new",
+                "raw.new",
+                Target("all correct; <= 1.0 x raw", 1.0),
             ),
-            Row(
-                key="many-follow-up",
-                name=f"{MANY} concurrent follow-ups (message_history) on one model (wall)",
-                **measured(medians, "ours.follow_up", "raw.follow_up"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "many-follow-up",
+                f"{MANY} concurrent follow-ups (message_history) on one model (wall)",
+                "ours.follow_up",
+                "raw.follow_up",
                 note=f"{live:.0f} of {MANY} follow-ups continued their live process (keep_sessions=4)",
             ),
         ]
@@ -338,10 +354,12 @@ class ModelCPUSuite(Suite):
 
     def rows(self, medians: dict[str, float]) -> list[Row]:
         return [
-            Row(
-                key="cpu-model-turn",
-                name="CPU of this process per turn, model.request() (no Agent) vs raw query() (partial messages)",
-                **measured(medians, "ours.cpu_turn", "raw.cpu_turn"),
-                target=Target("<= 1.2 x raw", 1.2),
+            compared(
+                medians,
+                "cpu-model-turn",
+                "CPU of this process per turn, model.request() (no Agent) vs raw query() (partial messages)",
+                "ours.cpu_turn",
+                "raw.cpu_turn",
+                Target("<= 1.2 x raw", 1.2),
             )
         ]

@@ -30,7 +30,7 @@ from tests._support.temporal import TemporalDevServer, find_temporal_binary
 
 from bench._agents import last_details
 from bench._brain import expected_answer, prompt
-from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check, measured
+from bench._core import BenchContext, Metrics, Row, Suite, Variant, check, compared
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.temporal import ClaudeCodePlugin
 
@@ -142,18 +142,20 @@ class TemporalSuite(Suite):
         follow_up = medians["temporal.follow_up"] - medians["plain.follow_up"]
         note = "raw column = the same agent without durability; {extra:.0f} ms more per run, medians"
         return [
-            Row(
-                key="temporal-cold",
-                name=f"cold agent run, {CALLS} tool calls: Temporal workflow vs no durability",
-                **measured(medians, "temporal.cold", "plain.cold"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "temporal-cold",
+                f"cold agent run, {CALLS} tool calls: Temporal workflow vs no durability",
+                "temporal.cold",
+                "plain.cold",
                 note=note.format(extra=cold * 1000),
             ),
-            Row(
-                key="temporal-follow-up",
-                name=f"follow-up turn, {CALLS} tool calls (live CLI session): Temporal workflow vs no durability",
-                **measured(medians, "temporal.follow_up", "plain.follow_up"),
-                target=Target("reported"),
+            compared(
+                medians,
+                "temporal-follow-up",
+                f"follow-up turn, {CALLS} tool calls (live CLI session): Temporal workflow vs no durability",
+                "temporal.follow_up",
+                "plain.follow_up",
                 note=note.format(extra=follow_up * 1000),
             ),
         ]
