@@ -31,6 +31,13 @@ def run_windows(code: str, *args: str) -> dict[str, object]:
     return result
 
 
+def assert_says(message: object, *parts: str) -> None:
+    """``message`` is a text that holds every one of ``parts``."""
+    assert isinstance(message, str)
+    for part in parts:
+        assert part in message
+
+
 def test_the_bundled_claude_exe_is_found(tmp_path: Path):
     (tmp_path / "claude").write_text("")  # the Linux wheel's name: not the Windows one
     (tmp_path / "claude.exe").write_text("")
@@ -84,10 +91,7 @@ def test_on_path_only_claude_exe_counts_and_npm_s_claude_cmd_is_refused(tmp_path
     assert result["both"] == str(native / "claude.exe")
     assert result["installed"] == str(nothing / ".local" / "bin" / "claude.exe")
     for refused in (result["npm only"], result["relative"]):
-        assert isinstance(refused, str)
-        assert "Claude Code CLI not found" in refused
-        assert "claude.cmd cannot be used" in refused
-        assert "claude.exe" in refused
+        assert_says(refused, "Claude Code CLI not found", "claude.cmd cannot be used", "claude.exe")
 
 
 def test_the_stdio_transport_is_refused_naming_the_sdk_transport():
@@ -108,11 +112,7 @@ def test_the_stdio_transport_is_refused_naming_the_sdk_transport():
         """
     )
 
-    refused = result["refused"]
-    assert isinstance(refused, str)
-    assert "tool_transport='stdio'" in refused
-    assert "AF_UNIX" in refused
-    assert "use tool_transport='sdk'" in refused
+    assert_says(result["refused"], "tool_transport='stdio'", "AF_UNIX", "use tool_transport='sdk'")
 
 
 def test_the_lifeline_is_a_job_object_and_starts_no_watcher():
