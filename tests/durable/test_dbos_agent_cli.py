@@ -16,6 +16,7 @@ from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, PostgresSessionStore
 from tests._support.brains import weather_brain
+from tests._support.dbos_runs import asking_workflow, launch_and_ask
 from tests._support.polling import wait_for
 from tests._support.postgres import dbos_configured
 
@@ -66,12 +67,7 @@ async def test_claude_code_runs_as_a_durable_dbos_workflow(
             durable = DBOSAgent(agent)
         run = durable.run
     else:
-
-        @DBOS.workflow()
-        async def ask(prompt: str) -> str:
-            return (await agent.run(prompt)).output
-
-        run = ask
+        run = asking_workflow(agent)
 
     DBOS.launch()
     try:
@@ -107,15 +103,7 @@ async def test_a_durable_run_on_the_embedded_sqlite_default(claude_backend: Offl
             """The weather in a city."""
             return f"rainy in {city}"
 
-        @DBOS.workflow()
-        async def ask(prompt: str) -> str:
-            return (await agent.run(prompt)).output
-
-        DBOS.launch()
-        try:
-            output = await ask("Weather in Paris?")
-        finally:
-            await model.aclose()
+        output = await launch_and_ask(model, agent, "Weather in Paris?")
         [workflow] = await DBOS.list_workflows_async()
     finally:
         DBOS.destroy(destroy_registry=True)

@@ -17,6 +17,7 @@ from pydantic_ai import Agent
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import Failure
+from tests._support.dbos_runs import launch_and_ask
 from tests._support.limits import limit_headers, subscription_env
 from tests._support.postgres import dbos_configured
 from tests._support.temporal_runs import RunRequest, run_workflow, running_worker
@@ -88,15 +89,7 @@ async def test_a_dbos_run_waits_out_the_reset(claude_backend: OfflineBackend, db
     )
     agent = Agent(model, name="limited_dbos_agent", capabilities=[DBOSDurability()])
 
-    @DBOS.workflow()
-    async def ask(prompt: str) -> str:
-        return (await agent.run(prompt)).output
-
-    DBOS.launch()
-    try:
-        output = await ask("hello")
-    finally:
-        await model.aclose()
+    output = await launch_and_ask(model, agent, "hello")
 
     assert output == ANSWER
     [workflow] = await DBOS.list_workflows_async()
