@@ -69,6 +69,16 @@ def _show_library_logs() -> None:
     library.setLevel(logging.DEBUG)
 
 
+def _add_verbose(command: argparse.ArgumentParser) -> None:
+    """The ``--verbose`` flag of the commands that run the library (its logs on stderr)."""
+    command.add_argument("--verbose", action="store_true", help="show the library's logs on stderr")
+
+
+def _add_research(command: argparse.ArgumentParser, help_text: str) -> None:
+    """The ``--research`` flag of the commands that can run the Tavily research agent."""
+    command.add_argument("--research", action="store_true", help=help_text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="claudecode-model", description="pydantic-ai agents on Claude through the Claude Code CLI."
@@ -91,12 +101,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help="Claude Code built-in tools to enable, comma-separated (e.g. Read,Grep,Glob); none by default",
     )
-    run.add_argument("--verbose", action="store_true", help="show the library's logs on stderr")
-    run.add_argument(
-        "--research",
-        action="store_true",
-        help="research on the web with the Tavily tools (needs the 'tavily' extra and TAVILY_API_KEY)",
-    )
+    _add_verbose(run)
+    _add_research(run, "research on the web with the Tavily tools (needs the 'tavily' extra and TAVILY_API_KEY)")
     run.set_defaults(handler=_run)
 
     login = commands.add_parser(
@@ -111,17 +117,13 @@ def _parser() -> argparse.ArgumentParser:
     login.set_defaults(handler=_login)
 
     doctor = commands.add_parser("doctor", help="check the CLI, credentials and an offline round trip")
-    doctor.add_argument("--verbose", action="store_true", help="show the library's logs on stderr")
+    _add_verbose(doctor)
     doctor.add_argument("--cli-path", default=None, help="the Claude Code CLI to check (default: the one found)")
     doctor.set_defaults(handler=_doctor)
 
     demo = commands.add_parser("demo", help="run an agent through the real CLI against the offline backend")
     demo.add_argument("prompt", nargs="?", default=None, help="what to ask (each demo has a question of its own)")
-    demo.add_argument(
-        "--research",
-        action="store_true",
-        help="run the Tavily research agent, with Tavily faked on 127.0.0.1 too (needs the 'tavily' extra)",
-    )
+    _add_research(demo, "run the Tavily research agent, with Tavily faked on 127.0.0.1 too (needs the 'tavily' extra)")
     demo.set_defaults(handler=_demo)
 
     backend = commands.add_parser(
