@@ -41,6 +41,18 @@ NOT_FOUND = api_error(
     "There's an issue with the selected model (claude-opus-5-5). It may not exist or you may not have access to it.",
     error="model_not_found",
 )
+RATE_LIMITED = api_error(
+    429, "rate_limit_error", "API Error: Request rejected (429) · Rate limited", error="rate_limit"
+)
+LOW_BALANCE = api_error(400, "invalid_request_error", "Credit balance is too low", error="billing_error")
+BILLING = api_error(402, "billing_error", "API Error: 402 billing", error="unknown")
+OVERLOADED = api_error(529, "overloaded_error", "API Error: 529 Overloaded.", error="server_error")
+STREAM_RATE_LIMITED = api_error(
+    500, "rate_limit_error", "API Error: 500 Rate limited.", error="server_error", in_stream=True
+)
+STREAM_OVERLOADED = api_error(
+    529, "overloaded_error", "API Error: 529 Overloaded.", error="server_error", in_stream=True
+)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +60,7 @@ NOT_FOUND = api_error(
     [
         pytest.param(NOT_FOUND, ModelNotFoundError, None, 404, False, "not_found_error", id="404-model-not-found"),
         pytest.param(
-            api_error(429, "rate_limit_error", "API Error: Request rejected (429) · Rate limited", error="rate_limit"),
+            RATE_LIMITED,
             ModelRateLimitError,
             ModelQuotaExceededError,
             429,
@@ -66,49 +78,15 @@ NOT_FOUND = api_error(
             id="429-credits-required",
         ),
         pytest.param(
-            api_error(400, "invalid_request_error", "Credit balance is too low", error="billing_error"),
-            ModelQuotaExceededError,
-            None,
-            400,
-            False,
-            "invalid_request_error",
-            id="400-credit-balance",
+            LOW_BALANCE, ModelQuotaExceededError, None, 400, False, "invalid_request_error", id="400-credit-balance"
+        ),
+        pytest.param(BILLING, ModelQuotaExceededError, None, 402, False, "billing_error", id="402-billing"),
+        pytest.param(OVERLOADED, ModelOverloadedError, None, 529, False, "overloaded_error", id="529-overloaded"),
+        pytest.param(
+            STREAM_RATE_LIMITED, ModelRateLimitError, None, 429, True, "rate_limit_error", id="stream-rate-limit"
         ),
         pytest.param(
-            api_error(402, "billing_error", "API Error: 402 billing", error="unknown"),
-            ModelQuotaExceededError,
-            None,
-            402,
-            False,
-            "billing_error",
-            id="402-billing",
-        ),
-        pytest.param(
-            api_error(529, "overloaded_error", "API Error: 529 Overloaded.", error="server_error"),
-            ModelOverloadedError,
-            None,
-            529,
-            False,
-            "overloaded_error",
-            id="529-overloaded",
-        ),
-        pytest.param(
-            api_error(500, "rate_limit_error", "API Error: 500 Rate limited.", error="server_error", in_stream=True),
-            ModelRateLimitError,
-            None,
-            429,
-            True,
-            "rate_limit_error",
-            id="stream-rate-limit",
-        ),
-        pytest.param(
-            api_error(529, "overloaded_error", "API Error: 529 Overloaded.", error="server_error", in_stream=True),
-            ModelOverloadedError,
-            None,
-            529,
-            True,
-            "overloaded_error",
-            id="stream-overloaded",
+            STREAM_OVERLOADED, ModelOverloadedError, None, 529, True, "overloaded_error", id="stream-overloaded"
         ),
     ],
 )
