@@ -186,3 +186,22 @@ def test_the_model_module_stays_a_thin_adapter() -> None:
     lines = len((PACKAGE / "model.py").read_text().splitlines())
 
     assert lines <= 330, f"model.py has {lines} lines"
+
+
+REQUEST_PATH_FUNCTIONS = {
+    "_turns/acquire.py": "acquire_session",
+    "_turns/start.py": "start_turn",
+    "_sessions/options.py": "build_options",
+}
+"""The functions every request runs through: each delegates its cases to small named helpers."""
+
+
+@pytest.mark.parametrize(("module", "function"), REQUEST_PATH_FUNCTIONS.items())
+def test_the_request_path_functions_stay_short(module: str, function: str) -> None:
+    tree = ast.parse((PACKAGE / module).read_text())
+    [definition] = [
+        node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function
+    ]
+    lines = (definition.end_lineno or definition.lineno) - definition.lineno + 1
+
+    assert lines < 60, f"{function} in {module} has {lines} lines"

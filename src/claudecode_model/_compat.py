@@ -296,12 +296,14 @@ async def _no_prompt() -> AsyncIterator[dict[str, Any]]:
     yield
 
 
-def subprocess_transport(options: ClaudeAgentOptions, spawn: Spawn, *, inline_schema_limit: int) -> Transport:
+def subprocess_transport(
+    options: ClaudeAgentOptions, spawn: Spawn, *, inline_schema_limit: int | None = None
+) -> Transport:
     """The SDK's subprocess transport for ``options``, configured as ``ClaudeSDKClient`` configures the one it builds
     itself (``can_use_tool`` routed over stdio), whose CLI is started by ``spawn``: the SDK builds the command line,
     environment and streams as always, ``spawn`` starts the process (or adopts one). An output schema whose JSON is
     longer than ``inline_schema_limit`` characters leaves the command line (``--json-schema``) and reaches the CLI in
-    its ``initialize`` request (``jsonSchema``, as the TypeScript SDK sends it)."""
+    its ``initialize`` request (``jsonSchema``, as the TypeScript SDK sends it); ``None``: none does."""
     from claude_agent_sdk.types import _configure_can_use_tool
 
     transport_class = _spawning_transport_class()
