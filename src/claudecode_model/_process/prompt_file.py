@@ -1,7 +1,7 @@
 """System prompts too long for the command line: written to a private file that the CLI reads at its start.
 
-The SDK passes the system prompt as one argument (``--system-prompt``), and Linux caps a single argument at
-128 KiB (``MAX_ARG_STRLEN``): a longer prompt would make the start fail with ``Argument list too long``. A prompt
+The SDK passes the system prompt as one argument (``--system-prompt``). Windows caps a whole command line at
+32,767 characters (Linux caps one argument at 128 KiB), and that is the design limit on every platform: a prompt
 above :data:`INLINE_SYSTEM_PROMPT_BYTES` goes through ``--system-prompt-file`` instead, the file living as long as
 the CLI process does.
 """
@@ -24,9 +24,10 @@ __all__ = ["INLINE_SYSTEM_PROMPT_BYTES", "PROMPT_FILE_PREFIX", "with_prompt_file
 
 logger = logging.getLogger(__name__)
 
-INLINE_SYSTEM_PROMPT_BYTES = 64 * 1024
-"""The longest system prompt (UTF-8 bytes) passed on the command line; half of what one argument may hold, so
-that the other arguments and the environment keep their room."""
+INLINE_SYSTEM_PROMPT_BYTES = 16 * 1024
+"""The longest system prompt (UTF-8 bytes, so at most as many characters) passed on the command line: with the
+longest output schema passed there (``INLINE_OUTPUT_SCHEMA_CHARACTERS``, 8,192) and the other arguments, the command
+line stays within Windows' 32,767 characters."""
 
 PROMPT_FILE_PREFIX = "claudecode_prompt_"
 
