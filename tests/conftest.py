@@ -26,6 +26,9 @@ os.chmod(_SESSION_TMP, 0o711)  # traversable, as /tmp is, for the tests that con
 os.environ["TMPDIR"] = _SESSION_TMP
 tempfile.tempdir = _SESSION_TMP
 
+# Loaded after the lines above (the plugin imports the package): an unmarked test that starts the CLI fails.
+pytest_plugins = ["pytester", "tests._support.cli_guard"]
+
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     import shutil

@@ -80,6 +80,7 @@ def test_session_transcript_path_follows_the_sdk_layout(tmp_path: Path) -> None:
     assert path == tmp_path / "projects" / "-some-project-dir" / "abc.jsonl"
 
 
+@pytest.mark.cli
 async def test_cli_process_is_the_running_cli(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
     client = ClaudeSDKClient(options)
@@ -122,6 +123,7 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
     assert _compat.api_error_fields(plain) == {}
 
 
+@pytest.mark.cli
 async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
     client = ClaudeSDKClient(options)
