@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from claudecode_model.ipc import IPCSession, ToolSchema, stdio_server_config
 from claudecode_model.ipc._constants import SOCKET_FILE_PREFIX
+from claudecode_model.ipc._types import JsonValue
 from tests._support.processes import process_table
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class Toolbox:
 
     @property
     def schemas(self) -> list[ToolSchema]:
-        obj: dict[str, object] = {"type": "object"}
+        obj: dict[str, JsonValue] = {"type": "object"}
         return [
             {
                 "name": "echo",
@@ -212,7 +213,7 @@ class BridgeProcess:
         return await asyncio.wait_for(future, 30)
 
     async def initialize(self) -> dict[str, object]:
-        params = {
+        params: dict[str, object] = {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
             "clientInfo": {"name": "test", "version": "1"},

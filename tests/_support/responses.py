@@ -1,8 +1,10 @@
-"""Reading a run's responses and stream events: the native tool parts Claude Code's own tools show as."""
+"""Reading a run's responses and stream events: the native tool parts Claude Code's own tools show as, and the
+details the model puts on each response."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -34,3 +36,10 @@ def started_native_kinds(events: Iterable[object], tool_name: str) -> set[type[M
         for part in started_parts(events)
         if isinstance(part, NativeToolCallPart | NativeToolReturnPart) and part.tool_name == tool_name
     }
+
+
+def details(message: ModelMessage) -> dict[str, Any]:
+    """The ``provider_details`` of a response (the model sets them on every response it returns)."""
+    assert isinstance(message, ModelResponse), message
+    assert message.provider_details is not None, message
+    return message.provider_details

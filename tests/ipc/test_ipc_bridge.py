@@ -64,7 +64,7 @@ async def test_server_discover_is_method_not_found_so_the_cli_falls_back_to_init
     session: IPCSession, start_bridge: StartBridge
 ) -> None:
     bridge = await start_bridge(session)
-    probe = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+    probe: dict[str, object] = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
     response = await bridge.request("server-discover-probe-1", "server/discover", probe)
     assert response == {
         "jsonrpc": "2.0",

@@ -21,13 +21,14 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, SQLiteSessionStore
 from claudecode_model._process.slots import ProcessSlots
 from claudecode_model._sessions import pool as pool_module
 from claudecode_model._sessions import session as session_module
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -44,7 +45,7 @@ def tool_then_text(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
 
 @pytest.fixture
 def backend(claude_backend: OfflineBackend) -> OfflineBackend:
-    claude_backend.set_brain(FunctionModel(tool_then_text))  # type: ignore[arg-type]
+    claude_backend.set_brain(FunctionModel(tool_then_text))
     return claude_backend
 
 
@@ -108,9 +109,9 @@ async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_
     assert source_of(second) == "spare"
     assert second.output == "tool said p"
     assert seen[-1] == before  # while the second conversation ran its tool, no process had been started
-    details = second.all_messages()[-1].provider_details or {}
-    assert isinstance(details.get("first_token_seconds"), float)
-    assert details["session_id"] != (first.all_messages()[-1].provider_details or {})["session_id"]
+    second_details = details(second.all_messages()[-1])
+    assert isinstance(second_details.get("first_token_seconds"), float)
+    assert second_details["session_id"] != details(first.all_messages()[-1])["session_id"]
 
 
 async def test_a_spare_starts_after_its_delay_not_during_the_turn(
@@ -260,7 +261,7 @@ async def test_the_process_cap_makes_requests_wait_and_times_out_clearly(backend
         busy = asyncio.create_task(agent.run("hold"))
         await wait_until(lambda: bool(running))
         with pytest.raises(CLITimeoutError, match="max_processes"):
-            await plain.run("times out", model_settings={"claude_code_timeout": 0.5})
+            await plain.run("times out", model_settings=ClaudeCodeModelSettings({"claude_code_timeout": 0.5}))
 
         waiting = asyncio.create_task(plain.run("waits"))
         await asyncio.sleep(1.0)
@@ -293,7 +294,7 @@ async def test_a_turn_parked_for_an_approval_holds_its_slot_and_is_never_a_spare
 
         # A new conversation of the same agent neither claims the parked process nor stops it: it waits for a slot.
         with pytest.raises(CLITimeoutError, match="max_processes"):
-            await agent.run("another", model_settings={"claude_code_timeout": 0.5})
+            await agent.run("another", model_settings=ClaudeCodeModelSettings({"claude_code_timeout": 0.5}))
 
         [call] = first.output.approvals
         second = await agent.run(
