@@ -53,11 +53,11 @@ checks: $(STAMP)
 
 # The gate (CI's `.ci/run`): the checks, then every test, in parallel workers.
 test: checks node-ui
-	scripts/loopback-only $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup --durations=15
+	scripts/loopback-only $(PY) -m pytest -q -n $(WORKERS) --durations=15
 
 # The quick tier: the checks, then the tests that start no CLI (`-m "not cli"`).
 test-fast: checks
-	scripts/loopback-only $(PY) -m pytest -q -m "not cli" -n $(FAST_WORKERS) --dist loadgroup --durations=15
+	scripts/loopback-only $(PY) -m pytest -q -m "not cli" -n $(FAST_WORKERS) --durations=15
 
 test-latest:
 	rm -f $(LATEST)/.installed

@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 
     from tests._support.temporal import TemporalDevServer
 
-# One xdist worker runs the whole module (`--dist loadgroup`): every test reads the one scenario its module fixture
-# plays, which each worker given any of its tests would otherwise play again.
-pytestmark = [pytest.mark.cli, pytest.mark.xdist_group("temporal_worker_crash")]
+# Under xdist one worker runs the whole module (tests/_support/worker_groups.py): every test reads the one scenario
+# its module fixture plays, which each worker given any of its tests would otherwise play again.
+pytestmark = pytest.mark.cli
 
 PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "temporal_workers.py"
 _TIMEOUT = 240
