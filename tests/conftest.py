@@ -29,6 +29,10 @@ os.chmod(_SESSION_TMP, 0o711)  # traversable, as /tmp is, for the tests that con
 os.environ["TMPDIR"] = _SESSION_TMP
 tempfile.tempdir = _SESSION_TMP
 
+# Loaded after the lines above (cli_guard imports the package): an unmarked test that starts the CLI fails, and under
+# xdist the modules that play one scenario for all their tests run on one worker.
+pytest_plugins = ["pytester", "tests._support.cli_guard", "tests._support.worker_groups"]
+
 
 @functools.cache
 def _linux_only(path: str) -> str | None:

@@ -91,6 +91,7 @@ async def _spawn_with_anyio(command: Sequence[str], keywords: Mapping[str, Any])
     return await anyio.open_process(list(command), **keywords)
 
 
+@pytest.mark.cli
 async def test_transport_process_is_the_running_cli(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
     transport = _compat.subprocess_transport(options, _spawn_with_anyio)
@@ -199,6 +200,7 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
     assert _compat.api_error_fields(plain) == {}
 
 
+@pytest.mark.cli
 async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
     sdk_transport = _compat.subprocess_transport(options, _spawn_with_anyio)

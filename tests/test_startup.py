@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from claudecode_model import DEFAULT_SERVER_NAME
-from claudecode_model.model import DEFAULT_SERVER_NAME as MODEL_DEFAULT_SERVER_NAME
+
+# The model module's own name (not in its __all__): the test checks it is the package's.
+from claudecode_model.model import DEFAULT_SERVER_NAME as MODEL_DEFAULT_SERVER_NAME  # type: ignore[attr-defined]
 
 SRC_DIR = Path(__file__).resolve().parents[1] / "src"
 HEAVY = ("claude_agent_sdk", "mcp")

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def package_files() -> set[str]:
     }
 
 
-def run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(argv: Sequence[str | Path], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
 
@@ -50,7 +51,18 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = work / "venv" / "bin" / "python"
     purelib = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], work).stdout.strip()
     (Path(purelib) / "locked_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    pip = [sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "--quiet", wheel]
+    pip: list[str | Path] = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--quiet",
+        wheel,
+    ]
     installed = run(pip, work)
     assert installed.returncode == 0, installed.stderr
     return work / "venv"

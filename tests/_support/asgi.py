@@ -13,7 +13,7 @@ import uvicorn
 
 @asynccontextmanager
 async def serve_asgi(
-    app: Any, *, lifespan: Literal["on", "off"] = "off", graceful_shutdown: float | None = None
+    app: Any, *, lifespan: Literal["on", "off"] = "off", graceful_shutdown: int | None = None
 ) -> AsyncIterator[str]:
     """Serve ``app`` on a free port of 127.0.0.1 until the block ends; yields its base URL.
 

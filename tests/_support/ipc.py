@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from claudecode_model.ipc import IPCSession, ToolSchema, stdio_server_config
 from claudecode_model.ipc._constants import BRIDGE_MODULE, SOCKET_FILE_PREFIX
+from claudecode_model.ipc._types import JsonValue
 from tests._support.processes import process_table
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Toolbox:
 
     @property
     def schemas(self) -> list[ToolSchema]:
-        obj: dict[str, object] = {"type": "object"}
+        obj: dict[str, JsonValue] = {"type": "object"}
         return [
             {
                 "name": "echo",

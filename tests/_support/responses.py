@@ -1,5 +1,5 @@
 """Reading a run's responses and stream events: the native tool parts Claude Code's own tools show as, and the
-session a run's last response came from."""
+session a run's last response came from, and the details the model puts on each response."""
 
 from __future__ import annotations
 
@@ -54,3 +54,10 @@ def session_of(result: AgentRunResult[Any]) -> str:
 def source_of(result: AgentRunResult[Any]) -> str:
     """Where a run's session came from (``live``, ``spare``, ``fresh``, ...)."""
     return last_detail(result, "session_source")
+
+
+def details(message: ModelMessage) -> dict[str, Any]:
+    """The ``provider_details`` of a response (the model sets them on every response it returns)."""
+    assert isinstance(message, ModelResponse), message
+    assert message.provider_details is not None, message
+    return message.provider_details

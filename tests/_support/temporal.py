@@ -7,6 +7,7 @@ runs with a parent-death signal: it cannot outlive the test run even when pytest
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -25,6 +26,9 @@ _BIN_ENV = "CLAUDECODE_TEST_TEMPORAL_BIN"
 _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 15.0
 HOST = "127.0.0.1"
+_PORTS_LOCK = Path(__file__).resolve().parents[2] / ".cache" / "temporal-ports.lock"
+"""Held from choosing a server's ports until it listens on them: the pytest processes of one run (xdist workers)
+start their servers one at a time, so two cannot choose the same free port."""
 
 
 class TemporalNotRunnableError(RuntimeError):
@@ -75,6 +79,12 @@ class TemporalDevServer:
         return f"{HOST}:{self.port}"
 
     def start(self, log: Path) -> None:
+        _PORTS_LOCK.parent.mkdir(parents=True, exist_ok=True)
+        with open(_PORTS_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._start(log)
+
+    def _start(self, log: Path) -> None:
         self.port = _free_port()
         self._log = log
         argv = [

@@ -7,11 +7,9 @@ import base64
 import pytest
 from pydantic_ai.messages import BinaryContent, ImageUrl, ToolReturn, ToolReturnPart, UserPromptPart
 
+from claudecode_model._history.cut_results import CLI_INLINE_LIMIT, TEXT_LIMIT, cap_text
 from claudecode_model._tools.call_results import (
-    CLI_INLINE_LIMIT,
-    TEXT_LIMIT,
     block_texts,
-    cap_text,
     mcp_result,
     not_answered_result,
     results_by_call,
@@ -77,8 +75,8 @@ def test_an_image_becomes_mcp_image_content():
     result = mcp_result(ToolReturnPart("shot", ["Here it is:", image], tool_call_id="f"))
     assert _texts(result) == ["Here it is:"]
     [picture] = [block for block in result["content"] if block["type"] == "image"]
-    assert picture["mimeType"] == "image/png"  # type: ignore[typeddict-item]
-    assert base64.b64decode(picture["data"]) == PNG  # type: ignore[typeddict-item]
+    assert picture["mimeType"] == "image/png"
+    assert base64.b64decode(picture["data"]) == PNG
 
 
 def test_a_lone_image_result_has_only_the_image():
@@ -91,7 +89,7 @@ def test_a_text_file_is_inline_text_and_a_pdf_an_embedded_resource():
     pdf = BinaryContent(b"%PDF-1.1 tiny", media_type="application/pdf")
     result = mcp_result(ToolReturnPart("files", [text_file, pdf], tool_call_id="h"))
     assert _texts(result) == ["line one\nline two"]
-    [resource] = [block["resource"] for block in result["content"] if block["type"] == "resource"]  # type: ignore[typeddict-item]
+    [resource] = [block["resource"] for block in result["content"] if block["type"] == "resource"]
     assert resource["mimeType"] == "application/pdf"
     assert base64.b64decode(str(resource["blob"])) == b"%PDF-1.1 tiny"
 

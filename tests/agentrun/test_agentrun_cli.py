@@ -42,14 +42,14 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model.exceptions import ToolValidationError
-from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import Failure, OfflineBackend
 from claudecode_model.toolkit import done_output
 from tests._support.agents import square_after_a_retry
 from tests._support.brains import tool_returns
 from tests._support.requests import texts_after_last_tool_result
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -101,7 +101,7 @@ async def test_a_reply_calling_tools_is_one_model_request_and_pydantic_ai_runs_t
     assert len(first.tool_results()) == 0
     assert result.usage.requests == 2
     assert result.usage.tool_calls == 2
-    assert result.all_messages()[-1].provider_details["session_id"] == reply.provider_details["session_id"]
+    assert details(result.all_messages()[-1])["session_id"] == details(reply)["session_id"]
 
 
 async def test_each_response_of_a_tool_calling_turn_carries_its_own_cost_share(
@@ -129,7 +129,7 @@ async def test_each_response_of_a_tool_calling_turn_carries_its_own_cost_share(
         listed = calc_price(reply.usage, model_ref=reply.model_name or "", provider_id="anthropic").total_price
         assert reply.usage.cost == round(listed, 10)
     # Together they are what the CLI reported for the turn.
-    total = replies[-1].provider_details["total_cost_usd"]
+    total = details(replies[-1])["total_cost_usd"]
     assert float(sum(costs)) == pytest.approx(total, rel=1e-6)  # type: ignore[arg-type]
 
 
@@ -173,7 +173,7 @@ async def test_model_retry_goes_back_to_claude_as_an_error_result_and_is_correct
     assert claude_backend.requests[2].tool_results()[-1].text == "9"
     assert result.usage.requests == 3
     # All three replies were one CLI turn: one session throughout.
-    sessions = {m.provider_details["session_id"] for m in result.all_messages() if isinstance(m, ModelResponse)}
+    sessions = {details(m)["session_id"] for m in result.all_messages() if isinstance(m, ModelResponse)}
     assert len(sessions) == 1
 
 
@@ -335,9 +335,9 @@ async def test_a_tool_requiring_approval_ends_the_run_with_deferred_tool_request
     assert (result.tool_use_id, result.text, result.is_error) == (request.tool_call_id, "deleted /tmp/x", False)
     # The same CLI turn went on: Claude saw its call answered, not a new prompt.
     assert [type(part) for part in claude_backend.requests[1].messages[-1].parts] == [ToolReturnPart]
-    assert first.all_messages()[-1].provider_details["session_id"] == second.response.provider_details["session_id"]
-    assert first.all_messages()[-1].provider_details["session_source"] == "fresh"
-    assert second.response.provider_details["session_source"] == "live"  # the run went on in the kept CLI process
+    assert details(first.all_messages()[-1])["session_id"] == details(second.response)["session_id"]
+    assert details(first.all_messages()[-1])["session_source"] == "fresh"
+    assert details(second.response)["session_source"] == "live"  # the run went on in the kept CLI process
 
 
 async def test_a_denied_call_reaches_claude_as_the_denial(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -718,7 +718,7 @@ async def test_a_reply_retried_without_streaming_after_a_cut_still_hands_its_cal
 ):
     call = ModelResponse(parts=[TextPart("Checking the sum now."), ToolCallPart(SERVER + "add", {"a": 1, "b": 2})])
     claude_backend.set_brain([Failure.cut(call, after_deltas=2), call, "the sum is 3"])
-    agent = Agent(model, model_settings={"claude_code_timeout": 60})
+    agent = Agent(model, model_settings=ClaudeCodeModelSettings({"claude_code_timeout": 60}))
 
     @agent.tool_plain
     def add(a: int, b: int) -> int:

@@ -42,11 +42,12 @@ from claudecode_model import (
     BuiltinToolApprovals,
     BuiltinToolPolicy,
     ClaudeCodeModel,
+    ClaudeCodeModelSettings,
     PolicyDecision,
 )
-from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import tool_returns
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -178,7 +179,7 @@ async def test_an_approved_call_runs_in_claude_code_and_its_output_reaches_claud
     assert not result.is_error
     assert second.output.startswith("tool said: ")
     # The same CLI turn went on; the history shows the approval, then what Claude Code made of the call.
-    assert second.response.provider_details["session_id"] == reply.provider_details["session_id"]
+    assert details(second.response)["session_id"] == details(reply)["session_id"]
     new = second.new_messages()
     [approval] = tool_returns(*new)
     assert approval.tool_call_id == request.tool_call_id
@@ -190,7 +191,7 @@ async def test_an_approved_call_runs_in_claude_code_and_its_output_reaches_claud
     # The history with the approval and its output is exactly what the live session holds: a follow-up continues it.
     claude_backend.set_brain(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("ok")])))
     third = await agent.run("and now?", message_history=second.all_messages())
-    assert third.response.provider_details["session_source"] == "live"
+    assert details(third.response)["session_source"] == "live"
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -275,7 +276,7 @@ async def test_a_later_replay_shows_claude_the_output_of_the_approved_call(
     finally:
         await elsewhere.aclose()
 
-    assert third.response.provider_details["session_source"] == "replay"
+    assert details(third.response)["session_source"] == "replay"
 
     replayed = claude_backend.requests[-1]
     assert [(r.tool_use_id, r.text.strip(), r.is_error) for r in replayed.tool_results()] == [
@@ -300,7 +301,9 @@ async def test_a_policy_decides_in_code_without_ending_the_run(
     claude_backend.set_brain(case.brain(tmp_path))
     denied = policy_of(seen, lambda call: ToolDenied("No, says the policy.") if call.tool_name == case.tool else None)
 
-    refused = await agent.run("do it", model_settings={"claude_code_builtin_tool_policy": denied})
+    refused = await agent.run(
+        "do it", model_settings=ClaudeCodeModelSettings({"claude_code_builtin_tool_policy": denied})
+    )
 
     assert case.state(tmp_path) == case.before
     assert refused.output.startswith("tool said: ")
@@ -319,7 +322,9 @@ async def test_a_policy_decides_in_code_without_ending_the_run(
         seen,
         lambda call: ToolApproved(override_args=case.changed_args(tmp_path)) if call.tool_name == case.tool else None,
     )
-    approved = await agent.run("do it", model_settings={"claude_code_builtin_tool_policy": changed})
+    approved = await agent.run(
+        "do it", model_settings=ClaudeCodeModelSettings({"claude_code_builtin_tool_policy": changed})
+    )
 
     assert case.state(tmp_path) == case.after_changed
     assert approved.output.startswith("tool said: ")
@@ -334,7 +339,8 @@ async def test_a_policy_without_a_decision_leaves_the_call_to_pydantic_ais_appro
     claude_backend.set_brain(BASH.brain(tmp_path))
 
     first = await agent.run(
-        "do it", model_settings={"claude_code_builtin_tool_policy": policy_of(seen, lambda call: None)}
+        "do it",
+        model_settings=ClaudeCodeModelSettings({"claude_code_builtin_tool_policy": policy_of(seen, lambda call: None)}),
     )
 
     assert isinstance(first.output, DeferredToolRequests)
@@ -441,7 +447,7 @@ async def test_the_approval_and_the_call_show_in_the_trace(
         model,
         output_type=[str, DeferredToolRequests],
         toolsets=[BuiltinToolApprovals(["Bash"])],
-        model_settings={"claude_code_cwd": str(tmp_path)},
+        model_settings=ClaudeCodeModelSettings({"claude_code_cwd": str(tmp_path)}),
         capabilities=[instrumentation],
     )
     first = await agent.run("do it")

@@ -10,6 +10,7 @@ import pytest
 from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 from pydantic_ai import Agent, DeferredToolRequests, ToolApproved, ToolDenied
 from pydantic_ai.messages import (
+    ModelMessage,
     ModelRequest,
     ModelResponse,
     NativeToolReturnPart,
@@ -63,7 +64,7 @@ def test_an_approval_carries_the_input_to_run_and_anything_else_is_a_denial():
 def hook_output(gate: BuiltinGate, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     [matcher] = gate.hooks()["PreToolUse"]
     hook_input = {"hook_event_name": "PreToolUse", "tool_name": name, "tool_input": arguments}
-    return asyncio.run(matcher.hooks[0](hook_input, call_id, {"signal": None}))  # type: ignore[arg-type]
+    return asyncio.run(matcher.hooks[0](hook_input, call_id, {"signal": None}))
 
 
 def permission(
@@ -181,7 +182,11 @@ def denied(call_id: str, message: str) -> ToolReturnPart:
 def taken_up(*answers: Any) -> Any:
     calls = [builtin_call("t1", "one"), builtin_call("t2", "two"), builtin_call("t3", "three")]
     response = ModelResponse(parts=calls, provider_name="claude-code")
-    messages = [ModelRequest(parts=[UserPromptPart("go")]), response, ModelRequest(parts=list(answers))]
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("go")]),
+        response,
+        ModelRequest(parts=list(answers)),
+    ]
     return resumed_calls(messages, PendingCalls(response, calls, list(answers)))
 
 

@@ -127,7 +127,7 @@ def test_verbose_shows_the_library_logs():
 
 def test_login_runs_the_cli_auth_login_command(tmp_path: Path):
     record = tmp_path / "args"
-    fake = tmp_path / "claude"
+    fake = tmp_path / "fake-cli"  # not named `claude`: it is no CLI (tests/_support/cli_guard.py)
     fake.write_text(f'#!/bin/sh\necho "$@" > {record}\nexit 3\n')
     fake.chmod(0o755)
 
@@ -136,6 +136,7 @@ def test_login_runs_the_cli_auth_login_command(tmp_path: Path):
     assert record.read_text().split() == ["auth", "login", "--console", "--email", "me@example.com"]
 
 
+@pytest.mark.cli
 def test_the_bundled_cli_has_the_auth_login_command():
     completed = subprocess.run(
         [str(find_cli()), "auth", "login", "--help"], capture_output=True, text=True, timeout=60, check=False

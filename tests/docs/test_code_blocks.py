@@ -40,6 +40,8 @@ BLOCK_TIMEOUT = 240.0
 
 # The first test waits for every block (about 110 s of CPU in all, a minute on two idle cores; several minutes on a
 # loaded machine): the suite's 120 s per test is too short for it.
+# Under xdist one worker runs the whole module (tests/_support/worker_groups.py): its module fixture runs every
+# selected block at once, which each worker given any of its tests would otherwise do again.
 pytestmark = [pytest.mark.cli, pytest.mark.timeout(900)]
 [PYTEST_CONFIG] = [block.code for block in code_blocks(ROOT / "docs" / "testing.md") if block.language == "toml"]
 """The pytest settings docs/testing.md tells a user to add to ``pyproject.toml`` for async tests."""

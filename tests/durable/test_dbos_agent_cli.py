@@ -14,11 +14,12 @@ from pydantic_ai.exceptions import PydanticAIDeprecationWarning
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.function import FunctionModel
 
-from claudecode_model import ClaudeCodeModel, PostgresSessionStore
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, PostgresSessionStore
 from tests._support.brains import weather_brain
 from tests._support.dbos_runs import asking_workflow, launch_and_ask
 from tests._support.polling import wait_for
 from tests._support.postgres import dbos_configured
+from tests._support.responses import details
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -141,7 +142,7 @@ async def test_a_decision_on_a_built_in_call_holds_in_a_durable_run_taken_up_fro
         name="approval_agent",
         output_type=[str, DeferredToolRequests],
         toolsets=[BuiltinToolApprovals(["Bash"])],
-        model_settings={"claude_code_cwd": str(tmp_path)},
+        model_settings=ClaudeCodeModelSettings({"claude_code_cwd": str(tmp_path)}),
         capabilities=[DBOSDurability()],
     )
     denial = "Not on this machine, said the person."
@@ -151,7 +152,7 @@ async def test_a_decision_on_a_built_in_call_holds_in_a_durable_run_taken_up_fro
         result = await agent.run(prompt)
         assert isinstance(result.output, DeferredToolRequests)
         [call] = result.output.approvals
-        reply = result.all_messages()[-1].provider_details or {}
+        reply = details(result.all_messages()[-1])
         assert await wait_for(lambda: written(claude_backend, reply["session_id"], reply["resume_session_at"]))
         return json.dumps(
             {"call": call.tool_call_id, "history": ModelMessagesTypeAdapter.dump_json(result.all_messages()).decode()}

@@ -58,7 +58,7 @@ async def sqlite_stores(tmp_path: Path) -> AsyncIterator[Callable[[], SQLiteSess
 @pytest.fixture(params=["postgres", "sqlite"])
 def make_store(request: pytest.FixtureRequest, postgres_server: PostgresServer) -> Callable[[], Any]:
     # postgres_server is named here so that it starts before the test's leak guard takes its snapshot.
-    return request.getfixturevalue(f"{request.param}_stores")  # type: ignore[no-any-return]
+    return request.getfixturevalue(f"{request.param}_stores")
 
 
 async def test_conformance_suite(make_store: Callable[[], Any]):

@@ -274,8 +274,8 @@ async def test_a_request_where_the_parked_turn_is_gone_continues_without_running
     other_env = claude_backend.cli_env(config_dir=tmp_path / "other-worker")
     second = ClaudeCodeModel(env=other_env, spare_sessions=0, session_store=store)
     calls: list[str] = []
-    agent = Agent(first, name="lost_turn_agent", capabilities=[TemporalDurability()])
-    follow_up_agent = Agent(second, name="follow_up_agent", capabilities=[TemporalDurability()])
+    agent: Agent[None, str] = Agent(first, name="lost_turn_agent", capabilities=[TemporalDurability()])
+    follow_up_agent: Agent[None, str] = Agent(second, name="follow_up_agent", capabilities=[TemporalDurability()])
 
     async def weather(ctx: RunContext[None], city: str) -> str:
         """The weather in a city."""

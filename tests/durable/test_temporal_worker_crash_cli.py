@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     from tests._support.temporal import TemporalDevServer
 
+# Under xdist one worker runs the whole module (tests/_support/worker_groups.py): every test reads the one scenario
+# its module fixture plays, which each worker given any of its tests would otherwise play again.
 pytestmark = pytest.mark.cli
 
 PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "temporal_workers.py"

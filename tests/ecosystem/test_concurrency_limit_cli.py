@@ -14,6 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -69,6 +70,6 @@ async def test_concurrent_runs_share_the_limiter_and_stay_within_the_process_cap
     # after a grace period (its run then continues from the history), so that nothing waits forever.
     assert all(result.usage.requests == 2 for result in results)
     assert 1 <= most <= 2
-    sources = [r.response.provider_details["session_source"] for r in results]
+    sources = [details(r.response)["session_source"] for r in results]
     assert "replay" in sources
     assert limiter.waiting_count == 0

@@ -6,17 +6,18 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.conversation_store import InMemoryConversationStore
-from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import echo_brain
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
 
-def sources(messages: list[object]) -> list[str]:
-    return [m.provider_details["session_source"] for m in messages if isinstance(m, ModelResponse)]
+def sources(messages: list[ModelMessage]) -> list[str]:
+    return [details(m)["session_source"] for m in messages if isinstance(m, ModelResponse)]
 
 
 async def test_a_loaded_conversation_resumes_its_session_on_a_new_model(claude_backend: OfflineBackend):
@@ -41,12 +42,12 @@ async def test_a_loaded_conversation_resumes_its_session_on_a_new_model(claude_b
     finally:
         await model.aclose()
 
-    session = first.response.provider_details["session_id"]
+    session = details(first.response)["session_id"]
     # The stored history ends where the CLI session's transcript does: the session is resumed, not replayed ...
     assert sources(second.new_messages()) == ["resume"]
-    assert second.response.provider_details["session_id"] == session
+    assert details(second.response)["session_id"] == session
     assert claude_backend.requests[-2].user_texts() == ["one", "two"]
     # ... and a fork of the stored conversation at its first answer branches the session there.
     assert sources(branch.new_messages()) == ["fork"]
     assert claude_backend.requests[-1].user_texts() == ["one", "three"]
-    assert branch.response.provider_details["session_id"] != session
+    assert details(branch.response)["session_id"] != session

@@ -43,7 +43,7 @@ async def models(claude_backend: OfflineBackend) -> AsyncIterator[ClaudeCodeMode
     await capability.aclose()
 
 
-def _responses(messages: list[object]) -> list[ModelResponse]:
+def _responses(messages: list[ModelMessage]) -> list[ModelResponse]:
     return [message for message in messages if isinstance(message, ModelResponse)]
 
 

@@ -22,9 +22,10 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import subagent_conversation
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -103,7 +104,7 @@ async def test_a_subagent_run_is_an_event_of_the_request_span(
     )
     claude_backend.set_brain(FunctionModel(brain))
     model = ClaudeCodeModel(env=claude_backend.cli_env())
-    settings = {
+    settings: ClaudeCodeModelSettings = {
         "claude_code_cwd": tmp_path,
         "claude_code_agents": {"note-reader": {"description": "Reads notes", "prompt": reader, "tools": ["Read"]}},
     }
@@ -162,7 +163,7 @@ async def test_a_rate_limit_warning_reaches_the_details_the_span_and_the_log(
     finally:
         await model.aclose()
 
-    state = result.response.provider_details["rate_limit"]
+    state = details(result.response)["rate_limit"]
     assert state["status"] == "allowed_warning"
     assert state["type"] == "five_hour"
     assert state["utilization"] == pytest.approx(0.91)

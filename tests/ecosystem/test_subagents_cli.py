@@ -97,7 +97,7 @@ async def test_subagent_calls_are_native_parts_linked_to_the_agent_call(
     again = await Agent(ClaudeCodeModel(env=claude_backend.cli_env(), keep_sessions=0)).run(
         "Thanks",
         message_history=result.all_messages(),
-        model_settings={**_settings(tmp_path), "claude_code_session": "new"},
+        model_settings=ClaudeCodeModelSettings({**_settings(tmp_path), "claude_code_session": "new"}),
     )
     assert again.output == "noted"
     assert [call.tool_name for call in claude_backend.last_request.tool_calls()] == ["Agent"]
@@ -139,7 +139,10 @@ async def test_a_subagent_calls_one_of_the_agents_tools(model: ClaudeCodeModel, 
 
 
 async def test_a_subagent_needs_a_description_and_prompt(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    agent = Agent(model, model_settings={"claude_code_agents": {"bad": {"description": "", "prompt": "p"}}})
+    agent = Agent(
+        model,
+        model_settings=ClaudeCodeModelSettings({"claude_code_agents": {"bad": {"description": "", "prompt": "p"}}}),
+    )
 
     with pytest.raises(UserError, match=r"claude_code_agents\['bad'\] needs description"):
         await agent.run("hi")

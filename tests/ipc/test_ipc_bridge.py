@@ -58,14 +58,14 @@ async def test_initialize_negotiates_the_protocol(session: IPCSession, start_bri
         "serverInfo": {"name": "claudecode-model-ipc-bridge", "version": "1.0.0"},
     }
     unknown = await bridge.request(2, "initialize", {"protocolVersion": "1999-01-01", "capabilities": {}})
-    assert unknown["result"]["protocolVersion"] == "2025-11-25"  # type: ignore[index]
+    assert unknown["result"]["protocolVersion"] == "2025-11-25"
 
 
 async def test_server_discover_is_method_not_found_so_the_cli_falls_back_to_initialize(
     session: IPCSession, start_bridge: StartBridge
 ) -> None:
     bridge = await start_bridge(session)
-    probe = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+    probe: dict[str, object] = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
     response = await bridge.request("server-discover-probe-1", "server/discover", probe)
     assert response == {
         "jsonrpc": "2.0",
@@ -119,14 +119,14 @@ async def test_responses_from_the_client_and_blank_lines_are_ignored(bridge: Std
 
 async def test_invalid_tools_call_params(bridge: StdioMcpClient) -> None:
     no_name = await bridge.request(1, "tools/call", {"arguments": {}})
-    assert no_name["error"]["code"] == -32602  # type: ignore[index]
+    assert no_name["error"]["code"] == -32602
     bad_arguments = await bridge.request(2, "tools/call", {"name": "echo", "arguments": [1]})
-    assert bad_arguments["error"]["code"] == -32602  # type: ignore[index]
+    assert bad_arguments["error"]["code"] == -32602
 
 
 async def test_tools_list_comes_from_the_schema_file(bridge: StdioMcpClient, toolbox: Toolbox) -> None:
     response = await bridge.request(1, "tools/list", {})
-    tools = response["result"]["tools"]  # type: ignore[index]
+    tools = response["result"]["tools"]
     assert [tool["name"] for tool in tools] == [schema["name"] for schema in toolbox.schemas]
     assert tools[0] == {
         "name": "echo",
@@ -141,7 +141,7 @@ async def test_tools_list_works_before_the_socket_is_reachable(session: IPCSessi
     bridge = await start_bridge(session, args=args)
     await bridge.initialize()
     response = await bridge.request(1, "tools/list")
-    assert len(response["result"]["tools"]) == 6  # type: ignore[index]
+    assert len(response["result"]["tools"]) == 6
 
 
 # --- tool calls ---------------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ async def test_meta_reaches_the_handler(bridge: StdioMcpClient, toolbox: Toolbox
 async def test_oversized_result_is_an_error_result(bridge: StdioMcpClient) -> None:
     result = await bridge.call(1, "big", {"size": MAX_MESSAGE_SIZE})
     assert result["isError"] is True
-    text = result["content"][0]["text"]  # type: ignore[index]
+    text = result["content"][0]["text"]
     assert "the result of tool 'big' is too large" in text
     assert "MAX_MESSAGE_SIZE" in text
     assert await bridge.call(2, "echo", {"text": "ok"}) == text_result("ok")
@@ -221,7 +221,7 @@ async def test_unreachable_socket_gives_an_ipc_connection_error_result(
     await bridge.initialize()
     result = await bridge.call(1, "echo", {"text": "x"})
     assert result["isError"] is True
-    text = result["content"][0]["text"]  # type: ignore[index]
+    text = result["content"][0]["text"]
     assert text.startswith(f"IPC connection failed: cannot connect to {missing}: No such file or directory")
 
 
@@ -296,7 +296,7 @@ async def test_bridge_fails_calls_in_flight_when_the_session_stops(toolbox: Tool
     await session.stop()
     result = await asyncio.wait_for(pending, 10)
     assert result["isError"] is True
-    assert result["content"][0]["text"].startswith("IPC connection failed: ")  # type: ignore[index]
+    assert result["content"][0]["text"].startswith("IPC connection failed: ")
     assert await bridge.wait_exit() == 0
 
 

@@ -35,6 +35,7 @@ from claudecode_model.ipc import (
     IPCClient,
     IPCSession,
     IPCSessionState,
+    JsonValue,
     stdio_server_config,
     tool_use_id,
 )
@@ -306,7 +307,7 @@ async def test_invalid_handler_results_are_reported(returned: object, problem: s
 
 
 async def test_meta_handlers_receive_the_tool_use_id(toolbox: Toolbox, client: IPCClient) -> None:
-    meta = {"claudecode/toolUseId": "toolu_123", "progressToken": 4}
+    meta: dict[str, JsonValue] = {"claudecode/toolUseId": "toolu_123", "progressToken": 4}
     assert await client.call_tool("whoami", {}, meta) == text_result("tool_use_id=toolu_123")
     assert toolbox.metas == [meta]
     assert tool_use_id(toolbox.metas[0]) == "toolu_123"

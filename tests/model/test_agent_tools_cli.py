@@ -98,7 +98,7 @@ async def test_tool_exception_reaches_claude_as_an_error_result(model: ClaudeCod
 
 
 async def test_only_the_tools_of_the_request_are_exposed(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    agent = Agent(model)
+    agent: Agent[None, str] = Agent(model)
 
     async def hide(ctx: RunContext[None], tool_def: ToolDefinition) -> ToolDefinition | None:
         return None

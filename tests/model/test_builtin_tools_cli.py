@@ -18,7 +18,7 @@ from claudecode_model._tools.builtin_names import BUILTIN_TOOLS
 from claudecode_model._tools.restrictions import forbidden_argument
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import calls_then_results
-from tests._support.responses import native_parts, started_native_kinds
+from tests._support.responses import details, native_parts, started_native_kinds
 
 pytestmark = pytest.mark.cli
 
@@ -62,7 +62,9 @@ async def test_builtin_tools_are_off_unless_enabled(model: ClaudeCodeModel, clau
 
 async def test_agent_tools_stay_direct_next_to_builtin_tools(model: ClaudeCodeModel, claude_backend: OfflineBackend):
     claude_backend.set_brain(FunctionModel(calls_then_results(("mcp__pydantic_tools__mine", {}))))
-    agent = Agent(model, model_settings={"claude_code_builtin_tools": ["Read", "Grep", "Glob", "Bash"]})
+    agent = Agent(
+        model, model_settings=ClaudeCodeModelSettings({"claude_code_builtin_tools": ["Read", "Grep", "Glob", "Bash"]})
+    )
 
     @agent.tool_plain
     def mine() -> str:
@@ -98,8 +100,7 @@ async def test_restricted_bash_parameter_is_denied_and_claude_is_told_why(
     response = result.all_messages()[-1]
     _, [denied] = native_parts(response)
     assert denied.outcome == "failed"
-    assert response.provider_details is not None
-    assert [d["tool_name"] for d in response.provider_details["permission_denials"]] == ["Bash"]
+    assert [d["tool_name"] for d in details(response)["permission_denials"]] == ["Bash"]
 
 
 async def test_predicate_restriction_on_the_agents_own_tool(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -143,7 +144,7 @@ def test_forbidden_argument_matching_rules():
 async def test_unknown_builtin_tool_names_are_refused_before_anything_starts(
     model: ClaudeCodeModel, claude_backend: OfflineBackend, names: list[str], suggested: str
 ):
-    agent = Agent(model, model_settings={"claude_code_builtin_tools": names})
+    agent = Agent(model, model_settings=ClaudeCodeModelSettings(claude_code_builtin_tools=names))
 
     with pytest.raises(ClaudeCodeSettingsError, match=rf"did you mean {suggested!r}\?.*case-sensitive: Bash, "):
         await agent.run("hello")
@@ -157,7 +158,7 @@ async def test_every_known_builtin_tool_name_is_one_the_bundled_cli_enables(
     claude_backend.set_brain("hello")  # a text answer: no tool is run
     result = await model.request_with_metadata(
         [ModelRequest.user_text_prompt("hello")],
-        {"claude_code_builtin_tools": sorted(BUILTIN_TOOLS), "claude_code_cwd": tmp_path},  # type: ignore[typeddict-item]
+        {"claude_code_builtin_tools": sorted(BUILTIN_TOOLS), "claude_code_cwd": tmp_path},
     )
 
     assert set(result.init["tools"]) >= BUILTIN_TOOLS

@@ -23,8 +23,7 @@ from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel, CLITimeoutError
-from claudecode_model.settings import ClaudeCodeModelSettings
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, CLITimeoutError
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import live_descendants, process_table
 from tests._support.subprocesses import SRC_DIR
@@ -45,7 +44,7 @@ def bash_brain(scratch: Path, *, background: bool = False, then: str | None = No
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         replies = sum(isinstance(message, ModelResponse) for message in messages)
         if replies == 0:
-            call = {"command": ticking(scratch), "description": "tick"}
+            call: dict[str, object] = {"command": ticking(scratch), "description": "tick"}
             if background:
                 call["run_in_background"] = True
             return ModelResponse(parts=[ToolCallPart("Bash", call)])
@@ -112,7 +111,7 @@ async def test_the_timeout_stops_the_command(claude_backend: OfflineBackend, scr
     claude_backend.set_brain(bash_brain(scratch))
     async with ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0) as model:
         with pytest.raises(CLITimeoutError):
-            await Agent(model).run("tick", model_settings={**BASH, "claude_code_timeout": 10})
+            await Agent(model).run("tick", model_settings=ClaudeCodeModelSettings({**BASH, "claude_code_timeout": 10}))
         assert ticks(scratch) >= 1, "the command had not started when the time ran out"
 
         await assert_stopped(scratch)

@@ -8,6 +8,7 @@ whole history. With ``claude_code_compaction=True`` Claude Code compacts, and th
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 from pydantic_ai import Agent
@@ -41,9 +42,9 @@ def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 
 @pytest.fixture
-def backend() -> OfflineBackend:
+def backend() -> Iterator[OfflineBackend]:
     with OfflineBackend(FunctionModel(brain), context_window=WINDOW) as backend:
-        yield backend  # type: ignore[misc]
+        yield backend
 
 
 async def _four_turns(agent: Agent[None, str]) -> list[ModelMessage]:

@@ -29,6 +29,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from claudecode_model import ClaudeCodeModel, CLITimeoutError
 from claudecode_model._history.cut_results import READ_RESULT_TOOL, SEARCH_RESULT_TOOL, TEXT_LIMIT
 from claudecode_model._sessions.session import CLISession
+from claudecode_model._tools.execution import ToolExecution, TransportType
 from claudecode_model._tools.result_reader import ResultReader
 from claudecode_model.testing import OfflineBackend
 from tests._support.agents import add_constant_tools, numbered_lines, run_then_close
@@ -72,7 +73,7 @@ def config_of(backend: OfflineBackend) -> str:
 @pytest.mark.parametrize("execution", ["agent", "cli"])
 @pytest.mark.parametrize("transport", ["sdk", "stdio"])
 async def test_claude_reads_the_tail_of_a_3_mb_result_with_the_tool_its_marker_names(
-    claude_backend: OfflineBackend, transport: str, execution: str, monkeypatch: pytest.MonkeyPatch
+    claude_backend: OfflineBackend, transport: TransportType, execution: ToolExecution, monkeypatch: pytest.MonkeyPatch
 ):
     readers: list[ResultReader] = []
     original_init = ResultReader.__init__
@@ -154,7 +155,7 @@ async def test_search_finds_text_past_the_cut_and_reports_its_offset(claude_back
 
 @pytest.mark.parametrize("execution", ["agent", "cli"])
 async def test_results_claude_code_shows_whole_leave_the_tool_list_alone(
-    claude_backend: OfflineBackend, execution: str
+    claude_backend: OfflineBackend, execution: ToolExecution
 ):
     calls = iter([ToolCallPart(DUMP, {}), ToolCallPart(DUMP, {})])
 
@@ -175,7 +176,7 @@ async def test_results_claude_code_shows_whole_leave_the_tool_list_alone(
 
 @pytest.mark.parametrize(("path", "execution"), [("resumed", "agent"), ("replayed", "agent"), ("replayed", "cli")])
 async def test_a_conversation_continued_on_another_model_instance_still_reads_the_cut_result(
-    claude_backend: OfflineBackend, path: str, execution: str, tmp_path: Path
+    claude_backend: OfflineBackend, path: str, execution: ToolExecution, tmp_path: Path
 ):
     """Resumed from the CLI's transcript, or replayed from the history (another config dir: no transcript to
     resume), Claude sees the result cut as before, not whole (which made the CLI compact the conversation away)."""
@@ -221,7 +222,7 @@ async def test_a_conversation_continued_on_another_model_instance_still_reads_th
 
 
 @pytest.mark.parametrize("execution", ["agent", "cli"])
-async def test_two_results_cut_in_one_reply_are_both_read(claude_backend: OfflineBackend, execution: str):
+async def test_two_results_cut_in_one_reply_are_both_read(claude_backend: OfflineBackend, execution: ToolExecution):
     outputs = {"a": numbered_lines(700_000), "b": numbered_lines(900_000).upper()}
 
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

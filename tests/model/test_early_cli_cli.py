@@ -19,7 +19,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, 
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
-from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, SQLiteSessionStore
 from claudecode_model._process.temp import CLI_TEMP_PREFIX, TEMP_DIR_VARIABLE
 from claudecode_model._sessions import early_cli
 from claudecode_model._sessions.setting_table import PREDICTED
@@ -248,7 +248,7 @@ def _probe(n: int) -> str:
     return f"p{n}"
 
 
-CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any], ClaudeCodeModelSettings]] = {
     # name: (model arguments, agent arguments, model settings)
     "plain": ({}, {}, {}),
     "tools-instructions-system-prompt": (

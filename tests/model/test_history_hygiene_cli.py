@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeError, ClaudeCodeModel
+from claudecode_model import ClaudeCodeError, ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import tool_returns
 
@@ -221,8 +221,12 @@ async def test_new_sessions_are_not_kept_for_follow_ups(model: ClaudeCodeModel, 
     agent = Agent(model)
     before = set(transcripts(claude_backend.config_dir))
 
-    first = await agent.run("one", model_settings={"claude_code_session": "new"})
-    second = await agent.run("two", message_history=first.all_messages(), model_settings={"claude_code_session": "new"})
+    first = await agent.run("one", model_settings=ClaudeCodeModelSettings({"claude_code_session": "new"}))
+    second = await agent.run(
+        "two",
+        message_history=first.all_messages(),
+        model_settings=ClaudeCodeModelSettings({"claude_code_session": "new"}),
+    )
 
     assert second.output == "echo: two"
     assert user_texts_seen(claude_backend) == ["one", "two"]  # replayed faithfully

@@ -11,6 +11,7 @@ from pydantic_ai.messages import (
     AudioUrl,
     BinaryContent,
     ImageUrl,
+    ModelMessage,
     ModelRequest,
     ModelResponse,
     NativeToolCallPart,
@@ -56,7 +57,7 @@ def test_first_turn_sends_user_prompt_and_system_prompt_with_instructions():
 def test_history_seen_by_a_session_is_continued_with_only_the_new_input():
     first = ModelRequest(parts=[UserPromptPart("one")])
     response = _claude_response([first], "reply")
-    messages = [first, response, ModelRequest(parts=[UserPromptPart("two")])]
+    messages: list[ModelMessage] = [first, response, ModelRequest(parts=[UserPromptPart("two")])]
 
     plan = plan_turn(messages, None)
 
@@ -93,7 +94,11 @@ def test_edited_history_is_replayed_not_continued():
 
 def test_session_mode_new_never_continues():
     first = ModelRequest(parts=[UserPromptPart("one")])
-    messages = [first, _claude_response([first], "reply"), ModelRequest(parts=[UserPromptPart("two")])]
+    messages: list[ModelMessage] = [
+        first,
+        _claude_response([first], "reply"),
+        ModelRequest(parts=[UserPromptPart("two")]),
+    ]
 
     plan = plan_turn(messages, None, allow_continue=False)
 
@@ -136,7 +141,7 @@ def test_claude_code_response_with_tool_calls_is_split_into_alternating_messages
 
 
 def test_foreign_tool_calls_and_returns_replay_as_tool_use_and_tool_result():
-    history = [
+    history: list[ModelMessage] = [
         ModelRequest(parts=[UserPromptPart("q")]),
         ModelResponse(parts=[ToolCallPart("calc", {"a": 1}, tool_call_id="c1")]),
         ModelRequest(parts=[ToolReturnPart("calc", 2, tool_call_id="c1")]),

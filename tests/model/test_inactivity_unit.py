@@ -63,7 +63,7 @@ def test_the_users_own_cli_timeouts_are_left_alone(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize("value", [0, -1, "soon"])
 def test_a_bad_bound_is_refused_before_anything_starts(value: object):
     with pytest.raises(ClaudeCodeSettingsError, match="claude_code_inactivity_timeout"):
-        check_request_settings({"claude_code_inactivity_timeout": value})  # type: ignore[typeddict-item]
+        check_request_settings({"claude_code_inactivity_timeout": value})
 
 
 def test_a_good_bound_and_none_are_accepted():

@@ -18,6 +18,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES, PROMPT_FILE_PREFIX
+from claudecode_model._tools.execution import TransportType
 from claudecode_model.testing import OfflineBackend
 
 pytestmark = pytest.mark.cli
@@ -120,7 +121,7 @@ async def test_instructions_that_change_within_a_run_reach_claude_with_the_tool_
         return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {})])
 
     claude_backend.set_brain(FunctionModel(brain))
-    agent = Agent(model)
+    agent: Agent[None, str] = Agent(model)
 
     @agent.instructions
     def step(ctx: RunContext[None]) -> str:
@@ -157,7 +158,9 @@ def huge(tag: str) -> str:
 
 @pytest.mark.usefixtures("no_prompt_files_left")
 @pytest.mark.parametrize("transport", ["sdk", "stdio"])
-async def test_huge_instructions_reach_claude_whole_on_every_path(claude_backend: OfflineBackend, transport: str):
+async def test_huge_instructions_reach_claude_whole_on_every_path(
+    claude_backend: OfflineBackend, transport: TransportType
+):
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         last = messages[-1]
         asked = any(isinstance(p, UserPromptPart) and p.content == "use it" for p in last.parts)

@@ -14,6 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
 from claudecode_model._history.cut_results import CLI_INLINE_LIMIT, TEXT_LIMIT
+from claudecode_model._tools.execution import ToolExecution, TransportType
 from claudecode_model.testing import OfflineBackend
 from tests._support.agents import add_constant_tools, numbered_lines, run_then_close
 
@@ -37,7 +38,7 @@ def tool_result_seen(backend: OfflineBackend) -> str:
 @pytest.mark.parametrize("transport", ["sdk", "stdio"])
 @pytest.mark.parametrize("size", [10_000, 60_000, TEXT_LIMIT])
 async def test_a_result_claude_code_can_show_reaches_claude_whole(
-    claude_backend: OfflineBackend, size: int, transport: str, execution: str
+    claude_backend: OfflineBackend, size: int, transport: TransportType, execution: ToolExecution
 ):
     if execution == "cli" and size != 60_000:
         pytest.skip("one size suffices for Claude Code's own loop")
@@ -56,7 +57,7 @@ async def test_a_result_claude_code_can_show_reaches_claude_whole(
 
 @pytest.mark.parametrize("transport", ["sdk", "stdio"])
 async def test_a_result_longer_than_claude_code_shows_is_cut_with_a_marker_and_kept_whole_in_the_history(
-    claude_backend: OfflineBackend, transport: str
+    claude_backend: OfflineBackend, transport: TransportType
 ):
     claude_backend.set_brain(FunctionModel(call_once))
     output = numbered_lines(3_000_000)

@@ -39,7 +39,7 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         commands.append(command)
         return run(command, **kwargs)
 
-    monkeypatch.setattr(_launcher.subprocess, "run", recording_run)
+    monkeypatch.setattr(subprocess, "run", recording_run)
     return commands
 
 
@@ -73,7 +73,7 @@ def test_a_changed_setpriv_is_asked_again(fake_setpriv: Path, asked: list[list[s
 def test_a_setpriv_that_did_not_answer_is_not_remembered(
     fake_setpriv: Path, asked: list[list[str]], monkeypatch: pytest.MonkeyPatch
 ):
-    run = _launcher.subprocess.run
+    run = subprocess.run
 
     def slow_once(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
         if len(asked) == 0:
@@ -81,7 +81,7 @@ def test_a_setpriv_that_did_not_answer_is_not_remembered(
             raise subprocess.TimeoutExpired(command, 10)
         return run(command, **kwargs)
 
-    monkeypatch.setattr(_launcher.subprocess, "run", slow_once)
+    monkeypatch.setattr(subprocess, "run", slow_once)
 
     assert _launcher._setpriv() is None  # no launcher with setpriv this time
     _launcher._setpriv.cache_clear()

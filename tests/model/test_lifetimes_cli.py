@@ -9,11 +9,12 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 from pydantic_ai import Agent
 
-from claudecode_model import ClaudeCodeModel, CLITimeoutError
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, CLITimeoutError
 from claudecode_model.testing import Failure, OfflineBackend
 from tests._support.polling import wait_for
 
@@ -52,7 +53,7 @@ async def test_the_timeout_covers_a_cli_that_hangs_at_start(tmp_path: Path, sett
 
     started = time.monotonic()
     with pytest.raises(CLITimeoutError) as raised:
-        await Agent(model).run("hello", model_settings={setting: 3})  # type: ignore[misc]
+        await Agent(model).run("hello", model_settings=cast(ClaudeCodeModelSettings, {setting: 3}))  # one of two keys
     took = time.monotonic() - started
 
     assert raised.value.timeout == 3

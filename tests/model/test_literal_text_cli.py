@@ -24,9 +24,11 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel
+from claudecode_model._tools.execution import TransportType
 from claudecode_model.settings import ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend, RecordedRequest
 from tests._support.brains import tool_returns
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -144,7 +146,7 @@ async def test_a_replayed_history_and_the_next_prompt_reach_claude_as_written(
 
     result = await Agent(literal_model).run("/compact", message_history=history)
 
-    assert result.response.provider_details["session_source"] == "replay"
+    assert details(result.response)["session_source"] == "replay"
     [request] = claude_backend.requests
     assert user_text_blocks(request) == [*hostile, "/compact"]
     assert_nothing_leaked(claude_backend)
@@ -160,13 +162,15 @@ async def test_a_follow_up_in_the_live_session_reaches_claude_as_written(
 
     second = await agent.run(hostile, message_history=first.all_messages())
 
-    assert second.response.provider_details["session_source"] == "live"
+    assert details(second.response)["session_source"] == "live"
     assert user_text_blocks(claude_backend.requests[-1]) == ["hello", hostile]
     assert_nothing_leaked(claude_backend)
 
 
 @pytest.mark.parametrize("transport", ["sdk", "stdio"])
-async def test_a_tool_result_reaches_claude_as_written(claude_backend: OfflineBackend, home: Path, transport: str):
+async def test_a_tool_result_reaches_claude_as_written(
+    claude_backend: OfflineBackend, home: Path, transport: TransportType
+):
     claude_backend.set_brain(FunctionModel(tool_or_answer))
     hostile = "/compact\n" + MIXED.format(home=home)
     model = ClaudeCodeModel(
@@ -222,7 +226,7 @@ async def test_a_message_queued_into_the_waiting_turn_with_an_approval_reaches_c
 
     assert second.output == "tool said: deleted /tmp/x"
     # The parked turn went on (the same CLI session), the message sent into it.
-    assert second.response.provider_details["session_id"] == first.response.provider_details["session_id"]
+    assert details(second.response)["session_id"] == details(first.response)["session_id"]
     # Depending on the CLI build, a message sent during a turn arrives as a text block of its own or quoted in a
     # note of the CLI's: either way unchanged.
     assert any(hostile in text for text in text_blocks(claude_backend.requests[-1], "user", "system"))

@@ -12,7 +12,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model._process.mcp_logs import remove_mcp_logs
 from claudecode_model.testing import OfflineBackend
 
@@ -40,7 +40,7 @@ async def test_the_logs_of_a_cli_go_with_it_and_other_sessions_logs_stay(
     other.write_text(json.dumps({"debug": "Calling MCP tool: x", "sessionId": "someone-else"}) + "\n")
     claude_backend.set_brain(FunctionModel(call_once))
     model = ClaudeCodeModel(env={**claude_backend.cli_env(), "XDG_CACHE_HOME": str(cache)}, spare_sessions=0)
-    agent = Agent(model, model_settings={"claude_code_cwd": str(cwd)})
+    agent = Agent(model, model_settings=ClaudeCodeModelSettings({"claude_code_cwd": str(cwd)}))
 
     @agent.tool_plain
     async def forecast(city: str) -> str:

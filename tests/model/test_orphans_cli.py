@@ -92,7 +92,9 @@ def test_a_killed_program_takes_its_cli_with_it(transport: str, short_tmp: Path)
             deadline = time.monotonic() + 60
             while not backend.requests and time.monotonic() < deadline and child.poll() is None:
                 time.sleep(0.05)
-            assert len(backend.requests) == 1, child.stderr.read().decode() if child.poll() is not None else ""
+            assert len(backend.requests) == 1, (
+                child.stderr.read().decode() if child.stderr and child.poll() is not None else ""
+            )
             processes = _descendants(child.pid)
             assert processes, "the CLI is not running"
             child.send_signal(signal.SIGKILL)

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic_ai import Agent
 
-from claudecode_model import ClaudeCodeModel
-from claudecode_model.settings import ClaudeCodeModelSettings
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model.testing import Failure, OfflineBackend
 from tests._support.processes import live_descendants, process_table
 
@@ -102,9 +101,19 @@ async def test_skills_choose_which_skills_of_a_plugin_claude_is_offered(
     (plugin / "skills" / "greet" / "SKILL.md").write_text(skill)
     agent = Agent(model)
 
-    await agent.run("hi", model_settings={"claude_code_plugins": [plugin], "claude_code_skills": ["probe:greet"]})
+    await agent.run(
+        "hi",
+        model_settings=ClaudeCodeModelSettings(
+            {"claude_code_plugins": [plugin], "claude_code_skills": ["probe:greet"]}
+        ),
+    )
     offered = claude_backend.requests[-1]
-    await agent.run("hi", model_settings={"claude_code_plugins": [plugin], "claude_code_skills": ["probe:other"]})
+    await agent.run(
+        "hi",
+        model_settings=ClaudeCodeModelSettings(
+            {"claude_code_plugins": [plugin], "claude_code_skills": ["probe:other"]}
+        ),
+    )
     filtered = claude_backend.requests[-1]
 
     assert "Skill" in offered.tool_names

@@ -54,7 +54,7 @@ async def second_put(
 ) -> tuple[SessionPool, asyncio.Event, Any, Any]:
     """A pool that was given two sessions whose close() blocks until the returned event is set."""
     release = asyncio.Event()
-    pool = SessionPool(max_idle=max_idle, idle_timeout=300)
+    pool: SessionPool[Any] = SessionPool(max_idle=max_idle, idle_timeout=300)
     first, second = fake(first_id, release), fake(second_id, release)
     await pool.put(first)
     await pool.put(second)  # a put returns although a close() it started cannot finish yet
@@ -173,7 +173,7 @@ async def test_turn_output_items_carry_their_arrival_time():
 async def test_the_surplus_is_closed_after_its_grace_without_another_request() -> None:
     release = asyncio.Event()
     release.set()
-    pool = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
+    pool: SessionPool[Any] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
     older, newer = fake("older", release), fake("newer", release)
     await pool.put(older)
     await pool.put(newer)
@@ -189,7 +189,7 @@ async def test_the_surplus_is_closed_after_its_grace_without_another_request() -
 async def test_an_idle_session_is_closed_by_time() -> None:
     release = asyncio.Event()
     release.set()
-    pool = SessionPool(max_idle=4, idle_timeout=0.3)
+    pool: SessionPool[Any] = SessionPool(max_idle=4, idle_timeout=0.3)
     session = fake("a", release)
     await pool.put(session)
 
@@ -203,7 +203,7 @@ def test_a_loop_that_does_not_run_gets_its_overdue_processes_stopped_from_the_cl
     loop = asyncio.new_event_loop()
     try:
         release = asyncio.Event()
-        pool = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
+        pool: SessionPool[Any] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
 
         async def keep_two() -> tuple[Any, Any]:
             release.set()
@@ -236,7 +236,7 @@ def test_sessions_of_a_closed_loop_do_not_keep_the_clock_busy() -> None:
     """A model whose event loop is gone (a test's, an earlier asyncio.run()'s) leaves overdue sessions in its pool:
     the clock must not call back again and again for them."""
     loop = asyncio.new_event_loop()
-    pool = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.05)
+    pool: SessionPool[Any] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.05)
     ticks: list[float] = []
     tick = pool._tick
 

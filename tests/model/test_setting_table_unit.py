@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
@@ -26,7 +27,7 @@ from tests._support.options import options_for
 HERE = str(Path(__file__).parent)
 
 
-async def _hook(*args: Any) -> dict[str, Any]:
+async def _hook(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
     return {}
 
 

@@ -93,7 +93,7 @@ async def test_bad_run_settings_fail_before_the_cli_starts(settings: dict[str, A
     agent = Agent(model)
     try:
         with pytest.raises(ClaudeCodeSettingsError) as raised:
-            await agent.run("hello", model_settings=settings)  # type: ignore[arg-type]
+            await agent.run("hello", model_settings=settings)  # type: ignore[call-overload]  # wrong on purpose
     finally:
         await model.aclose()
 

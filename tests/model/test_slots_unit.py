@@ -54,7 +54,7 @@ def test_the_digest_sees_a_replaced_part_or_text_and_is_stable() -> None:
     assert history_digest([ModelRequest(parts=[UserPromptPart("hello")]), ModelResponse(parts=[TextPart("hi")])]) == (
         first
     )  # equal content, new objects
-    response.parts[0].content = "changed"  # type: ignore[union-attr]
+    response.parts[0].content = "changed"  # type: ignore[union-attr,misc]
     assert history_digest([request, response]) != first
     response.parts = [TextPart("hi")]
     assert history_digest([request, response]) == first
@@ -74,7 +74,7 @@ def test_a_response_rebuilt_from_the_same_parts_reuses_its_digest_and_sees_a_cha
     first = _digest.message_digest(ModelResponse(parts=list(parts)))
     assert _digest.message_digest(ModelResponse(parts=list(parts))) == first
     assert len(computed) == 1
-    parts[0].content = "another answer"  # type: ignore[union-attr]
+    parts[0].content = "another answer"  # type: ignore[union-attr,misc]
     assert _digest.message_digest(ModelResponse(parts=list(parts))) != first
     assert _digest.message_digest(ModelResponse(parts=[TextPart("a unique answer"), TextPart("and more")])) == first
     assert len(computed) == 3

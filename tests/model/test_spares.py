@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model._process.slots import ProcessSlots
 from claudecode_model._sessions import pool as pool_module
 from claudecode_model._sessions import session as session_module
@@ -158,7 +158,7 @@ async def test_the_process_cap_makes_requests_wait_and_times_out_clearly() -> No
         busy = asyncio.create_task(agent.run("hold"))
         assert await wait_for(lambda: bool(running))
         with pytest.raises(CLITimeoutError, match="max_processes"):
-            await plain.run("times out", model_settings={"claude_code_timeout": 0.5})
+            await plain.run("times out", model_settings=ClaudeCodeModelSettings(claude_code_timeout=0.5))
 
         waiting = asyncio.create_task(plain.run("waits"))
         await asyncio.sleep(1.0)
@@ -192,7 +192,7 @@ async def test_a_turn_parked_for_an_approval_holds_its_slot_and_is_never_a_spare
 
         # A new conversation of the same agent neither claims the parked process nor stops it: it waits for a slot.
         with pytest.raises(CLITimeoutError, match="max_processes"):
-            await agent.run("another", model_settings={"claude_code_timeout": 0.5})
+            await agent.run("another", model_settings=ClaudeCodeModelSettings(claude_code_timeout=0.5))
 
         [call] = first.output.approvals
         second = await agent.run(

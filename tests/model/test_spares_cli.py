@@ -24,7 +24,7 @@ from claudecode_model.testing import OfflineBackend
 from tests._support.agents import agent_with_probe
 from tests._support.polling import wait_for
 from tests._support.processes import live_descendants, process_table
-from tests._support.responses import session_of, source_of
+from tests._support.responses import details, session_of, source_of
 
 pytestmark = pytest.mark.cli
 
@@ -41,7 +41,7 @@ def tool_then_text(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
 
 @pytest.fixture
 def backend(claude_backend: OfflineBackend) -> OfflineBackend:
-    claude_backend.set_brain(FunctionModel(tool_then_text))  # type: ignore[arg-type]
+    claude_backend.set_brain(FunctionModel(tool_then_text))
     return claude_backend
 
 
@@ -72,9 +72,9 @@ async def test_the_next_new_conversation_claims_the_spare_without_a_spawn(spare_
     assert source_of(second) == "spare"
     assert second.output == "tool said p"
     assert seen[-1] == before  # while the second conversation ran its tool, no process had been started
-    details = second.all_messages()[-1].provider_details or {}
-    assert isinstance(details.get("first_token_seconds"), float)
-    assert details["session_id"] != (first.all_messages()[-1].provider_details or {})["session_id"]
+    second_details = details(second.all_messages()[-1])
+    assert isinstance(second_details.get("first_token_seconds"), float)
+    assert second_details["session_id"] != details(first.all_messages()[-1])["session_id"]
 
 
 async def test_a_spare_that_died_while_idle_is_replaced_not_used(spare_model: ClaudeCodeModel) -> None:

@@ -9,6 +9,7 @@ import pytest
 from pydantic_ai import Agent
 
 from claudecode_model import ClaudeCodeModel
+from claudecode_model._tools.request import serve_tool_servers
 from claudecode_model._turns import acquire
 from claudecode_model.ipc import IPCSessionState
 from claudecode_model.testing import OfflineBackend
@@ -24,7 +25,7 @@ async def test_a_failure_after_the_tool_servers_started_stops_them(
     claude_backend: OfflineBackend, monkeypatch: pytest.MonkeyPatch
 ):
     started: list[object] = []
-    real_serve = acquire.serve_tool_servers
+    real_serve = serve_tool_servers  # what acquire calls (imported from there)
 
     async def serve_and_note(*args: object, **kwargs: object) -> object:
         served = await real_serve(*args, **kwargs)  # type: ignore[arg-type]

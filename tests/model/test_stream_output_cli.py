@@ -157,7 +157,7 @@ async def test_output_validator_model_retry_then_success(model: ClaudeCodeModel,
     claude_backend.set_brain(
         FunctionModel(structured_brain({"name": "Lyon", "country": "France"}, {"name": "Paris", "country": "France"}))
     )
-    agent = Agent(model, output_type=City)
+    agent: Agent[None, City] = Agent(model, output_type=City)
     checked: list[str] = []
 
     @agent.output_validator

@@ -8,6 +8,7 @@ an unforced one (the output tool is still offered, and the run still ends with i
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -27,8 +28,8 @@ pytestmark = pytest.mark.cli
 PREFIX = "mcp__pydantic_tools__"
 
 
-def _agent(model: ClaudeCodeModel, output_type: object = str) -> Agent[None, object]:
-    agent: Agent[None, object] = Agent(model, output_type=output_type)  # type: ignore[arg-type]
+def _agent(model: ClaudeCodeModel, output_type: Any = str) -> Agent[None, object]:
+    agent: Agent[None, object] = Agent(model, output_type=output_type)
 
     @agent.tool_plain
     def weather(city: str) -> str:

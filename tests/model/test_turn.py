@@ -9,7 +9,7 @@ from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model._process.binary import find_cli
 from claudecode_model._sessions.pool import SessionPool
-from claudecode_model._sessions.session import CLISession
+from claudecode_model._sessions.session import CLISession, ToolsWaiting
 from claudecode_model._tools.request import ToolSetup
 from claudecode_model._turns.runner import TurnRunner
 from claudecode_model._turns.start import start_turn
@@ -22,14 +22,15 @@ async def test_messages_can_be_left_and_taken_up_again() -> None:
     runner = TurnRunner(None, "default", find_cli(), {}, ToolSetup(), pool, cli_transports=cli)
     turn = await start_turn(runner, [ModelRequest.user_text_prompt("hi")], None, ModelRequestParameters())
     try:
-        first: list[Message] = []
+        first: list[Message | ToolsWaiting] = []
         async for message in turn.messages():
             first.append(message)
             break  # leave the turn mid-way
         assert not turn.completed
-        rest: list[Message] = []
+        rest: list[Message | ToolsWaiting] = []
         async for message in turn.messages():
             rest.append(message)
+            assert not isinstance(message, ToolsWaiting)
             list(turn.translator.feed(message))
     finally:
         await turn.finish()

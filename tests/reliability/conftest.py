@@ -10,6 +10,7 @@ from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel
+from claudecode_model._tools.execution import ToolExecution
 from tests._support.polling import wait_for
 from tests._support.processes import cli_children, live_descendants
 from tests._support.reliability import Resources, assert_nothing_leaked, brain
@@ -64,7 +65,7 @@ class Harness:
 async def harness(request: pytest.FixtureRequest, claude_backend: OfflineBackend) -> AsyncIterator[Harness]:
     """A model on the backend whose tools run in Claude Code's loop, unless a test asks for ``"agent"`` (pydantic-ai
     runs them; a turn parks while they run) with ``parametrize("harness", ["agent"], indirect=True)``."""
-    tool_execution = getattr(request, "param", "cli")
+    tool_execution: ToolExecution = getattr(request, "param", "cli")
     claude_backend.set_brain(FunctionModel(brain))
     # No spares: the tests count their CLIs exactly.
     model = ClaudeCodeModel(env=claude_backend.cli_env(), tool_execution=tool_execution, spare_sessions=0)

@@ -24,6 +24,7 @@ from claudecode_model import (
     ClaudeCodeError,
     ClaudeCodeInactivityError,
     ClaudeCodeModel,
+    ClaudeCodeModelSettings,
     ClaudeCodeOverloadedError,
     ClaudeCodeRateLimitError,
     CLINotFoundError,
@@ -31,6 +32,7 @@ from claudecode_model import (
 )
 from claudecode_model.testing import Failure, OfflineBackend
 from tests._support.limits import limit_headers, subscription_env
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -179,7 +181,7 @@ async def test_the_clis_own_retries_are_visible(claude_backend: OfflineBackend, 
 
     assert result.output == "Answered on the second attempt."
     assert len(claude_backend.requests) == 2
-    [retry] = result.all_messages()[-1].provider_details["api_retries"]
+    [retry] = details(result.all_messages()[-1])["api_retries"]
     assert retry["attempt"] == 1
     assert retry["error_status"] == 529
     assert "Claude Code retries an API request" in caplog.text
@@ -199,7 +201,7 @@ async def test_the_clis_attempt_timeout_ends_a_stall_before_the_bound_and_it_ret
 
     assert result.output == "Answered after the CLI's own retry."
     assert len(claude_backend.requests) == 2
-    assert result.all_messages()[-1].provider_details["api_retries"]
+    assert details(result.all_messages()[-1])["api_retries"]
     await model.aclose()
 
 
@@ -231,7 +233,9 @@ async def test_a_plain_run_that_opts_in_waits_out_the_reset(
     model = ClaudeCodeModel(env=subscription_env(claude_backend), keep_sessions=0, spare_sessions=0)
 
     with caplog.at_level(logging.WARNING, logger="claudecode_model"):
-        result = await Agent(model).run("hello", model_settings={"claude_code_limit_reset_wait": 60})
+        result = await Agent(model).run(
+            "hello", model_settings=ClaudeCodeModelSettings({"claude_code_limit_reset_wait": 60})
+        )
 
     assert result.output == "Answered after the reset."
     assert time.time() >= resets  # asked again only once the limit had reset
@@ -246,7 +250,7 @@ async def test_a_reset_beyond_the_wait_is_raised_at_once(claude_backend: Offline
     started = time.monotonic()
 
     with pytest.raises(ClaudeCodeRateLimitError):
-        await Agent(model).run("hello", model_settings={"claude_code_limit_reset_wait": 600})
+        await Agent(model).run("hello", model_settings=ClaudeCodeModelSettings({"claude_code_limit_reset_wait": 600}))
 
     assert time.monotonic() - started < ENDED_WITHIN
     assert len(claude_backend.requests) == 1

@@ -50,7 +50,7 @@ def user_prompts(harness: Harness) -> list[str]:
     return [text for text in harness.backend.requests[-1].user_texts() if text != CLI_CONTINUATION_PROMPT]
 
 
-def source_of(messages: list[object]) -> object:
+def source_of(messages: list[ModelMessage]) -> object:
     response = messages[-1]
     assert isinstance(response, ModelResponse)
     return (response.provider_details or {}).get("session_source")

@@ -323,7 +323,7 @@ def bridge_call() -> Any:
             try:
                 process.stdin.write("\n".join(lines).encode() + b"\n")
                 await process.stdin.drain()
-                answers = []
+                answers: list[dict[str, Any]] = []
                 async with asyncio.timeout(30):
                     while len(answers) < replies and (line := await process.stdout.readline()):
                         answers.append(json.loads(line))

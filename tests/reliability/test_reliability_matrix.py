@@ -12,7 +12,8 @@ import os
 import random
 import signal
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from pydantic_ai import Agent, ModelHTTPError, ModelRetry
@@ -31,6 +32,7 @@ from claudecode_model import (
     ClaudeCodeAuthenticationError,
     ClaudeCodeConnectionError,
     ClaudeCodeModel,
+    ClaudeCodeModelSettings,
     ClaudeCodeOverloadedError,
     ClaudeCodeRateLimitError,
     ClaudeCodeServerError,
@@ -320,7 +322,7 @@ CANCELS_PER_RUN = 2
 @both_modes
 @pytest.mark.parametrize("mode", ["run", "run_stream"])
 async def test_cancellation_at_random_points(
-    run: int, mode: str, harness: Harness, record_property: pytest.RecordProperty
+    run: int, mode: str, harness: Harness, record_property: Callable[[str, object], None]
 ) -> None:
     rng = random.Random(f"cancel-{mode}-{run}")
     agent = Agent(harness.model)
@@ -381,7 +383,11 @@ async def test_timeout_with_a_stalled_api(run: int, setting: str, harness: Harne
     harness.backend.fail_next(Failure.stall())
 
     with pytest.raises(CLITimeoutError) as caught:
-        await agent.run("still there?", message_history=first.all_messages(), model_settings={setting: 1.0})  # type: ignore[misc]
+        await agent.run(
+            "still there?",
+            message_history=first.all_messages(),
+            model_settings=cast(ClaudeCodeModelSettings, {setting: 1.0}),
+        )
 
     assert caught.value.timeout == 1.0
     assert isinstance(caught.value, TimeoutError)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 import threading
 from typing import TYPE_CHECKING
@@ -85,3 +86,12 @@ def deps(fake_tavily: FakeTavilyServer) -> TavilySearchDeps:
         backoff_base=0.001,
         backoff_factor=2.0,
     )
+
+
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test: bound but never listening, so no other process
+    (another pytest worker's server included) can take it meanwhile, as it could a port bound and released."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -46,14 +45,6 @@ async def error_without_retry(
     error = await search_error(deps)
     assert len(fake_tavily.requests) == 1
     return error
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 # --- requests
@@ -156,8 +147,8 @@ async def test_other_4xx_is_unknown_without_retry(fake_tavily: FakeTavilyServer,
     assert error.message.startswith("HTTP 404 from /search")
 
 
-async def test_refused_connection_is_a_network_error_without_retry(deps: TavilySearchDeps) -> None:
-    error = await search_error(replace(deps, api_base_url=f"http://127.0.0.1:{free_port()}"))
+async def test_refused_connection_is_a_network_error_without_retry(deps: TavilySearchDeps, refusing_port: int) -> None:
+    error = await search_error(replace(deps, api_base_url=f"http://127.0.0.1:{refusing_port}"))
     assert error.error_type is TavilyErrorType.NETWORK_ERROR
     assert "ConnectError" in error.message
     assert error.attempts == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -301,11 +300,8 @@ async def test_timeout_is_a_failed_result(fake_tavily: FakeTavilyServer, deps: T
     )
 
 
-async def test_refused_connection_is_a_failed_result(deps: TavilySearchDeps) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    toolset = TavilyToolset(deps=replace(deps, api_base_url=f"http://127.0.0.1:{port}"))
+async def test_refused_connection_is_a_failed_result(deps: TavilySearchDeps, refusing_port: int) -> None:
+    toolset = TavilyToolset(deps=replace(deps, api_base_url=f"http://127.0.0.1:{refusing_port}"))
     part = await call_tool("tavily_search", {"query": "q"}, toolset)
     assert part.outcome == "failed"
     assert isinstance(part.content, str)

@@ -175,7 +175,7 @@ async def test_sse_error_makes_the_cli_retry_without_streaming() -> None:
 
 
 async def test_thinking_and_tool_use_round_trip_through_the_cli() -> None:
-    script = [
+    script: list[ScriptedTurn | str] = [
         ScriptedTurn(
             [ThinkingPart("I should echo.", signature="sig-xyz"), ToolCallPart("mcp__t__echo", {"text": "q"})]
         ),

@@ -50,7 +50,7 @@ def use_once() -> FunctionModel:
 def agent_resolving(key: DependencyKey[T]) -> tuple[Agent[None, str], list[T]]:
     """An agent on :func:`use_once` whose tool ``use`` resolves ``key``, and the list of what it got."""
     got: list[T] = []
-    agent = Agent(use_once())
+    agent: Agent[None, str] = Agent(use_once())
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -89,7 +89,7 @@ def test_key_validation() -> None:
     with pytest.raises(ValueError, match="scope"):
         DependencyKey("x", lambda: 1, scope="session")  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="2 arguments"):
-        DependencyKey("x", lambda a, b: 1)
+        DependencyKey("x", lambda a, b: 1)  # type: ignore[arg-type, misc]  # a factory of two arguments, on purpose
     assert repr(DependencyKey("db", lambda: 1, scope="run")) == "DependencyKey('db', scope='run')"
 
 
@@ -109,7 +109,7 @@ async def test_cached_for_the_tool_call() -> None:
     key = DependencyKey("counter", factory)
     seen: list[tuple[str, str]] = []
     # Two calls in one reply (run in parallel), then one more in the next step.
-    agent = Agent(Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model)
+    agent: Agent[None, str] = Agent(Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model)
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -128,7 +128,7 @@ async def test_same_id_shares_the_cache_and_overrides() -> None:
     one = DependencyKey("shared", lambda: "one")
     two = DependencyKey("shared", lambda: "two")
     got: list[str] = []
-    agent = Agent(use_once())
+    agent: Agent[None, str] = Agent(use_once())
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -155,7 +155,7 @@ async def test_cached_for_the_run_with_dependencies() -> None:
     key = DependencyKey("client", factory.make, scope="run")
     got: list[str] = []
     script = Script(calls("use", "use", "use"), calls("use"), [TextPart("ok")])
-    agent = Agent(script.model, capabilities=[Dependencies()])
+    agent: Agent[None, str] = Agent(script.model, capabilities=[Dependencies()])
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -171,7 +171,7 @@ async def test_cached_for_the_run_with_dependencies() -> None:
 
 async def test_run_scope_needs_the_capability_and_says_so() -> None:
     key = DependencyKey("client", lambda: "c", scope="run")
-    agent = Agent(Script(calls("use")).model, capabilities=[ToolResults()])
+    agent: Agent[None, str] = Agent(Script(calls("use")).model, capabilities=[ToolResults()])
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -194,7 +194,9 @@ async def test_a_failing_factory_is_not_cached() -> None:
 
     key = DependencyKey("flaky", flaky, scope="run")
     got: list[str] = []
-    agent = Agent(Script(calls("use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])
+    agent: Agent[None, str] = Agent(
+        Script(calls("use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()]
+    )
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -220,7 +222,7 @@ async def test_cycles_are_reported() -> None:
 
     first = DependencyKey("first", make_first)
     second = DependencyKey("second", make_second)
-    agent = Agent(Script(calls("use")).model)
+    agent: Agent[None, str] = Agent(Script(calls("use")).model)
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -264,7 +266,9 @@ async def test_cached_values_are_released_after_the_run() -> None:
     make, refs = tracked_factory()
     call_key = DependencyKey("per-call", make)
     run_key = DependencyKey("per-run", make, scope="run")
-    agent = Agent(Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()])
+    agent: Agent[None, str] = Agent(
+        Script(calls("use", "use"), calls("use"), [TextPart("ok")]).model, capabilities=[Dependencies()]
+    )
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -283,7 +287,7 @@ async def test_run_cache_is_dropped_when_the_run_ends_even_if_its_context_is_kep
     make, refs = tracked_factory()
     key = DependencyKey("per-run", make, scope="run")
     kept: list[RunContext[None]] = []
-    agent = Agent(use_once(), capabilities=[Dependencies()])
+    agent: Agent[None, str] = Agent(use_once(), capabilities=[Dependencies()])
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -395,7 +399,7 @@ async def test_overrides_stay_bound_to_the_run_for_tools_run_elsewhere() -> None
 async def test_override_inside_a_run_with_dependencies() -> None:
     key = DependencyKey("mode", lambda: "default")
     got: list[str] = []
-    agent = Agent(use_once(), capabilities=[Dependencies()])
+    agent: Agent[None, str] = Agent(use_once(), capabilities=[Dependencies()])
 
     @agent.tool
     async def use(ctx: RunContext[None]) -> str:
@@ -412,7 +416,7 @@ async def test_override_is_removed_on_error() -> None:
     key = DependencyKey("x", lambda: "real")
     with pytest.raises(RuntimeError, match="boom"), override(key, "fake"):
         raise RuntimeError("boom")
-    agent = Agent(use_once())
+    agent: Agent[None, str] = Agent(use_once())
     got: list[str] = []
 
     @agent.tool

@@ -214,7 +214,7 @@ async def test_is_never_converted(
 
 
 async def test_run_cancellation_from_a_tool_ends_the_run() -> None:
-    agent = Agent(Script(calls("stop")).model, capabilities=[ToolResults()])
+    agent: Agent[None, str] = Agent(Script(calls("stop")).model, capabilities=[ToolResults()])
 
     @agent.tool
     async def stop(ctx: RunContext[None]) -> str:
@@ -229,7 +229,7 @@ async def test_run_cancellation_from_a_tool_ends_the_run() -> None:
 async def test_same_rule_through_the_run_tool_manager() -> None:
     """How ClaudeCodeModel runs tools inside Claude Code's loop: ``ctx.tool_manager.handle_call``."""
     seen: dict[str, Any] = {}
-    agent = Agent(Script(calls("outer"), [TextPart("ok")]).model, capabilities=[ToolResults()])
+    agent: Agent[None, str] = Agent(Script(calls("outer"), [TextPart("ok")]).model, capabilities=[ToolResults()])
 
     @agent.tool
     async def outer(ctx: RunContext[None]) -> str:

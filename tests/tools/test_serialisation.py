@@ -16,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from claudecode_model import deps_support
 from claudecode_model.deps_support import deserialize_deps, is_serializable_type, serialize_deps
 from claudecode_model.exceptions import UnsupportedDepsTypeError
 
@@ -103,7 +102,7 @@ def test_json_and_dataclass_type_are_rebuilt_with_dacite_from_dict(
         assert config.strict
         return real_from_dict(data_class=data_class, data=data, config=config)
 
-    monkeypatch.setattr(deps_support.dacite, "from_dict", spy)
+    monkeypatch.setattr(dacite, "from_dict", spy)
 
     rebuilt = deserialize_deps('{"host": "api.example", "port": 443}', Endpoint)
 

@@ -26,7 +26,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.models.test import TestModel
 
-from claudecode_model._tools.inprocess_server import ToolSpec, build_inprocess_server
+from claudecode_model._tools.core import ToolSpec
+from claudecode_model._tools.inprocess_server import build_inprocess_server
 from claudecode_model.mcp_integration import allowed_tool_names, create_mcp_server_from_tools, mcp_tool_name
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import has_tool_results

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic_ai import Agent, ModelRetry
 
-from claudecode_model._tools.inprocess_server import TOOL_USE_ID_META_KEY, ToolSpec, build_inprocess_server
+from claudecode_model._tools.core import ToolSpec
+from claudecode_model._tools.inprocess_server import build_inprocess_server
 from claudecode_model.exceptions import ToolValidationError
+from claudecode_model.ipc._constants import TOOL_USE_ID_META_KEY
 from claudecode_model.mcp_integration import create_mcp_server_from_tools
 from tests._support.agents import echo_and_explode_agent
 from tests._support.mcp import mcp_session, texts

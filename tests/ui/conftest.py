@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import json
 import os
@@ -45,24 +46,40 @@ def node_clients() -> Path:
     node = shutil.which("node")
     if node is None:
         pytest.skip("Node.js is not installed: the UI stream tests read the streams with the npm clients under node")
-    if not _installed():
-        # Outside a loopback-only namespace this installs from the npm registry; `make test` installs beforehand.
-        # Without network (inside the namespace) npm gives up at once instead of retrying for minutes.
-        completed = subprocess.run(
-            [str(INSTALL)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-            env={**os.environ, "npm_config_fetch_retries": "0", "npm_config_fetch_timeout": "20000"},
-        )
-        if completed.returncode != 0 or not _installed():
-            pytest.fail(
-                "the npm clients of the UI stream tests are not installed and could not be installed here "
-                f"(run `make node-ui` or {INSTALL} with network access to the npm registry):\n{completed.stderr}"
+    # The cache is shared by every pytest process (xdist workers): one installs and refreshes the reader at a time,
+    # and the reader is replaced atomically, so a worker's node never reads a half-written script.
+    NODE_CACHE.parent.mkdir(parents=True, exist_ok=True)
+    with open(NODE_CACHE.parent / ".node-ui.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed():
+            # Outside a loopback-only namespace this installs from the npm registry; `make test` installs beforehand.
+            # Without network (inside the namespace) npm gives up at once instead of retrying for minutes.
+            completed = subprocess.run(
+                [str(INSTALL)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+                env={**os.environ, "npm_config_fetch_retries": "0", "npm_config_fetch_timeout": "20000"},
             )
-    shutil.copy2(NODE_SOURCES / "read_stream.mjs", NODE_CACHE / "read_stream.mjs")
+            if completed.returncode != 0 or not _installed():
+                pytest.fail(
+                    "the npm clients of the UI stream tests are not installed and could not be installed here "
+                    f"(run `make node-ui` or {INSTALL} with network access to the npm registry):\n{completed.stderr}"
+                )
+        _place_reader()
     return NODE_CACHE
+
+
+def _place_reader() -> None:
+    """Put the current read_stream.mjs into the cache, by rename (only when it changed)."""
+    source = (NODE_SOURCES / "read_stream.mjs").read_bytes()
+    target = NODE_CACHE / "read_stream.mjs"
+    if target.is_file() and target.read_bytes() == source:
+        return
+    staging = target.with_name(f".read_stream.{os.getpid()}.mjs")
+    staging.write_bytes(source)
+    os.replace(staging, target)
 
 
 @pytest.fixture

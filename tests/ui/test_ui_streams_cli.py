@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import system_text, tool_returns
 
@@ -90,12 +90,14 @@ async def served(
         model,
         output_type=[str, DeferredToolRequests],
         capabilities=[WebSearch()],
-        model_settings={
-            "claude_code_cwd": tmp_path,
-            "claude_code_agents": {
-                "note-reader": {"description": "Reads notes", "prompt": SUBAGENT_PROMPT, "tools": ["Read"]}
-            },
-        },
+        model_settings=ClaudeCodeModelSettings(
+            {
+                "claude_code_cwd": tmp_path,
+                "claude_code_agents": {
+                    "note-reader": {"description": "Reads notes", "prompt": SUBAGENT_PROMPT, "tools": ["Read"]}
+                },
+            }
+        ),
     )
 
     @agent.tool_plain
