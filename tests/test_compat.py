@@ -15,9 +15,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 from unittest.mock import patch
 
+import anyio
 import pytest
 from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
@@ -214,6 +216,24 @@ async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend:
     finally:
         await asyncio.wait_for(client.disconnect(), timeout=10)
     assert process.returncode is not None
+
+
+async def test_process_stdin_fd_is_the_write_end_of_the_process_s_input() -> None:
+    """What the lifeline hands its watcher a copy of (macOS): bytes written to it reach the process's input."""
+    process = await anyio.open_process(["cat"], stdin=PIPE, stdout=PIPE)
+    try:
+        fd = _compat.process_stdin_fd(process)
+        assert fd is not None
+        os.write(fd, b"through the fd\n")
+        assert process.stdout is not None
+        assert await process.stdout.receive() == b"through the fd\n"
+    finally:
+        await process.aclose()
+    without_input = await anyio.open_process(["true"], stdin=None, stdout=PIPE)
+    try:
+        assert _compat.process_stdin_fd(without_input) is None
+    finally:
+        await without_input.aclose()
 
 
 def test_no_other_module_imports_a_private_third_party_name() -> None:
