@@ -88,6 +88,7 @@ class Program:
         self.cli = int(pid)
         self.inode = int(inode)
         assert self.process.stdout.readline() == "done\n"
+        until(lambda: len(group_watchers(marker)) == 1, "no lifeline watcher in groups mode runs")
         [self.watcher] = group_watchers(marker)
 
     @property

@@ -4,7 +4,8 @@ A :class:`~claudecode_model._sessions.session.CLISession` drives its CLI through
 ``ClaudeSDKClient``, which takes any SDK ``Transport`` (connect, write, a message stream, end of input, close). A
 :class:`CLITransports` opens one :class:`CLITransport` per session. The real one, :class:`SubprocessTransports`,
 starts the Claude Code CLI in a session of its own (or adopts the one a new process started early, see
-:mod:`claudecode_model._sessions.early_cli`) and leaves the stream-json protocol to the SDK's subprocess transport.
+:mod:`claudecode_model._sessions.early_cli`), ties it to the lifeline (:mod:`claudecode_model._process.lifeline`)
+the moment it exists, and leaves the stream-json protocol to the SDK's subprocess transport.
 The in-memory one (``claudecode_model.testing.ScriptedCLI``) plays scripted messages, so the session, pool and turn
 logic can be tested without a process.
 """
