@@ -32,6 +32,7 @@ from pydantic_ai.tools import RunContext
 
 from claudecode_model import _compat
 from claudecode_model._process.binary import find_cli
+from claudecode_model._sessions.options import INLINE_OUTPUT_SCHEMA_CHARACTERS
 from claudecode_model.testing import OfflineBackend
 
 SRC = Path(_compat.__file__).parent
@@ -95,7 +96,9 @@ async def _spawn_with_anyio(command: Sequence[str], keywords: Mapping[str, Any])
 
 async def test_transport_process_is_the_running_cli(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
-    transport = _compat.subprocess_transport(options, _spawn_with_anyio)
+    transport = _compat.subprocess_transport(
+        options, _spawn_with_anyio, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS
+    )
     client = ClaudeSDKClient(options, transport=transport)
     assert _compat.transport_process(transport) is None
     assert _compat.transport_process(object()) is None
@@ -129,7 +132,7 @@ async def test_subprocess_transport_starts_the_sdks_command_line_through_spawn(c
         asked.append((list(command), dict(keywords)))
         return await _spawn_with_anyio(command, keywords)
 
-    transport = _compat.subprocess_transport(options, spawn)
+    transport = _compat.subprocess_transport(options, spawn, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS)
     client = ClaudeSDKClient(options, transport=transport)
     await client.connect()
     try:
@@ -203,7 +206,9 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
 
 async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
-    sdk_transport = _compat.subprocess_transport(options, _spawn_with_anyio)
+    sdk_transport = _compat.subprocess_transport(
+        options, _spawn_with_anyio, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS
+    )
     client = ClaudeSDKClient(options, transport=sdk_transport)
     await client.connect()
     process = _compat.transport_process(sdk_transport)
