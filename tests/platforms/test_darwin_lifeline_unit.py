@@ -1,6 +1,7 @@
 """The macOS lifeline (``groups`` mode, simulated on Linux) holds a copy of each CLI's input: a killed program's CLI
-is killed before it can see the end of its input, a graceful end of input still reaches it, and the watcher keeps
-no copy of a CLI that ended (no CLI needed: a shell that records when its input ends stands in for it)."""
+is killed before it can see the end of its input (also by a watcher started again), a graceful end of input still
+reaches it, and the watcher keeps no copy of a CLI that ended (no CLI needed: a shell that records when its input
+ends stands in for it)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ elif then == "release":  # the CLI is killed and the session releases its tag
     cli.wait()
     lifeline.release(tag)
 print("done", flush=True)
+if then == "restart":  # the test killed the watcher: the next message starts another one
+    sys.stdin.readline()
+    lifeline.watch(tag + "-next")
+    print("restarted", flush=True)
 time.sleep(600)
 """
 
@@ -80,6 +85,7 @@ class Program:
         self.process = subprocess.Popen(
             [sys.executable, *command_as("darwin", PROGRAM.format(cli=CLI)), str(base), f"{marker}-tag", then],
             env={**os.environ, "PYTHONPATH": str(SRC_DIR), "MARKER": marker},
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -118,6 +124,30 @@ def test_a_killed_program_s_cli_is_killed_before_it_sees_the_end_of_its_input(tm
 
         until(lambda: not is_alive(program.cli), "the lifeline did not kill the CLI")
         until(lambda: not is_alive(program.watcher), "the lifeline watcher outlived its program")
+        assert not program.saw_end_of_input, "the CLI saw the end of its input before it was killed"
+    finally:
+        program.stop()
+
+
+def test_a_watcher_started_again_gets_the_input_copies_and_still_kills_first(tmp_path, marker: str):
+    program = Program(tmp_path / "cli", marker, "restart")
+    try:
+        until(lambda: input_copies(program.watcher, program.inode) == 1, "the watcher holds no copy of the input")
+        os.kill(program.watcher, signal.SIGKILL)
+        until(lambda: not group_watchers(marker), "the killed watcher is still there")
+        assert program.process.stdin is not None
+        assert program.process.stdout is not None
+        program.process.stdin.write("go on\n")
+        program.process.stdin.flush()
+        assert program.process.stdout.readline() == "restarted\n"
+        until(lambda: len(group_watchers(marker)) == 1, "no watcher was started again")
+        [watcher] = group_watchers(marker)
+        until(lambda: input_copies(watcher, program.inode) == 1, "the new watcher holds no copy of the input")
+
+        program.process.send_signal(signal.SIGKILL)
+        program.process.wait()
+
+        until(lambda: not is_alive(program.cli), "the new watcher did not kill the CLI")
         assert not program.saw_end_of_input, "the CLI saw the end of its input before it was killed"
     finally:
         program.stop()
