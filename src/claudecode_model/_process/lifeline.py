@@ -64,9 +64,13 @@ class _Lifeline:
             fds: list[int] = []
             if stdin is not None:
                 self._drop_input(tag)
-                self._inputs[tag] = os.dup(stdin)  # non-inheritable, like the original
-                message += f">{tag}\n".encode()
-                fds.append(self._inputs[tag])
+                try:
+                    self._inputs[tag] = os.dup(stdin)  # non-inheritable, like the original
+                except OSError as error:  # out of file descriptors: the group alone is registered
+                    logger.warning("the lifeline watcher gets no copy of a CLI's input (%s)", error)
+                else:
+                    message += f">{tag}\n".encode()
+                    fds.append(self._inputs[tag])
             self._send(message, fds)
 
     def input_ended(self, tag: str) -> None:
