@@ -15,9 +15,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 from unittest.mock import patch
 
+import anyio
 import pytest
 from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
@@ -30,6 +32,7 @@ from pydantic_ai.tools import RunContext
 
 from claudecode_model import _compat
 from claudecode_model._process.binary import find_cli
+from claudecode_model._sessions.options import INLINE_OUTPUT_SCHEMA_CHARACTERS
 from claudecode_model.testing import OfflineBackend
 
 SRC = Path(_compat.__file__).parent
@@ -94,7 +97,9 @@ async def _spawn_with_anyio(command: Sequence[str], keywords: Mapping[str, Any])
 @pytest.mark.cli
 async def test_transport_process_is_the_running_cli(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
-    transport = _compat.subprocess_transport(options, _spawn_with_anyio)
+    transport = _compat.subprocess_transport(
+        options, _spawn_with_anyio, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS
+    )
     client = ClaudeSDKClient(options, transport=transport)
     assert _compat.transport_process(transport) is None
     assert _compat.transport_process(object()) is None
@@ -128,7 +133,7 @@ async def test_subprocess_transport_starts_the_sdks_command_line_through_spawn(c
         asked.append((list(command), dict(keywords)))
         return await _spawn_with_anyio(command, keywords)
 
-    transport = _compat.subprocess_transport(options, spawn)
+    transport = _compat.subprocess_transport(options, spawn, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS)
     client = ClaudeSDKClient(options, transport=transport)
     await client.connect()
     try:
@@ -203,7 +208,9 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
 @pytest.mark.cli
 async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend: OfflineBackend) -> None:
     options = ClaudeAgentOptions(cli_path=find_cli(), env=claude_backend.cli_env(), allowed_tools=[])
-    sdk_transport = _compat.subprocess_transport(options, _spawn_with_anyio)
+    sdk_transport = _compat.subprocess_transport(
+        options, _spawn_with_anyio, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS
+    )
     client = ClaudeSDKClient(options, transport=sdk_transport)
     await client.connect()
     process = _compat.transport_process(sdk_transport)
@@ -216,6 +223,24 @@ async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend:
     finally:
         await asyncio.wait_for(client.disconnect(), timeout=10)
     assert process.returncode is not None
+
+
+async def test_process_stdin_fd_is_the_write_end_of_the_process_s_input() -> None:
+    """What the lifeline hands its watcher a copy of (macOS): bytes written to it reach the process's input."""
+    process = await anyio.open_process(["cat"], stdin=PIPE, stdout=PIPE)
+    try:
+        fd = _compat.process_stdin_fd(process)
+        assert fd is not None
+        os.write(fd, b"through the fd\n")
+        assert process.stdout is not None
+        assert await process.stdout.receive() == b"through the fd\n"
+    finally:
+        await process.aclose()
+    without_input = await anyio.open_process(["true"], stdin=None, stdout=PIPE)
+    try:
+        assert _compat.process_stdin_fd(without_input) is None
+    finally:
+        await without_input.aclose()
 
 
 def test_no_other_module_imports_a_private_third_party_name() -> None:

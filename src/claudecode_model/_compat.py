@@ -221,6 +221,19 @@ def close_process_pipes(process: Process) -> None:
         transport.close()  # kills the process if it still runs (the session is over either way)
 
 
+def process_stdin_fd(process: Process) -> int | None:
+    """The file descriptor of the write end of ``process``'s standard input (an ``anyio.open_process`` process on
+    asyncio with a piped input), or ``None`` if it has none (or anyio keeps it some other way)."""
+    writer = getattr(process.stdin, "_stream", None)  # anyio's StreamWriterWrapper around an asyncio StreamWriter
+    transport = getattr(writer, "transport", None)
+    pipe = transport.get_extra_info("pipe") if transport is not None else None
+    try:
+        fd = pipe.fileno() if pipe is not None else None
+    except (OSError, ValueError):
+        return None
+    return fd if isinstance(fd, int) and fd >= 0 else None
+
+
 Spawn = Callable[[Sequence[str], Mapping[str, Any]], Awaitable[Process]]
 """Starts the CLI for the SDK's subprocess transport, given the command line and the ``anyio.open_process``
 keywords the SDK chose (or hands it a process already running with exactly those)."""

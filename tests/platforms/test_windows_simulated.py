@@ -125,7 +125,7 @@ def test_the_lifeline_is_a_job_object_and_starts_no_watcher():
         lifeline.started("tag-1", 4242)
         tied = [sorted(members) for members in fake.jobs.values()]
         fake.program_dies()
-        print(json.dumps({"tied": tied, "running": sorted(fake.running), "watcher": lifeline._LIFELINE._write_fd}))
+        print(json.dumps({"tied": tied, "running": sorted(fake.running), "watcher": lifeline._LIFELINE._channel}))
         """
     )
 

@@ -394,8 +394,6 @@ class CLISession:
             return
         self._process = transport.process
         self._pid = self._process.pid if self._process is not None else None
-        if self._tag is not None and self._pid is not None:
-            lifeline.started(self._tag, self._pid)  # macOS: the watcher learns its group; Windows: its Job Object
         self._client = client
         if self._stop_mark.stopped:
             self._signal(force=True)  # connected after its start was given up: nobody will use it

@@ -4,7 +4,8 @@ A :class:`~claudecode_model._sessions.session.CLISession` drives its CLI through
 ``ClaudeSDKClient``, which takes any SDK ``Transport`` (connect, write, a message stream, end of input, close). A
 :class:`CLITransports` opens one :class:`CLITransport` per session. The real one, :class:`SubprocessTransports`,
 starts the Claude Code CLI in a session of its own (or adopts the one a new process started early, see
-:mod:`claudecode_model._sessions.early_cli`) and leaves the stream-json protocol to the SDK's subprocess transport.
+:mod:`claudecode_model._sessions.early_cli`), ties it to the lifeline (:mod:`claudecode_model._process.lifeline`)
+the moment it exists, and leaves the stream-json protocol to the SDK's subprocess transport.
 The in-memory one (``claudecode_model.testing.ScriptedCLI``) plays scripted messages, so the session, pool and turn
 logic can be tested without a process.
 """
@@ -20,8 +21,9 @@ import anyio
 from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
-from claudecode_model._compat import subprocess_transport, transport_process
-from claudecode_model._process.oscalls import own_session_options
+from claudecode_model._compat import process_stdin_fd, subprocess_transport, transport_process
+from claudecode_model._process import lifeline
+from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options
 from claudecode_model._sessions.early_cli import adopt_early_cli
 from claudecode_model._sessions.options import INLINE_OUTPUT_SCHEMA_CHARACTERS
 
@@ -67,7 +69,9 @@ class SubprocessTransports(CLITransports):
 
 class _SubprocessTransport(CLITransport):
     def __init__(self, options: ClaudeAgentOptions) -> None:
-        self._sdk = subprocess_transport(options, _spawn, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS)
+        self._sdk = subprocess_transport(options, self._spawn, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS)
+        self._tag = options.env.get(CLI_TAG_VARIABLE) if isinstance(options.env, dict) else None
+        """The tag the session registered with the lifeline (see ``CLISession.start()``)."""
 
     @property
     def process(self) -> Process | None:
@@ -86,19 +90,26 @@ class _SubprocessTransport(CLITransport):
         return self._sdk.read_messages()
 
     async def close(self) -> None:
+        self._input_ends()
         await self._sdk.close()
 
     def is_ready(self) -> bool:
         return self._sdk.is_ready()
 
     async def end_input(self) -> None:
+        self._input_ends()
         await self._sdk.end_input()
 
+    def _input_ends(self) -> None:
+        if self._tag is not None:
+            lifeline.input_ended(self._tag)  # before the SDK closes its copy: the CLI gets the end of input
 
-async def _spawn(command: Sequence[str], keywords: Mapping[str, Any]) -> Process:
-    """Start the CLI as the SDK asks, in a session of its own; or the CLI started early with exactly these."""
-    early = adopt_early_cli(command, keywords)
-    if early is not None:
-        return early
-    process: Process = await anyio.open_process(list(command), **keywords, **own_session_options())
-    return process
+    async def _spawn(self, command: Sequence[str], keywords: Mapping[str, Any]) -> Process:
+        """Start the CLI as the SDK asks, in a session of its own (or adopt the CLI started early with exactly
+        these), and tie it to this program at once: no moment of its start escapes the lifeline."""
+        process = adopt_early_cli(command, keywords)
+        if process is None:
+            process = await anyio.open_process(list(command), **keywords, **own_session_options())
+        if self._tag is not None:
+            lifeline.started(self._tag, process.pid, process_stdin_fd(process) if lifeline.HOLDS_INPUT else None)
+        return process

@@ -17,9 +17,17 @@ Safety against pid reuse:
   to the process the pidfd holds, never to a newcomer.
 
 Run as a script (``python -I -S posix.py tags|groups``), this module is the *lifeline watcher*
-(:func:`start_watcher`): it reads ``+tag`` / ``-tag`` / ``=tag pid`` lines on its standard input and, when that pipe
+(:func:`start_watcher`): it reads ``+tag`` / ``-tag`` / ``=tag pid`` lines on its standard input and, when that
 closes (its program ended, even by SIGKILL), stops every process carrying a tag still registered (``tags``, Linux)
 or the process group of each registered tag's CLI (``groups``, macOS), then exits.
+
+In ``groups`` mode its standard input is a Unix socket, and a ``>tag`` line comes with a file descriptor
+(``SCM_RIGHTS``): a copy of the write end of that CLI's standard input, which the watcher holds so that the CLI
+cannot see the end of its input before it is killed (its program's death closes the program's copy at the moment
+the watcher learns of it; without the watcher's copy, a CLI scheduled first would fail the tool calls it waits for
+and send Claude one more request). The watcher closes the copies only after it has sent SIGKILL to every group: a
+process with SIGKILL pending never runs its own code again. ``<tag`` (the program ends the CLI's input) and ``-tag``
+close the copy at once.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 __all__ = [
@@ -58,6 +66,9 @@ WATCHER_MODES = ("tags", "groups")
 
 CLI_TAG_VARIABLE = "CLAUDECODE_MODEL_CLI"
 """The environment variable whose value tags one CLI process and every process it starts."""
+
+_MAX_FDS_AT_ONCE = 256
+"""The most file descriptors one read of the watcher's socket takes (one per ``>tag`` line of a message)."""
 
 _STOP_ROUNDS = 20
 """How often :func:`stop_tagged` looks again for tagged processes (a command may fork while it is stopped)."""
@@ -308,12 +319,12 @@ def stop_groups(leaders: Collection[int]) -> int:
 
 def start_watcher(read_fd: int, mode: str = "tags") -> None:
     """Start the lifeline watcher (this module run as a script) in ``mode`` (one of :data:`WATCHER_MODES`) with
-    ``read_fd`` as its standard input.
+    ``read_fd`` as its standard input (the read end of a pipe; in ``groups`` mode, one end of a Unix socket pair).
 
     A shell started in a session of its own starts the watcher in the background and exits at once (waited for
     here, about a millisecond): the watcher is then nobody's child here (no process of the program to count or
     reap), in a session the terminal's Ctrl-C does not reach, and ignores SIGINT besides."""
-    # An asynchronous command's standard input is /dev/null unless redirected: the pipe goes through fd 3.
+    # An asynchronous command's standard input is /dev/null unless redirected: the lifeline goes through fd 3.
     if mode not in WATCHER_MODES:
         raise ValueError(f"unknown lifeline watcher mode {mode!r}")
     script = 'exec 3<&0; "$0" -I -S "$1" "$2" <&3 3<&- &'
@@ -339,32 +350,104 @@ def start_watcher(read_fd: int, mode: str = "tags") -> None:
 
 
 def _watch(mode: str) -> None:
-    """The lifeline watcher's main: keep the registered tags (and their CLIs' groups) until standard input closes,
-    then stop them all: by tag (``tags``) or by group (``groups``)."""
+    """The lifeline watcher's main: keep the registered tags (and their CLIs' groups and input copies) until standard
+    input closes, then stop them all: by tag (``tags``) or by group (``groups``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     os.chdir("/")
-    os.closerange(3, 1 << 16)  # hold nothing of the program's open (only the pipe, as fd 0)
-    tags: set[str] = set()
-    groups: dict[str, int] = {}
-    pending = b""
-    while chunk := os.read(0, 65536):
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in lines:
-            tag = line[1:].decode(errors="replace")
-            if line.startswith(b"+"):
-                tags.add(tag)
-            elif line.startswith(b"-"):
-                tags.discard(tag)
-                groups.pop(tag, None)
-            elif line.startswith(b"=") and " " in tag:
-                tag, _, leader = tag.partition(" ")
-                if tag in tags and leader.isdigit():
-                    groups[tag] = int(leader)
+    os.closerange(3, 1 << 16)  # hold nothing of the program's open (only the lifeline, as fd 0)
+    watcher = _Watcher()
+    receive = _socket_receiver() if mode == "groups" else _pipe_receiver()
+    while True:
+        chunk, fds = receive()
+        watcher.received(fds)
+        if not chunk:
+            break
+        watcher.feed(chunk)
     if mode == "groups":
-        stop_groups([leader for tag, leader in groups.items() if tag in tags])
+        stop_groups(watcher.leaders())
     else:
-        stop_tagged(tags)
+        stop_tagged(watcher.tags)
+    watcher.close_inputs()  # only now: the CLIs are killed and never see the end of their input
+
+
+class _Watcher:
+    """What the lifeline watcher holds: the registered tags, their CLIs' groups, and copies of their input."""
+
+    def __init__(self) -> None:
+        self.tags: set[str] = set()
+        self.groups: dict[str, int] = {}
+        self.inputs: dict[str, int] = {}
+        self._pending = b""
+        self._fds: list[int] = []  # received, not yet claimed by their ``>tag`` line
+
+    def received(self, fds: list[int]) -> None:
+        self._fds.extend(fds)
+
+    def feed(self, chunk: bytes) -> None:
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        for line in lines:
+            self._line(line[:1], line[1:].decode(errors="replace"))
+
+    def _line(self, kind: bytes, tag: str) -> None:
+        match kind:
+            case b"+":
+                self.tags.add(tag)
+            case b"-":
+                self.tags.discard(tag)
+                self.groups.pop(tag, None)
+                self._close_input(tag)
+            case b"=":
+                tag, _, leader = tag.partition(" ")
+                if tag in self.tags and leader.isdigit():
+                    self.groups[tag] = int(leader)
+            case b">":
+                fd = self._fds.pop(0) if self._fds else None  # sent with this line, so received by now
+                if fd is None:
+                    return
+                self._close_input(tag)
+                if tag in self.tags:
+                    self.inputs[tag] = fd
+                else:
+                    os.close(fd)
+            case b"<":
+                self._close_input(tag)
+            case _:
+                return
+
+    def _close_input(self, tag: str) -> None:
+        fd = self.inputs.pop(tag, None)
+        if fd is not None:
+            os.close(fd)
+
+    def leaders(self) -> list[int]:
+        return [leader for tag, leader in self.groups.items() if tag in self.tags]
+
+    def close_inputs(self) -> None:
+        for tag in list(self.inputs):
+            self._close_input(tag)
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+
+
+def _pipe_receiver() -> Callable[[], tuple[bytes, list[int]]]:
+    def receive() -> tuple[bytes, list[int]]:
+        return os.read(0, 65536), []
+
+    return receive
+
+
+def _socket_receiver() -> Callable[[], tuple[bytes, list[int]]]:
+    import socket  # here: only the watcher in groups mode reads a socket
+
+    lifeline = socket.socket(fileno=0)
+
+    def receive() -> tuple[bytes, list[int]]:
+        data, fds, _flags, _address = socket.recv_fds(lifeline, 65536, _MAX_FDS_AT_ONCE)
+        return data, fds
+
+    return receive
 
 
 if __name__ == "__main__":
