@@ -114,6 +114,7 @@ async def test_transport_process_is_the_running_cli(claude_backend: OfflineBacke
     assert process.returncode is not None
 
 
+@pytest.mark.cli
 async def test_subprocess_transport_starts_the_sdks_command_line_through_spawn(claude_backend: OfflineBackend) -> None:
     """The SDK's own ``connect()`` builds the command line and environment; ``spawn`` starts the process with them
     (with ``can_use_tool`` routed over stdio as the client routes it), and the SDK's module is left as it was."""

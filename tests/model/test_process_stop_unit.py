@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options, stop_tagged
+from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options, stop_child, stop_tagged
 from tests._support.processes import live_descendants, process_table
 from tests._support.subprocesses import SRC_DIR
 
@@ -141,3 +141,16 @@ def test_a_program_that_ends_takes_its_watcher_along_and_released_tags_are_left_
 
     until(lambda: not alive(watcher), "the lifeline watcher outlived its program")
     assert len(sleepers(marker)) == 3  # released: not the watcher's to stop
+
+
+def test_stop_child_stops_a_child_and_leaves_its_reaping_to_its_owner():
+    """Reaping it here would race with asyncio's child watcher, whose own wait then reports 255 with a warning."""
+    child = subprocess.Popen(["sleep", "300"], **own_session_options())
+    try:
+        stop_child(child.pid)
+
+        assert os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None  # exited, unreaped
+        assert child.wait(timeout=5) == -signal.SIGTERM  # its owner reads its true status
+    finally:
+        child.kill()
+        child.wait()

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "testing.md"
 
 
-[SHELL_SESSION] = [block.code for block in code_blocks(GUIDE) if block.language == "bash"]
+[SHELL_SESSION] = [
+    block.code for block in code_blocks(GUIDE) if block.language == "bash" and "claudecode-model backend" in block.code
+]
 
 
 def user_env(**extra: str) -> dict[str, str]:

@@ -38,7 +38,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Collection, Iterator
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "CLI_TAG_VARIABLE",
@@ -147,30 +147,27 @@ def is_locked(fd: int) -> bool:
     return False
 
 
-def process_exited(pid: int | None) -> bool:
-    """Whether the child ``pid`` has exited, without reaping it (its owner's watcher may not have seen it yet)."""
-    if pid is None or not hasattr(os, "waitid"):
-        return False
+def _child_state(pid: int) -> Literal["running", "exited", "reaped", "unknown"]:
+    """The state of the child ``pid``, read without reaping it (asyncio's child watcher, which started it, reaps it)."""
+    if not hasattr(os, "waitid"):
+        return "unknown"
     try:
         status = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
-        return True  # already reaped
+        return "reaped"
     except OSError:
-        return False
-    return status is not None
+        return "unknown"
+    return "running" if status is None else "exited"
+
+
+def process_exited(pid: int | None) -> bool:
+    """Whether the child ``pid`` has exited, without reaping it (its owner's watcher may not have seen it yet)."""
+    return pid is not None and _child_state(pid) in ("exited", "reaped")
 
 
 def reaped(pid: int) -> bool:
     """Whether the child ``pid`` was reaped already (its number may belong to another process by now)."""
-    if not hasattr(os, "waitid"):
-        return False
-    try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    except OSError:
-        return False
-    return False
+    return _child_state(pid) == "reaped"
 
 
 def process_exiting(pid: int | None) -> bool:
@@ -194,21 +191,19 @@ def process_exiting(pid: int | None) -> bool:
 
 
 def stop_child(pid: int | None) -> None:
-    """Stop the unreaped child ``pid`` and its group: SIGTERM, then SIGKILL if it is still there after half a
-    second; reaped here if nobody else does."""
+    """Stop the child ``pid`` and its group: SIGTERM, then SIGKILL if it is still there after half a second.
+
+    It is not reaped here: asyncio's child watcher, which started it, reaps it (a reap here races with the watcher's
+    own wait, which then reports exit code 255 with a warning)."""
     if pid is None:
         return
     for force in (False, True):
-        if reaped(pid):
+        if process_exited(pid):
             return
         signal_group(pid, force=force)
         deadline = time.monotonic() + 0.5
         while time.monotonic() < deadline:
-            try:
-                finished, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if finished:
+            if process_exited(pid):
                 return
             time.sleep(0.01)
 
