@@ -1,4 +1,4 @@
-"""Bounded polling for a condition, in threads (``wait_until``) and on an event loop (``wait_for``)."""
+"""Bounded polling for a condition, in threads (``wait_until``, ``until``) and on an event loop (``wait_for``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ def wait_until(condition: Callable[[], object], timeout: float = 5.0) -> bool:
         if time.monotonic() >= deadline:
             return bool(condition())
         time.sleep(0.02)
+
+
+def until(condition: Callable[[], object], what: str, seconds: float = 15) -> None:
+    """Poll ``condition()`` until it is true; fail with ``what`` if ``seconds`` pass first."""
+    assert wait_until(condition, timeout=seconds), what
 
 
 async def wait_for(condition: Callable[[], object], within: float = 20.0, interval: float = 0.02) -> bool:

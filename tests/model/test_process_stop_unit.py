@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options, stop_child, stop_tagged
+from tests._support.polling import until
 from tests._support.processes import live_descendants, process_table
 from tests._support.subprocesses import SRC_DIR
 
@@ -35,13 +36,6 @@ def sleepers(marker: str) -> set[int]:
             if marker.encode() in environ:
                 found.add(entry.pid)
     return found
-
-
-def until(condition: object, what: str, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 @pytest.fixture

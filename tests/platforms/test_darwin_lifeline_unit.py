@@ -16,6 +16,7 @@ import pytest
 
 from claudecode_model._process.platform.posix import _Watcher
 from tests._support.platforms import command_as
+from tests._support.polling import until
 from tests._support.processes import environment, is_alive, process_table
 from tests._support.subprocesses import SRC_DIR
 
@@ -72,13 +73,6 @@ def input_copies(watcher: int, inode: int) -> int:
     return count
 
 
-def until(condition: object, what: str, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-
-
 class Program:
     def __init__(self, base: Path, marker: str, then: str) -> None:
         self.base = base
@@ -101,6 +95,13 @@ class Program:
     def saw_end_of_input(self) -> bool:
         return Path(f"{self.base}.eof").exists()
 
+    def killed(self, by: str) -> None:
+        """SIGKILL the program, and check that ``by`` (its watcher) killed its CLI before the CLI saw end of input."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        until(lambda: not is_alive(self.cli), f"{by} did not kill the CLI")
+        assert not self.saw_end_of_input, "the CLI saw the end of its input before it was killed"
+
     def stop(self) -> None:
         if is_alive(self.cli):
             os.killpg(self.cli, signal.SIGKILL)
@@ -119,12 +120,9 @@ def test_a_killed_program_s_cli_is_killed_before_it_sees_the_end_of_its_input(tm
     try:
         until(lambda: input_copies(program.watcher, program.inode) == 1, "the watcher holds no copy of the input")
 
-        program.process.send_signal(signal.SIGKILL)
-        program.process.wait()
+        program.killed(by="the lifeline")
 
-        until(lambda: not is_alive(program.cli), "the lifeline did not kill the CLI")
         until(lambda: not is_alive(program.watcher), "the lifeline watcher outlived its program")
-        assert not program.saw_end_of_input, "the CLI saw the end of its input before it was killed"
     finally:
         program.stop()
 
@@ -144,11 +142,7 @@ def test_a_watcher_started_again_gets_the_input_copies_and_still_kills_first(tmp
         [watcher] = group_watchers(marker)
         until(lambda: input_copies(watcher, program.inode) == 1, "the new watcher holds no copy of the input")
 
-        program.process.send_signal(signal.SIGKILL)
-        program.process.wait()
-
-        until(lambda: not is_alive(program.cli), "the new watcher did not kill the CLI")
-        assert not program.saw_end_of_input, "the CLI saw the end of its input before it was killed"
+        program.killed(by="the new watcher")
     finally:
         program.stop()
 
