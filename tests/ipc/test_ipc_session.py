@@ -42,6 +42,7 @@ from claudecode_model.ipc import (
 from claudecode_model.ipc._framing import decode_message, encode_body, encode_message
 from claudecode_model.ipc._protocol import hello_request
 from tests._support.ipc import Toolbox, text_result
+from tests._support.mcp import first_text
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -317,7 +318,7 @@ async def test_meta_handlers_receive_the_tool_use_id(toolbox: Toolbox, client: I
 
 async def test_large_result_within_the_limit(client: IPCClient) -> None:
     result = await client.call_tool("big", {"size": 5_000_000})
-    assert result["content"][0]["text"] == "x" * 5_000_000
+    assert first_text(result) == "x" * 5_000_000
 
 
 async def test_oversized_result_is_a_size_error(client: IPCClient) -> None:
@@ -337,7 +338,7 @@ async def test_oversized_request_is_refused_before_sending(client: IPCClient) ->
 async def test_twenty_concurrent_calls_on_one_connection_are_routed(client: IPCClient) -> None:
     # "together" only returns once all 20 calls are running at the same time.
     results = await asyncio.wait_for(asyncio.gather(*(client.call_tool("together", {"n": n}) for n in range(20))), 20)
-    assert [r["content"][0]["text"] for r in results] == [f"call {n}" for n in range(20)]
+    assert [first_text(r) for r in results] == [f"call {n}" for n in range(20)]
 
 
 async def test_concurrent_calls_over_several_connections(toolbox: Toolbox, session: IPCSession) -> None:
@@ -346,7 +347,7 @@ async def test_concurrent_calls_over_several_connections(toolbox: Toolbox, sessi
     try:
         calls = [clients[n % 4].call_tool("together", {"n": n}) for n in range(12)]
         results = await asyncio.wait_for(asyncio.gather(*calls), 20)
-        assert [r["content"][0]["text"] for r in results] == [f"call {n}" for n in range(12)]
+        assert [first_text(r) for r in results] == [f"call {n}" for n in range(12)]
         assert session.connection_count == 4
     finally:
         for connected in clients:

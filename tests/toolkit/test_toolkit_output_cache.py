@@ -144,8 +144,10 @@ async def test_errors_of_the_cache_tools_are_failed_results() -> None:
     assert isinstance(last, ModelRequest)
     read, bad_regex, no_match = (p for p in last.parts if isinstance(p, ToolReturnPart))
     assert read.outcome == "failed"
+    assert isinstance(read.content, str)
     assert read.content.startswith("Unknown ref_id: 'out_nope'.")
     assert bad_regex.outcome == "failed"
+    assert isinstance(bad_regex.content, str)
     assert bad_regex.content.startswith("Invalid regex '(': missing ), unterminated subpattern")
     assert no_match.outcome == "success"
     assert no_match.content == "No matches for: missing"

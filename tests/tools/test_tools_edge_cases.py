@@ -146,7 +146,7 @@ class Target:
 
 
 LenientT = TypeVar("LenientT", bound="Target")
-UserId = NewType("UserId", "int")  # type: ignore[arg-type]
+UserId = NewType("UserId", "int")
 
 
 @dataclasses.dataclass
@@ -253,7 +253,7 @@ async def test_edge_cancelled_error_propagates_from_a_deps_tool_handler() -> Non
         return "unreachable"
 
     handler = convert_tool_with_deps(agent._function_toolset.tools["wait"], {"a": 1}).handler
-    task = asyncio.create_task(handler({}))
+    task = asyncio.ensure_future(handler({}))
     await started.wait()
     task.cancel()
 
