@@ -106,8 +106,12 @@ async def test_foreign_history_is_replayed_faithfully(model: ClaudeCodeModel, cl
 
     assert result.output == "echo: and now for claude code"
     seen = claude_backend.requests[-1].messages
-    flat = [(message.kind, part.part_kind, str(part.content)) for message in seen for part in message.parts]
-    user_and_text = [(kind, text) for kind, part_kind, text in flat if part_kind in ("user-prompt", "text")]
+    user_and_text = [
+        (message.kind, str(part.content))
+        for message in seen
+        for part in message.parts
+        if isinstance(part, UserPromptPart | TextPart)
+    ]
     assert user_and_text[-3:] == [
         ("request", "question for the other model"),
         ("response", "from another model"),
