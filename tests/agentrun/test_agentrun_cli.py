@@ -19,6 +19,7 @@ from pydantic_ai import (
     DeferredToolRequests,
     DeferredToolResults,
     RunContext,
+    ToolApproved,
     ToolDenied,
     ToolOutput,
     UsageLimitExceeded,
@@ -67,7 +68,7 @@ async def test_a_reply_calling_tools_is_one_model_request_and_pydantic_ai_runs_t
         if responses(messages) == 0:
             calls = [ToolCallPart(SERVER + "add", {"a": 2, "b": 3}), ToolCallPart(SERVER + "add", {"a": 1, "b": 1})]
             return ModelResponse(parts=[TextPart("Let me add."), *calls])
-        return ModelResponse(parts=[TextPart("sums: " + ", ".join(r.content for r in tool_returns(messages[-1])))])
+        return ModelResponse(parts=[TextPart("sums: " + ", ".join(str(r.content) for r in tool_returns(messages[-1])))])
 
     claude_backend.set_brain(FunctionModel(brain))
     agent = Agent(model)
@@ -438,7 +439,7 @@ async def test_several_pending_calls_continue_on_a_new_model_instance(claude_bac
     first = await run_on_a_new_model(claude_backend, deleted, "delete three")
     assert isinstance(first.output, DeferredToolRequests)
     ids = [request.tool_call_id for request in first.output.approvals]
-    decisions = {ids[0]: True, ids[1]: ToolDenied("keep /b"), ids[2]: True}
+    decisions: dict[str, bool | ToolApproved | ToolDenied] = {ids[0]: True, ids[1]: ToolDenied("keep /b"), ids[2]: True}
 
     second = await run_on_a_new_model(
         claude_backend,
@@ -562,7 +563,7 @@ async def test_end_strategy_early_with_done_skips_later_calls_and_says_so(
     assert result.output == "all tidy"
     assert swept == []
     assert len(claude_backend.requests) == 1
-    returns = {part.tool_name: part.content for part in result.all_messages()[-1].parts}
+    returns = {part.tool_name: part.content for part in tool_returns(result.all_messages()[-1])}
     assert returns["sweep"] == "Tool not executed - a final result was already processed."
 
     # A later run in the same conversation: Claude sees the skipped call said so.
