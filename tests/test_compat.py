@@ -26,7 +26,7 @@ from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClie
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 from claude_agent_sdk.types import SessionStoreEntry
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelRequest, PartStartEvent, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, PartStartEvent, TextPart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
@@ -64,13 +64,11 @@ def test_current_run_context_is_the_agent_runs_own() -> None:
     assert _compat.current_run_context() is None
     seen: list[object] = []
 
-    def respond(messages: list[object], info: AgentInfo) -> object:
-        from pydantic_ai.messages import ModelResponse
-
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.append(_compat.current_run_context())
         return ModelResponse(parts=[TextPart("ok")])
 
-    Agent(FunctionModel(respond), deps_type=int).run_sync("hi", deps=7)  # type: ignore[arg-type]
+    Agent(FunctionModel(respond), deps_type=int).run_sync("hi", deps=7)
     assert isinstance(seen[0], RunContext)
     assert seen[0].deps == 7
 
@@ -280,7 +278,6 @@ def test_an_agent_run_holds_the_models_run_scope_around_its_requests() -> None:
     import contextlib
     from collections.abc import AsyncIterator
 
-    from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import Model
 
     assert callable(getattr(Model, "_run_scope", None))

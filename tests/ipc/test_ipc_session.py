@@ -36,6 +36,7 @@ from claudecode_model.ipc import (
     IPCSession,
     IPCSessionState,
     JsonValue,
+    ToolSchema,
     stdio_server_config,
     tool_use_id,
 )
@@ -104,15 +105,15 @@ def test_default_transport_is_auto() -> None:
 def test_handlers_and_schemas_must_match(toolbox: Toolbox) -> None:
     schemas = toolbox.schemas
     with pytest.raises(ToolValidationError, match="no handler for \\['whoami'\\]"):
-        IPCSession(toolbox.handlers, schemas)  # type: ignore[arg-type]
+        IPCSession(toolbox.handlers, schemas)
     with pytest.raises(ToolValidationError, match="no schema for \\['extra'\\]"):
-        IPCSession({**toolbox.handlers, "extra": toolbox.echo}, schemas, meta_tool_handlers=toolbox.meta_handlers)  # type: ignore[arg-type, dict-item]
+        IPCSession({**toolbox.handlers, "extra": toolbox.echo}, schemas, meta_tool_handlers=toolbox.meta_handlers)
     with pytest.raises(ToolValidationError, match="two handlers"):
-        IPCSession(toolbox.handlers, schemas, meta_tool_handlers={**toolbox.meta_handlers, "echo": toolbox.whoami})  # type: ignore[arg-type, dict-item]
+        IPCSession(toolbox.handlers, schemas, meta_tool_handlers={**toolbox.meta_handlers, "echo": toolbox.whoami})
     with pytest.raises(ToolValidationError, match="listed twice"):
         IPCSession({"echo": toolbox.echo}, [schemas[0], schemas[0]])
     with pytest.raises(ToolValidationError, match="input_schema"):
-        IPCSession({"echo": toolbox.echo}, [{"name": "echo", "description": "", "input_schema": None}])  # type: ignore[typeddict-item]
+        IPCSession({"echo": toolbox.echo}, [{"name": "echo", "description": "", "input_schema": None}])  # type: ignore[typeddict-item]  # invalid on purpose
 
 
 async def test_start_creates_private_files_and_stop_removes_them(toolbox: Toolbox) -> None:
@@ -266,9 +267,9 @@ async def test_handler_is_error_results_are_returned(toolbox: Toolbox) -> None:
     async def soft_fail(arguments: dict[str, object]) -> dict[str, object]:
         return {"content": [{"type": "text", "text": "bad input"}], "is_error": True}
 
-    schema = {"name": "soft", "description": "", "input_schema": {"type": "object"}}
+    schema: ToolSchema = {"name": "soft", "description": "", "input_schema": {"type": "object"}}
     async with (
-        IPCSession({"soft": soft_fail}, [schema]) as session,  # type: ignore[list-item]
+        IPCSession({"soft": soft_fail}, [schema]) as session,
         await IPCClient.connect(session.socket_path, session.secret) as client,
     ):
         assert await client.call_tool("soft", {}) == text_result("bad input", is_error=True)
@@ -297,9 +298,9 @@ async def test_invalid_handler_results_are_reported(returned: object, problem: s
     async def odd(arguments: dict[str, object]) -> object:
         return returned
 
-    schema = {"name": "odd", "description": "", "input_schema": {"type": "object"}}
+    schema: ToolSchema = {"name": "odd", "description": "", "input_schema": {"type": "object"}}
     async with (
-        IPCSession({"odd": odd}, [schema]) as session,  # type: ignore[dict-item, list-item]
+        IPCSession({"odd": odd}, [schema]) as session,  # type: ignore[dict-item]  # a handler returning anything
         await IPCClient.connect(session.socket_path, session.secret) as client,
     ):
         with pytest.raises(IPCToolExecutionError, match=problem) as caught:
@@ -603,9 +604,9 @@ async def test_tool_raising_cancelled_error_by_itself_is_an_error_not_a_hang() -
     async def confused(arguments: dict[str, object]) -> dict[str, object]:
         raise asyncio.CancelledError
 
-    schema = {"name": "confused", "description": "", "input_schema": {"type": "object"}}
+    schema: ToolSchema = {"name": "confused", "description": "", "input_schema": {"type": "object"}}
     async with (
-        IPCSession({"confused": confused}, [schema]) as session,  # type: ignore[list-item]
+        IPCSession({"confused": confused}, [schema]) as session,
         await IPCClient.connect(session.socket_path, session.secret) as client,
     ):
         with pytest.raises(IPCToolExecutionError, match="was cancelled"):

@@ -250,7 +250,7 @@ def test_sessions_of_a_closed_loop_do_not_keep_the_clock_busy() -> None:
         ticks.append(time.monotonic())
         tick()
 
-    pool._tick = counted_tick  # type: ignore[method-assign]
+    pool._tick = counted_tick  # type: ignore[method-assign]  # count the pool's ticks
 
     async def keep_two() -> None:
         release = asyncio.Event()

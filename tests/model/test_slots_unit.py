@@ -59,7 +59,9 @@ def test_the_digest_sees_a_replaced_part_or_text_and_is_stable() -> None:
     assert history_digest([ModelRequest(parts=[UserPromptPart("hello")]), ModelResponse(parts=[TextPart("hi")])]) == (
         first
     )  # equal content, new objects
-    response.parts[0].content = "changed"  # type: ignore[union-attr,misc]
+    answer = response.parts[0]
+    assert isinstance(answer, TextPart)
+    answer.content = "changed"
     assert history_digest([request, response]) != first
     response.parts = [TextPart("hi")]
     assert history_digest([request, response]) == first
@@ -84,7 +86,9 @@ def test_a_response_rebuilt_from_the_same_parts_reuses_its_digest_and_sees_a_cha
     first = _digest.message_digest(ModelResponse(parts=list(parts)))
     assert _digest.message_digest(ModelResponse(parts=list(parts))) == first
     assert len(computed) == 1
-    parts[0].content = "another answer"  # type: ignore[union-attr,misc]
+    answer = parts[0]
+    assert isinstance(answer, TextPart)
+    answer.content = "another answer"
     assert _digest.message_digest(ModelResponse(parts=list(parts))) != first
     assert _digest.message_digest(ModelResponse(parts=[TextPart("a unique answer"), TextPart("and more")])) == first
     assert len(computed) == 3

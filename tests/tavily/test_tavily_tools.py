@@ -453,7 +453,7 @@ async def test_deps_of_another_type_is_a_usage_error() -> None:
 
 
 async def test_resolver_returning_another_type_is_a_usage_error() -> None:
-    toolset = TavilyToolset[AppDeps](deps=lambda ctx: ctx.deps)  # type: ignore[arg-type,return-value]
+    toolset = TavilyToolset[AppDeps](deps=lambda ctx: ctx.deps)  # type: ignore[arg-type,return-value]  # the wrong type, on purpose
     agent = Agent(calling("tavily_search", {"query": "q"}), deps_type=AppDeps, toolsets=[toolset])
     with pytest.raises(UserError, match="resolver returned AppDeps"):
         await agent.run("go", deps=AppDeps("me", TavilySearchDeps()))

@@ -318,7 +318,9 @@ async def test_trim_tool_outputs_rules() -> None:
     assert contents[4] == "5" * 400  # fits now: newest kept
     first = result[1]
     assert isinstance(first, ModelRequest)
-    assert first.parts[0].metadata == {TOOL_OUTPUT_REF_KEY: known, "k": 1}  # type: ignore[union-attr]
+    returned = first.parts[0]
+    assert isinstance(returned, ToolReturnPart)
+    assert returned.metadata == {TOOL_OUTPUT_REF_KEY: known, "k": 1}
     assert result[0] is messages[0]  # untouched messages are shared
     assert result[2] is messages[2]
     # Trimming again changes nothing and saves nothing more.

@@ -47,7 +47,7 @@ def test_items_are_validated() -> None:
     with pytest.raises(ValidationError):
         TodoItem(content="", status="pending")
     with pytest.raises(ValidationError):
-        TodoItem(content="x", status="blocked")  # type: ignore[arg-type]
+        TodoItem(content="x", status="blocked")  # type: ignore[arg-type]  # an unknown status, on purpose
     assert item("x").status == "pending"
 
 
