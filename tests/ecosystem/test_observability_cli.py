@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -125,9 +125,13 @@ async def test_a_subagent_run_is_an_event_of_the_request_span(
     agent_call = response.parts[0]
     assert attributes["claude_code.tool_call_id"] == getattr(agent_call, "tool_call_id", None)
     assert attributes["claude_code.subagent_type"] == "note-reader"
-    assert tuple(attributes["claude_code.tool_calls"]) == ("Read",)  # type: ignore[arg-type]
+    tool_calls = attributes["claude_code.tool_calls"]
+    assert isinstance(tool_calls, Sequence)
+    assert tuple(tool_calls) == ("Read",)
     read_call = next(p for p in response.parts if isinstance(p, NativeToolCallPart) and p.tool_name == "Read")
-    assert tuple(attributes["claude_code.tool_call_ids"]) == (read_call.tool_call_id,)  # type: ignore[arg-type]
+    tool_call_ids = attributes["claude_code.tool_call_ids"]
+    assert isinstance(tool_call_ids, Sequence)
+    assert tuple(tool_call_ids) == (read_call.tool_call_id,)
     output_messages = str((span.attributes or {}).get("gen_ai.output.messages"))
     assert read_call.tool_call_id in output_messages
     assert '"name":"Read"' in output_messages.replace(" ", "")
