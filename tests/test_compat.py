@@ -16,16 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from subprocess import PIPE
-from typing import Any
+from typing import Any, cast
 from unittest.mock import patch
 
 import anyio
 import pytest
 from anyio.abc import Process
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+from claude_agent_sdk.types import SessionStoreEntry
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelRequest, PartStartEvent, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, PartStartEvent, TextPart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
@@ -63,13 +64,11 @@ def test_current_run_context_is_the_agent_runs_own() -> None:
     assert _compat.current_run_context() is None
     seen: list[object] = []
 
-    def respond(messages: list[object], info: AgentInfo) -> object:
-        from pydantic_ai.messages import ModelResponse
-
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.append(_compat.current_run_context())
         return ModelResponse(parts=[TextPart("ok")])
 
-    Agent(FunctionModel(respond), deps_type=int).run_sync("hi", deps=7)  # type: ignore[arg-type]
+    Agent(FunctionModel(respond), deps_type=int).run_sync("hi", deps=7)
     assert isinstance(seen[0], RunContext)
     assert seen[0].deps == 7
 
@@ -164,7 +163,9 @@ async def test_options_resumed_from_store_write_the_stores_session_to_a_private_
     session = str(uuid.uuid4())
     cwd = str(tmp_path)
 
-    entry = {"type": "user", "uuid": str(uuid.uuid4()), "sessionId": session, "message": {"role": "user"}}
+    # A transcript line carries more keys than the SDK's minimal SessionStoreEntry names.
+    line = {"type": "user", "uuid": str(uuid.uuid4()), "sessionId": session, "message": {"role": "user"}}
+    entry = cast("SessionStoreEntry", line)
     await store.append({"project_key": project_key_for_directory(cwd), "session_id": session}, [entry])
     stored = ClaudeAgentOptions(cli_path=find_cli(), cwd=cwd, resume=session, session_store=store)
     options, remove = await _compat.options_resumed_from_store(stored)
@@ -196,6 +197,7 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
         "request_id": "req_1",
     }
     message = message_parser.parse_message(raw)
+    assert isinstance(message, AssistantMessage)
     assert _compat.api_error_fields(message) == {
         "api_error_status": 429,
         "api_error_type": "rate_limit_error",
@@ -203,6 +205,7 @@ def test_api_error_fields_are_kept_by_the_sdks_parser() -> None:
         "request_id": "req_1",
     }
     plain = message_parser.parse_message({**raw, "is_api_error_message": False})
+    assert isinstance(plain, AssistantMessage)
     assert _compat.api_error_fields(plain) == {}
 
 
@@ -275,7 +278,6 @@ def test_an_agent_run_holds_the_models_run_scope_around_its_requests() -> None:
     import contextlib
     from collections.abc import AsyncIterator
 
-    from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import Model
 
     assert callable(getattr(Model, "_run_scope", None))
@@ -320,7 +322,8 @@ def test_a_large_output_schema_leaves_the_command_line_and_a_small_one_stays() -
         options = ClaudeAgentOptions(cli_path="/bin/claude", output_format=output_format)
         return _compat.sdk_cli_command(options, inline_schema_limit=limit)
 
-    small, large = {"type": "object"}, {"type": "object", "description": "x" * 100}
+    small: dict[str, object] = {"type": "object"}
+    large: dict[str, object] = {"type": "object", "description": "x" * 100}
     assert command(small)[command(small).index("--json-schema") + 1] == '{"type": "object"}'
     assert "--json-schema" not in command(large)
     assert "--json-schema" in command(large, limit=None)
@@ -337,13 +340,14 @@ async def test_a_large_output_schema_is_sent_in_the_initialize_request() -> None
     async def write(data: str) -> None:
         written.append(data)
 
-    initialize = {"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize", "hooks": None}}
+    request: dict[str, object] = {"subtype": "initialize", "hooks": None}
+    initialize = {"type": "control_request", "request_id": "r1", "request": request}
     user = {"type": "user", "message": {"role": "user", "content": "initialize"}}
     with patch.object(SubprocessCLITransport, "write", lambda self, data: write(data)):
         await transport.write(json.dumps(initialize) + "\n")
         await transport.write(json.dumps(user) + "\n")
 
-    assert json.loads(written[0])["request"] == {**initialize["request"], "jsonSchema": schema}
+    assert json.loads(written[0])["request"] == {**request, "jsonSchema": schema}
     assert written[0].endswith("\n")
     assert json.loads(written[1]) == user
 

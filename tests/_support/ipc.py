@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from claudecode_model.ipc import IPCSession, ToolSchema, stdio_server_config
 from claudecode_model.ipc._constants import BRIDGE_MODULE, SOCKET_FILE_PREFIX
-from claudecode_model.ipc._types import JsonValue
+from claudecode_model.ipc._types import JsonValue, MetaToolHandler, ToolHandler
 from tests._support.processes import process_table
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class Toolbox:
         return text_result(f"tool_use_id={meta.get('claudecode/toolUseId')}")
 
     @property
-    def handlers(self) -> dict[str, object]:
+    def handlers(self) -> dict[str, ToolHandler]:
         return {
             "echo": self.echo,
             "fail": self.fail,
@@ -103,7 +103,7 @@ class Toolbox:
         }
 
     @property
-    def meta_handlers(self) -> dict[str, object]:
+    def meta_handlers(self) -> dict[str, MetaToolHandler]:
         return {"whoami": self.whoami}
 
     @property
@@ -129,10 +129,10 @@ class Toolbox:
 
     def session(self, **kwargs: object) -> IPCSession:
         return IPCSession(
-            self.handlers,  # type: ignore[arg-type]
+            self.handlers,
             self.schemas,
-            meta_tool_handlers=self.meta_handlers,  # type: ignore[arg-type]
-            **kwargs,  # type: ignore[arg-type]
+            meta_tool_handlers=self.meta_handlers,
+            **kwargs,  # type: ignore[arg-type]  # each test passes the keyword arguments IPCSession takes
         )
 
 

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
     from claude_agent_sdk import McpSdkServerConfig
 
+    from claudecode_model.ipc._types import ToolResult
+
 
 class McpSession:
     """A handshaken connection to one in-process server."""
@@ -75,3 +77,10 @@ def texts(result: dict[str, Any]) -> list[str]:
     assert "structuredContent" not in result
     assert all(block["type"] == "text" for block in result["content"])
     return [block["text"] for block in result["content"]]
+
+
+def first_text(result: ToolResult) -> str:
+    """The text of the first block of a tool result, which must be a text block."""
+    block = result["content"][0]
+    assert block["type"] == "text"
+    return block["text"]

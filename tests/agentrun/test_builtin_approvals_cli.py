@@ -306,6 +306,7 @@ async def test_a_policy_decides_in_code_without_ending_the_run(
     )
 
     assert case.state(tmp_path) == case.before
+    assert isinstance(refused.output, str)
     assert refused.output.startswith("tool said: ")
     assert "No, says the policy." in refused.output
     result = claude_backend.requests[-1].tool_results()[-1]
@@ -327,6 +328,7 @@ async def test_a_policy_decides_in_code_without_ending_the_run(
     )
 
     assert case.state(tmp_path) == case.after_changed
+    assert isinstance(approved.output, str)
     assert approved.output.startswith("tool said: ")
     assert not claude_backend.requests[-1].tool_results()[-1].is_error
 

@@ -94,7 +94,12 @@ def test_the_policy_is_asked_once_per_call_and_its_decisions_become_permission_d
 
     def policy(call: ToolCallPart) -> ToolApproved | ToolDenied | bool | None:
         asked.append(call.tool_call_id)
-        decisions = {"a": True, "b": False, "c": ToolApproved(override_args={"command": "pwd"}), "d": None}
+        decisions: dict[str, ToolApproved | ToolDenied | bool | None] = {
+            "a": True,
+            "b": False,
+            "c": ToolApproved(override_args={"command": "pwd"}),
+            "d": None,
+        }
         return decisions.get(call.tool_call_id, ToolDenied("Not that."))
 
     gate = BuiltinGate(ApprovalPlan((), policy))

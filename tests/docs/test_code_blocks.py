@@ -22,7 +22,7 @@ import sys
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -106,9 +106,12 @@ def postgres_urls(count: int) -> Iterator[list[str] | str]:
 def outcomes(request: pytest.FixtureRequest) -> Iterator[dict[str, Outcome]]:
     """The run of every block the session selected, by ``where``; all have ended when the first test starts."""
     selected = [
-        item.callspec.params["block"]
+        cast("CodeBlock", item.callspec.params["block"])  # the parameter of test_block_runs below
         for item in request.session.items
-        if item.module is request.module and hasattr(item, "callspec") and "block" in item.callspec.params
+        if isinstance(item, pytest.Function)
+        and item.module is request.module
+        and hasattr(item, "callspec")
+        and "block" in item.callspec.params
     ]
     runnable = [block for block in selected if block.needs_login is None]
     path = os.pathsep.join(filter(None, [str(SRC_DIR), os.environ.get("PYTHONPATH")]))

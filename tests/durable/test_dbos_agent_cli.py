@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, AgentRunResult
 from pydantic_ai.exceptions import PydanticAIDeprecationWarning
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.function import FunctionModel
@@ -22,7 +22,7 @@ from tests._support.postgres import dbos_configured
 from tests._support.responses import details
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
     from claudecode_model.testing import OfflineBackend
     from tests._support.postgres import PostgresServer
@@ -63,6 +63,7 @@ async def test_claude_code_runs_as_a_durable_dbos_workflow(
         calls.append(city)
         return f"sunny in {city}"
 
+    run: Callable[[str], Awaitable[str | AgentRunResult[str]]]
     if integration == "DBOSAgent":
         with pytest.warns(PydanticAIDeprecationWarning, match="DBOSDurability"):
             durable = DBOSAgent(agent)

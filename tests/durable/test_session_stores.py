@@ -7,11 +7,11 @@ import itertools
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from claude_agent_sdk.testing.session_store_conformance import run_session_store_conformance
-from claude_agent_sdk.types import SessionKey
+from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from claudecode_model.stores import PostgresSessionStore, SQLiteSessionStore
 from tests._support.stores import delete_sqlite_file
@@ -212,7 +212,11 @@ async def test_a_sqlite_file_the_store_creates_is_private_with_its_wal_and_shm(t
     old = os.umask(0o022)  # a common umask: files would be created 0644
     store = SQLiteSessionStore(path)
     try:
-        await store.append(KEY, [{"type": "user", "uuid": "one", "message": {"content": "a private conversation"}}])
+        # A transcript line carries more keys than the SDK's minimal SessionStoreEntry names.
+        line = cast(
+            "SessionStoreEntry", {"type": "user", "uuid": "one", "message": {"content": "a private conversation"}}
+        )
+        await store.append(KEY, [line])
         modes = _modes(path)  # while the connection is open, its WAL and SHM files exist
     finally:
         os.umask(old)

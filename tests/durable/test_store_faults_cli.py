@@ -95,7 +95,8 @@ async def test_a_store_write_that_fails_for_one_turn_is_written_by_the_next_and_
     claude_backend: OfflineBackend, store: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
     claude_backend.set_brain(FunctionModel(counting_echo_brain))
-    failing = FailingStore(store)
+    # FailingStore inherits the Protocol's optional methods on purpose: the SDK takes them as not implemented.
+    failing = FailingStore(store)  # type: ignore[abstract]
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=failing)
     agent = Agent(worker_a)
     try:
@@ -270,7 +271,8 @@ async def test_a_resume_on_the_worker_whose_write_failed_sends_the_missing_entri
     """No live CLI keeps the session (keep_sessions=0): the next turn resumes from the store, which lacks turn two
     until this worker sends what it kept."""
     claude_backend.set_brain(FunctionModel(counting_echo_brain))
-    failing = FailingStore(store)
+    # FailingStore inherits the Protocol's optional methods on purpose: the SDK takes them as not implemented.
+    failing = FailingStore(store)  # type: ignore[abstract]
     worker_a = ClaudeCodeModel(env=worker_env(claude_backend, tmp_path, "a"), session_store=failing, keep_sessions=0)
     agent = Agent(worker_a)
     try:

@@ -18,6 +18,7 @@ from pydantic_ai.messages import (
     NativeToolCallPart,
     NativeToolReturnPart,
     TextPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.native_tools import (
@@ -61,7 +62,9 @@ def web_brain(*calls: tuple[str, dict[str, object]]):
     def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         names = [tool.name for tool in info.function_tools]
         if names == ["web_search"]:  # the CLI's own request to the API's server-side web search
-            query = str(messages[-1].parts[-1].content).rsplit(": ", 1)[-1]
+            prompt = messages[-1].parts[-1]
+            assert isinstance(prompt, UserPromptPart)
+            query = str(prompt.content).rsplit(": ", 1)[-1]
             return ModelResponse(
                 parts=[
                     NativeToolCallPart("web_search", {"query": query}, tool_call_id="search-1"),
@@ -107,7 +110,7 @@ async def test_web_search_capability_runs_claude_codes_web_search(
 
 
 async def test_native_tool_capability_and_search_domains(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    asked = {"query": "pydantic", "allowed_domains": ["docs.pydantic.dev", "elsewhere.example"]}
+    asked: dict[str, object] = {"query": "pydantic", "allowed_domains": ["docs.pydantic.dev", "elsewhere.example"]}
     claude_backend.set_brain(FunctionModel(web_brain(("WebSearch", asked))))
     agent = Agent(model, capabilities=[NativeTool(WebSearchTool(allowed_domains=["pydantic.dev"]))])
 
@@ -122,7 +125,7 @@ async def test_native_tool_capability_and_search_domains(model: ClaudeCodeModel,
 
 
 async def test_web_fetch_outside_the_allowed_domains_is_denied(model: ClaudeCodeModel, claude_backend: OfflineBackend):
-    fetch = {"url": "https://elsewhere.example/page", "prompt": "Summarise"}
+    fetch: dict[str, object] = {"url": "https://elsewhere.example/page", "prompt": "Summarise"}
     claude_backend.set_brain(FunctionModel(web_brain(("WebFetch", fetch))))
     agent = Agent(model, capabilities=[WebFetch(allowed_domains=["pydantic.dev"])])
 

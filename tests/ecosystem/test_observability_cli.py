@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -75,16 +75,20 @@ async def test_each_request_span_carries_the_cli_metadata(
     first_response = first.all_messages()[-1]
     assert isinstance(first_response, ModelResponse)
     assert session_id == (first_response.provider_details or {})["session_id"]
+    costs: list[float] = []
     for span in spans:
         attributes = dict(span.attributes or {})
         assert attributes["claude_code.num_turns"] == 1
         assert isinstance(attributes["claude_code.duration_api_ms"], int)
         assert isinstance(attributes["claude_code.duration_ms"], int)
-        assert isinstance(attributes["claude_code.session_cost_usd"], float)
+        session_cost = attributes["claude_code.session_cost_usd"]
+        assert isinstance(session_cost, float)
+        costs.append(session_cost)
         assert attributes["claude_code.terminal_reason"] == "completed"
-        assert attributes["operation.cost"] > 0  # pydantic-ai's own: this request's cost
+        request_cost = attributes["operation.cost"]  # pydantic-ai's own: this request's cost
+        assert isinstance(request_cost, int | float)
+        assert request_cost > 0
         assert attributes["gen_ai.system"] == "claude-code" or attributes.get("gen_ai.provider.name") == "claude-code"
-    costs = [dict(span.attributes or {})["claude_code.session_cost_usd"] for span in spans]
     assert costs[0] < costs[1] < costs[2]  # cumulative over the session
 
 
@@ -121,9 +125,13 @@ async def test_a_subagent_run_is_an_event_of_the_request_span(
     agent_call = response.parts[0]
     assert attributes["claude_code.tool_call_id"] == getattr(agent_call, "tool_call_id", None)
     assert attributes["claude_code.subagent_type"] == "note-reader"
-    assert tuple(attributes["claude_code.tool_calls"]) == ("Read",)  # type: ignore[arg-type]
+    tool_calls = attributes["claude_code.tool_calls"]
+    assert isinstance(tool_calls, Sequence)
+    assert tuple(tool_calls) == ("Read",)
     read_call = next(p for p in response.parts if isinstance(p, NativeToolCallPart) and p.tool_name == "Read")
-    assert tuple(attributes["claude_code.tool_call_ids"]) == (read_call.tool_call_id,)  # type: ignore[arg-type]
+    tool_call_ids = attributes["claude_code.tool_call_ids"]
+    assert isinstance(tool_call_ids, Sequence)
+    assert tuple(tool_call_ids) == (read_call.tool_call_id,)
     output_messages = str((span.attributes or {}).get("gen_ai.output.messages"))
     assert read_call.tool_call_id in output_messages
     assert '"name":"Read"' in output_messages.replace(" ", "")

@@ -79,6 +79,10 @@ async def test_subagent_calls_are_native_parts_linked_to_the_agent_call(
         ("NativeToolReturnPart", "Agent"),
     ]
     agent_call, read_call, read_return, agent_return = native
+    assert isinstance(agent_call, NativeToolCallPart)
+    assert isinstance(read_call, NativeToolCallPart)
+    assert isinstance(read_return, NativeToolReturnPart)
+    assert isinstance(agent_return, NativeToolReturnPart)
     parent = agent_call.tool_call_id
     assert "parent_tool_call_id" not in (agent_call.provider_details or {})
     assert (read_call.provider_details or {})["parent_tool_call_id"] == parent

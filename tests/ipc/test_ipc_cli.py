@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import claude_agent_sdk
 import pytest
@@ -35,7 +35,17 @@ pytestmark = [
 ]
 
 ECHO_TEXT = 'line one\nline two: "ünïcödé" 🎉 {"not": "json-wrapped"}'
-TOOL_CALLS = [
+
+
+class ToolUse(TypedDict):
+    """A tool call Claude makes, as the API carries it."""
+
+    id: str
+    name: str
+    input: dict[str, object]
+
+
+TOOL_CALLS: list[ToolUse] = [
     {"id": "toolu_echo_1", "name": "mcp__pydantic_tools__echo", "input": {"text": ECHO_TEXT}},
     {"id": "toolu_fail_2", "name": "mcp__pydantic_tools__fail", "input": {"why": "the disk is on fire"}},
     {"id": "toolu_whoami_3", "name": "mcp__pydantic_tools__whoami", "input": {}},
@@ -103,7 +113,7 @@ async def test_real_cli_calls_tools_through_the_bridge(toolbox: Toolbox, tmp_pat
 
     assert calls_over_the_socket == 3
     answered = tool_results(last_request)
-    echo, fail, whoami = (answered[call["id"]] for call in TOOL_CALLS)  # type: ignore[index]
+    echo, fail, whoami = (answered[call["id"]] for call in TOOL_CALLS)
     assert first_text(echo) == ECHO_TEXT, "the exact text, not JSON-wrapped"
     assert not echo.get("is_error")
     assert fail.get("is_error") is True

@@ -36,12 +36,14 @@ from claudecode_model.ipc import (
     IPCSession,
     IPCSessionState,
     JsonValue,
+    ToolSchema,
     stdio_server_config,
     tool_use_id,
 )
 from claudecode_model.ipc._framing import decode_message, encode_body, encode_message
 from claudecode_model.ipc._protocol import hello_request
 from tests._support.ipc import Toolbox, text_result
+from tests._support.mcp import first_text
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -103,15 +105,15 @@ def test_default_transport_is_auto() -> None:
 def test_handlers_and_schemas_must_match(toolbox: Toolbox) -> None:
     schemas = toolbox.schemas
     with pytest.raises(ToolValidationError, match="no handler for \\['whoami'\\]"):
-        IPCSession(toolbox.handlers, schemas)  # type: ignore[arg-type]
+        IPCSession(toolbox.handlers, schemas)
     with pytest.raises(ToolValidationError, match="no schema for \\['extra'\\]"):
-        IPCSession({**toolbox.handlers, "extra": toolbox.echo}, schemas, meta_tool_handlers=toolbox.meta_handlers)  # type: ignore[arg-type, dict-item]
+        IPCSession({**toolbox.handlers, "extra": toolbox.echo}, schemas, meta_tool_handlers=toolbox.meta_handlers)
     with pytest.raises(ToolValidationError, match="two handlers"):
-        IPCSession(toolbox.handlers, schemas, meta_tool_handlers={**toolbox.meta_handlers, "echo": toolbox.whoami})  # type: ignore[arg-type, dict-item]
+        IPCSession(toolbox.handlers, schemas, meta_tool_handlers={**toolbox.meta_handlers, "echo": toolbox.whoami})
     with pytest.raises(ToolValidationError, match="listed twice"):
         IPCSession({"echo": toolbox.echo}, [schemas[0], schemas[0]])
     with pytest.raises(ToolValidationError, match="input_schema"):
-        IPCSession({"echo": toolbox.echo}, [{"name": "echo", "description": "", "input_schema": None}])  # type: ignore[typeddict-item]
+        IPCSession({"echo": toolbox.echo}, [{"name": "echo", "description": "", "input_schema": None}])  # type: ignore[typeddict-item]  # invalid on purpose
 
 
 async def test_start_creates_private_files_and_stop_removes_them(toolbox: Toolbox) -> None:
@@ -265,9 +267,9 @@ async def test_handler_is_error_results_are_returned(toolbox: Toolbox) -> None:
     async def soft_fail(arguments: dict[str, object]) -> dict[str, object]:
         return {"content": [{"type": "text", "text": "bad input"}], "is_error": True}
 
-    schema = {"name": "soft", "description": "", "input_schema": {"type": "object"}}
+    schema: ToolSchema = {"name": "soft", "description": "", "input_schema": {"type": "object"}}
     async with (
-        IPCSession({"soft": soft_fail}, [schema]) as session,  # type: ignore[list-item]
+        IPCSession({"soft": soft_fail}, [schema]) as session,
         await IPCClient.connect(session.socket_path, session.secret) as client,
     ):
         assert await client.call_tool("soft", {}) == text_result("bad input", is_error=True)
@@ -296,9 +298,9 @@ async def test_invalid_handler_results_are_reported(returned: object, problem: s
     async def odd(arguments: dict[str, object]) -> object:
         return returned
 
-    schema = {"name": "odd", "description": "", "input_schema": {"type": "object"}}
+    schema: ToolSchema = {"name": "odd", "description": "", "input_schema": {"type": "object"}}
     async with (
-        IPCSession({"odd": odd}, [schema]) as session,  # type: ignore[dict-item, list-item]
+        IPCSession({"odd": odd}, [schema]) as session,  # type: ignore[dict-item]  # a handler returning anything
         await IPCClient.connect(session.socket_path, session.secret) as client,
     ):
         with pytest.raises(IPCToolExecutionError, match=problem) as caught:
@@ -317,7 +319,7 @@ async def test_meta_handlers_receive_the_tool_use_id(toolbox: Toolbox, client: I
 
 async def test_large_result_within_the_limit(client: IPCClient) -> None:
     result = await client.call_tool("big", {"size": 5_000_000})
-    assert result["content"][0]["text"] == "x" * 5_000_000
+    assert first_text(result) == "x" * 5_000_000
 
 
 async def test_oversized_result_is_a_size_error(client: IPCClient) -> None:
@@ -337,7 +339,7 @@ async def test_oversized_request_is_refused_before_sending(client: IPCClient) ->
 async def test_twenty_concurrent_calls_on_one_connection_are_routed(client: IPCClient) -> None:
     # "together" only returns once all 20 calls are running at the same time.
     results = await asyncio.wait_for(asyncio.gather(*(client.call_tool("together", {"n": n}) for n in range(20))), 20)
-    assert [r["content"][0]["text"] for r in results] == [f"call {n}" for n in range(20)]
+    assert [first_text(r) for r in results] == [f"call {n}" for n in range(20)]
 
 
 async def test_concurrent_calls_over_several_connections(toolbox: Toolbox, session: IPCSession) -> None:
@@ -346,7 +348,7 @@ async def test_concurrent_calls_over_several_connections(toolbox: Toolbox, sessi
     try:
         calls = [clients[n % 4].call_tool("together", {"n": n}) for n in range(12)]
         results = await asyncio.wait_for(asyncio.gather(*calls), 20)
-        assert [r["content"][0]["text"] for r in results] == [f"call {n}" for n in range(12)]
+        assert [first_text(r) for r in results] == [f"call {n}" for n in range(12)]
         assert session.connection_count == 4
     finally:
         for connected in clients:
@@ -602,9 +604,9 @@ async def test_tool_raising_cancelled_error_by_itself_is_an_error_not_a_hang() -
     async def confused(arguments: dict[str, object]) -> dict[str, object]:
         raise asyncio.CancelledError
 
-    schema = {"name": "confused", "description": "", "input_schema": {"type": "object"}}
+    schema: ToolSchema = {"name": "confused", "description": "", "input_schema": {"type": "object"}}
     async with (
-        IPCSession({"confused": confused}, [schema]) as session,  # type: ignore[list-item]
+        IPCSession({"confused": confused}, [schema]) as session,
         await IPCClient.connect(session.socket_path, session.secret) as client,
     ):
         with pytest.raises(IPCToolExecutionError, match="was cancelled"):

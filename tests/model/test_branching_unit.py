@@ -18,6 +18,7 @@ from claudecode_model._history.source import (
     LiveSession,
     ReplayHistory,
     ResumeSession,
+    SessionSource,
     choose_source,
 )
 from claudecode_model._history.transcripts import TranscriptFiles
@@ -54,9 +55,11 @@ def test_a_live_session_that_saw_exactly_the_history_goes_on(files: TranscriptFi
     plan = continued_plan()
     taken: list[SessionPoint] = []
 
-    source = choose_source(
-        plan, take_live=lambda point: taken.append(point) or "live", in_use=lambda _: True, files=files
-    )
+    def take_live(point: SessionPoint) -> str:
+        taken.append(point)
+        return "live"
+
+    source = choose_source(plan, take_live=take_live, in_use=lambda _: True, files=files)
 
     assert source == LiveSession("live")
     assert taken == [plan.point]
@@ -67,7 +70,9 @@ def test_a_transcript_ending_at_the_point_is_resumed_when_unused(files: Transcri
         files, "s-1", [("user", "u-1"), ("assistant", "a-1"), ("attachment", "x-1"), ("last-prompt", None)]
     )
 
-    source = choose_source(continued_plan(), take_live=lambda _: None, in_use=lambda _: False, files=files)
+    source: SessionSource[str] = choose_source(
+        continued_plan(), take_live=lambda _: None, in_use=lambda _: False, files=files
+    )
 
     assert source == ResumeSession("s-1")
 
@@ -75,7 +80,9 @@ def test_a_transcript_ending_at_the_point_is_resumed_when_unused(files: Transcri
 def test_a_transcript_in_use_is_branched_not_resumed(files: TranscriptFiles):
     write_transcript(files, "s-1", [("user", "u-1"), ("assistant", "a-1")])
 
-    source = choose_source(continued_plan(), take_live=lambda _: None, in_use=lambda sid: sid == "s-1", files=files)
+    source: SessionSource[str] = choose_source(
+        continued_plan(), take_live=lambda _: None, in_use=lambda sid: sid == "s-1", files=files
+    )
 
     assert source == ForkSession("s-1", "a-1")
 
@@ -83,7 +90,9 @@ def test_a_transcript_in_use_is_branched_not_resumed(files: TranscriptFiles):
 def test_a_transcript_that_grew_past_the_point_is_branched(files: TranscriptFiles):
     write_transcript(files, "s-1", [("user", "u-1"), ("assistant", "a-1"), ("user", "u-2"), ("assistant", "a-2")])
 
-    source = choose_source(continued_plan(), take_live=lambda _: None, in_use=lambda _: False, files=files)
+    source: SessionSource[str] = choose_source(
+        continued_plan(), take_live=lambda _: None, in_use=lambda _: False, files=files
+    )
 
     assert source == ForkSession("s-1", "a-1")
 
@@ -93,7 +102,9 @@ def test_a_missing_transcript_or_point_means_a_replay(files: TranscriptFiles, en
     if entries is not None:
         write_transcript(files, "s-1", entries)
 
-    source = choose_source(continued_plan(), take_live=lambda _: None, in_use=lambda _: False, files=files)
+    source: SessionSource[str] = choose_source(
+        continued_plan(), take_live=lambda _: None, in_use=lambda _: False, files=files
+    )
 
     assert isinstance(source, ReplayHistory)
     assert [entry.role for entry in source.entries] == ["user", "assistant"]

@@ -15,7 +15,7 @@ from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings, ClaudeCodeSettingsError
 from claudecode_model._tools.builtin_names import BUILTIN_TOOLS
-from claudecode_model._tools.restrictions import forbidden_argument
+from claudecode_model._tools.restrictions import ToolParameterRestrictions, forbidden_argument
 from claudecode_model.testing import OfflineBackend
 from tests._support.brains import calls_then_results
 from tests._support.responses import details, native_parts, started_native_kinds
@@ -130,7 +130,10 @@ async def test_predicate_restriction_on_the_agents_own_tool(model: ClaudeCodeMod
 
 
 def test_forbidden_argument_matching_rules():
-    restrictions = {"Bash": {"run_in_background": True}, "search": {"depth": lambda depth: depth == "advanced"}}
+    restrictions: ToolParameterRestrictions = {
+        "Bash": {"run_in_background": True},
+        "search": {"depth": lambda depth: depth == "advanced"},
+    }
 
     assert forbidden_argument(restrictions, "Bash", {"command": "ls", "run_in_background": True})
     assert forbidden_argument(restrictions, "Bash", {"command": "ls", "run_in_background": False}) is None
@@ -158,7 +161,7 @@ async def test_every_known_builtin_tool_name_is_one_the_bundled_cli_enables(
     claude_backend.set_brain("hello")  # a text answer: no tool is run
     result = await model.request_with_metadata(
         [ModelRequest.user_text_prompt("hello")],
-        {"claude_code_builtin_tools": sorted(BUILTIN_TOOLS), "claude_code_cwd": tmp_path},
+        ClaudeCodeModelSettings(claude_code_builtin_tools=sorted(BUILTIN_TOOLS), claude_code_cwd=tmp_path),
     )
 
     assert set(result.init["tools"]) >= BUILTIN_TOOLS

@@ -20,12 +20,13 @@ from claudecode_model import ClaudeCodeModel
 from claudecode_model._history.repair import repair_history
 from claudecode_model.testing import OfflineBackend
 
+FIRST_RESULT = ToolReturnPart("weather", "sunny", tool_call_id="call_1")
 BROKEN: list[ModelMessage] = [
     ModelRequest(parts=[UserPromptPart("What is the weather?")]),
     ModelResponse(parts=[ToolCallPart("weather", {"city": "Paris"}, tool_call_id="call_1")]),
     ModelRequest(
         parts=[
-            ToolReturnPart("weather", "sunny", tool_call_id="call_1"),
+            FIRST_RESULT,
             ToolReturnPart("weather", "sunny again", tool_call_id="call_1"),  # a second result for the same call
             ToolReturnPart("forecast", "rain", tool_call_id="call_gone"),  # its call was trimmed away
         ]
@@ -53,11 +54,11 @@ def test_the_repair_drops_orphans_and_second_results_and_renames_repeated_ids(ca
     assert "dropped a second result of tool 'weather' for call id 'call_1'" in warnings[0]
     assert "dropped the result of tool 'forecast' (call id 'call_gone')" in warnings[1]
     assert "tool call id 'call_1' is used again by a later call of tool 'weather'" in warnings[2]
-    assert BROKEN[2].parts[0].tool_call_id == "call_1"  # the caller's history is not modified
+    assert FIRST_RESULT.tool_call_id == "call_1"  # the caller's history is not modified
 
 
 def test_a_sound_history_is_left_alone(caplog: pytest.LogCaptureFixture):
-    sound = [*BROKEN[:2], ModelRequest(parts=[BROKEN[2].parts[0]]), *BROKEN[5:]]
+    sound = [*BROKEN[:2], ModelRequest(parts=[FIRST_RESULT]), *BROKEN[5:]]
     with caplog.at_level(logging.WARNING):
         assert repair_history(sound) == sound
     assert caplog.records == []

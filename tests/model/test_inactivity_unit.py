@@ -80,6 +80,7 @@ def test_the_inactivity_error_is_a_model_timeout_and_keeps_what_was_spent_when_p
 
     assert isinstance(again, ModelTimeoutError)
     assert isinstance(again, ModelAPIError)
+    assert isinstance(again, ClaudeCodeInactivityError)
     assert again.phase == "read"
     assert (again.timeout, again.api_requests, again.reached_model, again.cost_usd) == (360.0, 2, True, 0.01)
     assert again.usage is not None

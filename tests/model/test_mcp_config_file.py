@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk.types import McpHttpServerConfig, McpSdkServerConfig, McpStdioServerConfig
+from mcp.server import Server
 
 from claudecode_model._process import temp as cli_temp
 from claudecode_model._process.mcp_config_file import (
@@ -24,13 +26,13 @@ from claudecode_model._process.mcp_config_file import (
     write_private_mcp_config,
 )
 
-HTTP: dict[str, Any] = {
+HTTP: McpHttpServerConfig = {
     "type": "http",
     "url": "http://127.0.0.1:9/mcp",
     "headers": {"Authorization": "Bearer s3cret", "X-Key": "k3y"},
 }
-STDIO: dict[str, Any] = {"type": "stdio", "command": "python", "args": ["-m", "x"], "env": {"TOKEN": "t0ken"}}
-SDK: dict[str, Any] = {"type": "sdk", "name": "pydantic_tools", "instance": object()}
+STDIO: McpStdioServerConfig = {"type": "stdio", "command": "python", "args": ["-m", "x"], "env": {"TOKEN": "t0ken"}}
+SDK: McpSdkServerConfig = {"type": "sdk", "name": "pydantic_tools", "instance": Server("pydantic_tools")}
 
 
 def folders() -> set[str]:

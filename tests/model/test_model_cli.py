@@ -20,6 +20,7 @@ from claudecode_model import (
 from claudecode_model.testing import Failure, OfflineBackend
 from tests._support.agents import run_and_close
 from tests._support.brains import echo_brain
+from tests._support.responses import details
 
 pytestmark = pytest.mark.cli
 
@@ -56,14 +57,16 @@ async def test_usage_and_cost_per_request(model: ClaudeCodeModel):
     first = await agent.run("one")
     second = await agent.run("two", message_history=first.all_messages())
 
-    first_usage = first.all_messages()[-1].usage  # type: ignore[union-attr]
-    second_usage = second.all_messages()[-1].usage  # type: ignore[union-attr]
+    first_response, second_response = first.all_messages()[-1], second.all_messages()[-1]
+    assert isinstance(first_response, ModelResponse)
+    assert isinstance(second_response, ModelResponse)
+    first_usage, second_usage = first_response.usage, second_response.usage
     assert first_usage.input_tokens > 0
     assert first_usage.output_tokens > 0
     assert isinstance(first_usage.cost, Decimal)
     assert first_usage.cost > 0
     # The CLI reports cumulative session cost; each response carries only its own share.
-    total = second.all_messages()[-1].provider_details["total_cost_usd"]  # type: ignore[union-attr,index]
+    total = details(second_response)["total_cost_usd"]
     assert second_usage.cost is not None
     assert float(first_usage.cost + second_usage.cost) == pytest.approx(total, rel=1e-6)
 
@@ -73,8 +76,8 @@ async def test_second_turn_continues_the_live_session(model: ClaudeCodeModel, cl
     first = await agent.run("remember the word kiwi")
     second = await agent.run("what was the word?", message_history=first.all_messages())
 
-    first_session = first.all_messages()[-1].provider_details["session_id"]  # type: ignore[union-attr,index]
-    second_session = second.all_messages()[-1].provider_details["session_id"]  # type: ignore[union-attr,index]
+    first_session = details(first.all_messages()[-1])["session_id"]
+    second_session = details(second.all_messages()[-1])["session_id"]
     assert first_session == second_session
     seen = claude_backend.requests[-1].messages
     texts = [str(part.content) for message in seen for part in message.parts if hasattr(part, "content")]
@@ -94,8 +97,8 @@ async def test_history_resumes_in_a_new_process(claude_backend: OfflineBackend):
     seen = claude_backend.requests[-1]
     assert [m.kind for m in seen.messages][-3:] == ["request", "response", "request"]
     assert "first question" in seen.user_texts()
-    session = second.all_messages()[-1].provider_details["session_id"]  # type: ignore[union-attr,index]
-    assert session == first.all_messages()[-1].provider_details["session_id"]  # type: ignore[union-attr,index]
+    session = details(second.all_messages()[-1])["session_id"]
+    assert session == details(first.all_messages()[-1])["session_id"]
 
 
 async def test_foreign_history_is_replayed_faithfully(model: ClaudeCodeModel, claude_backend: OfflineBackend):
@@ -106,8 +109,12 @@ async def test_foreign_history_is_replayed_faithfully(model: ClaudeCodeModel, cl
 
     assert result.output == "echo: and now for claude code"
     seen = claude_backend.requests[-1].messages
-    flat = [(message.kind, part.part_kind, str(part.content)) for message in seen for part in message.parts]
-    user_and_text = [(kind, text) for kind, part_kind, text in flat if part_kind in ("user-prompt", "text")]
+    user_and_text = [
+        (message.kind, str(part.content))
+        for message in seen
+        for part in message.parts
+        if isinstance(part, UserPromptPart | TextPart)
+    ]
     assert user_and_text[-3:] == [
         ("request", "question for the other model"),
         ("response", "from another model"),
@@ -179,7 +186,7 @@ async def test_request_with_metadata_and_raw_messages(model: ClaudeCodeModel):
 
     assert full.response.parts[-1] == TextPart("echo: meta please")
     assert full.result is not None
-    assert full.result.session_id == full.response.provider_details["session_id"]  # type: ignore[index]
+    assert full.result.session_id == details(full.response)["session_id"]
     assert full.init["session_id"] == full.result.session_id
     assert isinstance(full.messages[-1], ResultMessage)
     assert isinstance(raw[0], SystemMessage)

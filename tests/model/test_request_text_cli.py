@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from pydantic_ai import Agent
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model.testing import OfflineBackend, RecordedRequest
 
 pytestmark = pytest.mark.cli
@@ -65,7 +65,9 @@ def _environment_pattern(cwd: Path) -> re.Pattern[str]:
 
 
 async def _plain_run(backend: OfflineBackend, cwd: Path, **settings: Any) -> list[RecordedRequest]:
-    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0, settings={"claude_code_cwd": str(cwd), **settings})
+    # Unchecked on purpose: a test passes a cache value outside the declared type ("30m", which the model snaps).
+    unchecked = cast("ClaudeCodeModelSettings", {"claude_code_cwd": str(cwd), **settings})
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0, settings=unchecked)
     agent = Agent(model, instructions="Be brief.")
     try:
         first = await agent.run("Hi there")

@@ -7,9 +7,10 @@ import threading
 import time
 from typing import Any, cast
 
+from claude_agent_sdk import SystemMessage
+
 from claudecode_model._sessions import session as session_module
 from claudecode_model._sessions.pool import SessionPool
-from claudecode_model._sessions.session import CLISession
 from tests._support.polling import wait_for, wait_until
 
 
@@ -17,9 +18,9 @@ class FakeSession:
     """Stands in for a CLISession: its close() blocks until released, and it records what happened."""
 
     def __init__(self, session_id: str, release: asyncio.Event) -> None:
-        self.session_id = session_id
+        self.session_id: str | None = session_id
         self.signature = "sig"
-        self.seen_digest = "digest"
+        self.seen_digest: str | None = "digest"
         self.loop = asyncio.get_running_loop()
         self.busy = False
         self.closed = False
@@ -45,16 +46,16 @@ class FakeSession:
         self.terminated_from = threading.current_thread().name
 
 
-def fake(session_id: str, release: asyncio.Event) -> Any:
-    return cast("CLISession", FakeSession(session_id, release))
+def fake(session_id: str, release: asyncio.Event) -> FakeSession:
+    return FakeSession(session_id, release)
 
 
 async def second_put(
     first_id: str, second_id: str, *, max_idle: int = 1
-) -> tuple[SessionPool, asyncio.Event, Any, Any]:
+) -> tuple[SessionPool[FakeSession], asyncio.Event, FakeSession, FakeSession]:
     """A pool that was given two sessions whose close() blocks until the returned event is set."""
     release = asyncio.Event()
-    pool: SessionPool[Any] = SessionPool(max_idle=max_idle, idle_timeout=300)
+    pool: SessionPool[FakeSession] = SessionPool(max_idle=max_idle, idle_timeout=300)
     first, second = fake(first_id, release), fake(second_id, release)
     await pool.put(first)
     await pool.put(second)  # a put returns although a close() it started cannot finish yet
@@ -135,6 +136,11 @@ async def test_a_failed_or_stuck_warm_up_leaves_the_spare_usable(monkeypatch: An
     assert sum("warming up a spare CLI session failed" in record.getMessage() for record in caplog.records) == 2
 
 
+def note(text: str) -> SystemMessage:
+    """A turn item that says ``text``."""
+    return SystemMessage(subtype=text, data={})
+
+
 async def test_held_turn_output_waits_for_an_item_that_wakes_the_consumer():
     output = session_module._TurnOutput()
     got: list[Any] = []
@@ -145,35 +151,35 @@ async def test_held_turn_output_waits_for_an_item_that_wakes_the_consumer():
 
     consumer = asyncio.create_task(consume())
     await asyncio.sleep(0)
-    output.put("held 1", wake=False)
-    output.put("held 2", wake=False)
+    output.put(note("held 1"), wake=False)
+    output.put(note("held 2"), wake=False)
     for _ in range(3):
         await asyncio.sleep(0)
     assert got == []  # nothing woke the consumer
 
-    output.put("wakes")
+    output.put(note("wakes"))
     output.put(None)
     await asyncio.wait_for(consumer, 1)
-    assert got == ["held 1", "held 2", "wakes"]
+    assert got == [note("held 1"), note("held 2"), note("wakes")]
 
 
 async def test_turn_output_items_carry_their_arrival_time():
     output = session_module._TurnOutput()
     before = time.perf_counter()
-    output.put("first", wake=False)
+    output.put(note("first"), wake=False)
     after = time.perf_counter()
     await asyncio.sleep(0.01)
 
     item, arrived = await output.get()
 
-    assert item == "first"
+    assert item == note("first")
     assert before <= arrived <= after
 
 
 async def test_the_surplus_is_closed_after_its_grace_without_another_request() -> None:
     release = asyncio.Event()
     release.set()
-    pool: SessionPool[Any] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
+    pool: SessionPool[FakeSession] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
     older, newer = fake("older", release), fake("newer", release)
     await pool.put(older)
     await pool.put(newer)
@@ -189,7 +195,7 @@ async def test_the_surplus_is_closed_after_its_grace_without_another_request() -
 async def test_an_idle_session_is_closed_by_time() -> None:
     release = asyncio.Event()
     release.set()
-    pool: SessionPool[Any] = SessionPool(max_idle=4, idle_timeout=0.3)
+    pool: SessionPool[FakeSession] = SessionPool(max_idle=4, idle_timeout=0.3)
     session = fake("a", release)
     await pool.put(session)
 
@@ -203,7 +209,7 @@ def test_a_loop_that_does_not_run_gets_its_overdue_processes_stopped_from_the_cl
     loop = asyncio.new_event_loop()
     try:
         release = asyncio.Event()
-        pool: SessionPool[Any] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
+        pool: SessionPool[FakeSession] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
 
         async def keep_two() -> tuple[Any, Any]:
             release.set()
@@ -236,7 +242,7 @@ def test_sessions_of_a_closed_loop_do_not_keep_the_clock_busy() -> None:
     """A model whose event loop is gone (a test's, an earlier asyncio.run()'s) leaves overdue sessions in its pool:
     the clock must not call back again and again for them."""
     loop = asyncio.new_event_loop()
-    pool: SessionPool[Any] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.05)
+    pool: SessionPool[FakeSession] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.05)
     ticks: list[float] = []
     tick = pool._tick
 
@@ -244,7 +250,7 @@ def test_sessions_of_a_closed_loop_do_not_keep_the_clock_busy() -> None:
         ticks.append(time.monotonic())
         tick()
 
-    pool._tick = counted_tick  # type: ignore[method-assign]
+    pool._tick = counted_tick  # type: ignore[method-assign]  # count the pool's ticks
 
     async def keep_two() -> None:
         release = asyncio.Event()

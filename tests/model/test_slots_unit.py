@@ -16,7 +16,12 @@ async def test_a_request_waits_for_a_slot_and_asks_for_an_eviction_first() -> No
     slots = ProcessSlots(1)
     assert slots.try_acquire()
     evictions: list[bool] = []
-    waiter = asyncio.create_task(slots.acquire(lambda: evictions.append(True) or False))
+
+    def evict() -> bool:
+        evictions.append(True)
+        return False
+
+    waiter = asyncio.create_task(slots.acquire(evict))
     await asyncio.sleep(0.01)
     assert not waiter.done()
     assert evictions == [True]
@@ -54,7 +59,9 @@ def test_the_digest_sees_a_replaced_part_or_text_and_is_stable() -> None:
     assert history_digest([ModelRequest(parts=[UserPromptPart("hello")]), ModelResponse(parts=[TextPart("hi")])]) == (
         first
     )  # equal content, new objects
-    response.parts[0].content = "changed"  # type: ignore[union-attr,misc]
+    answer = response.parts[0]
+    assert isinstance(answer, TextPart)
+    answer.content = "changed"
     assert history_digest([request, response]) != first
     response.parts = [TextPart("hi")]
     assert history_digest([request, response]) == first
@@ -69,12 +76,19 @@ def test_a_response_rebuilt_from_the_same_parts_reuses_its_digest_and_sees_a_cha
     # ModelResponse holding the same parts.
     computed: list[object] = []
     canonical = _digest.canonical_digest
-    monkeypatch.setattr(_digest, "canonical_digest", lambda value: computed.append(value) or canonical(value))
+
+    def counted(value: object) -> str:
+        computed.append(value)
+        return canonical(value)
+
+    monkeypatch.setattr(_digest, "canonical_digest", counted)
     parts: list[ModelResponsePart] = [TextPart("a unique answer"), TextPart("and more")]
     first = _digest.message_digest(ModelResponse(parts=list(parts)))
     assert _digest.message_digest(ModelResponse(parts=list(parts))) == first
     assert len(computed) == 1
-    parts[0].content = "another answer"  # type: ignore[union-attr,misc]
+    answer = parts[0]
+    assert isinstance(answer, TextPart)
+    answer.content = "another answer"
     assert _digest.message_digest(ModelResponse(parts=list(parts))) != first
     assert _digest.message_digest(ModelResponse(parts=[TextPart("a unique answer"), TextPart("and more")])) == first
     assert len(computed) == 3

@@ -31,6 +31,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.run import AgentRunResultEvent
 from pydantic_ai.usage import RequestUsage
 
@@ -138,12 +139,12 @@ async def test_thinking_text_and_tool_input_stream_as_deltas(model: ClaudeCodeMo
     assert [e.result.output for e in result_events] == [ANSWER]
     assert events[-1] is result_events[0]
     before_end = events[:-1]
-    thinking = [e for e in before_end if isinstance(e, PartDeltaEvent) and isinstance(e.delta, ThinkingPartDelta)]
-    assert len([e for e in thinking if e.delta.content_delta]) >= 5
-    assert [e.delta.signature_delta for e in thinking if e.delta.signature_delta] == ["sig-weather"]
-    args = [e for e in before_end if isinstance(e, PartDeltaEvent) and isinstance(e.delta, ToolCallPartDelta)]
+    thinking = [e.delta for e in before_end if isinstance(e, PartDeltaEvent) and isinstance(e.delta, ThinkingPartDelta)]
+    assert len([delta for delta in thinking if delta.content_delta]) >= 5
+    assert [delta.signature_delta for delta in thinking if delta.signature_delta] == ["sig-weather"]
+    args = [e.delta for e in before_end if isinstance(e, PartDeltaEvent) and isinstance(e.delta, ToolCallPartDelta)]
     assert len(args) >= 2
-    assert "".join(str(e.delta.args_delta) for e in args) == '{"city":"Paris","details":"temperature, wind and sky"}'
+    assert "".join(str(delta.args_delta) for delta in args) == '{"city":"Paris","details":"temperature, wind and sky"}'
     assert len(text_deltas(before_end)) >= 10
     starts = [e.part for e in before_end if isinstance(e, PartStartEvent)]
     assert [type(part) for part in starts] == [
@@ -212,7 +213,7 @@ async def test_run_stream_events_yields_several_text_deltas_before_the_result(mo
 
 async def test_iter_streams_each_model_request_node(model: ClaudeCodeModel):
     agent = weather_agent(model)
-    model_events: list[ModelResponseStreamEvent] = []
+    model_events: list[AgentStreamEvent] = []
     tool_events: list[Any] = []
     node_kinds: list[str] = []
 
@@ -330,7 +331,7 @@ async def test_a_profile_that_restores_special_tokens_keeps_the_streamed_path(cl
 
     claude_backend.set_brain(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart(LONG_TEXT)])))
     claude_backend.text_chunk_size = 6
-    profile = {**default_profile(None), "may_tokenize_special_tokens_in_content": True}
+    profile: ModelProfile = {**default_profile(None), "may_tokenize_special_tokens_in_content": True}
     model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0, profile=profile)
     try:
         whole = await model.request_with_metadata([ModelRequest(parts=[UserPromptPart("whole, please")])])

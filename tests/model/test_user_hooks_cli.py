@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import HookMatcher
+from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -34,13 +34,15 @@ async def test_user_hooks_see_built_in_calls_and_may_deny_them(
 ):
     seen: list[tuple[str, str, Any]] = []
 
-    async def before(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    async def before(hook_input: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
+        assert hook_input["hook_event_name"] == "PreToolUse"
         seen.append(("pre", hook_input["tool_name"], hook_input["tool_input"]))
         if "secret" in hook_input["tool_input"].get("command", ""):
-            return dict(deny("the user's hook keeps secrets"))
+            return deny("the user's hook keeps secrets")
         return {}
 
-    async def after(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    async def after(hook_input: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
+        assert hook_input["hook_event_name"] == "PostToolUse"
         seen.append(("post", hook_input["tool_name"], hook_input["tool_response"]))
         return {}
 
@@ -73,8 +75,8 @@ async def test_user_hooks_see_built_in_calls_and_may_deny_them(
 async def test_a_users_allow_does_not_lift_the_librarys_own_denial(
     model: ClaudeCodeModel, claude_backend: OfflineBackend, tmp_path: Path
 ):
-    async def allow_everything(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-        return dict(pre_tool_use("allow"))
+    async def allow_everything(hook_input: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
+        return pre_tool_use("allow")
 
     (tmp_path / "keep.txt").write_text("keep")
     settings: ClaudeCodeModelSettings = {

@@ -182,6 +182,7 @@ def test_plain_string_content_and_string_system() -> None:
     [message] = parsed.messages
     assert isinstance(message, ModelRequest)
     system, user = message.parts
+    assert isinstance(system, SystemPromptPart)
     assert system == SystemPromptPart("Top.", timestamp=system.timestamp)
     assert isinstance(user, UserPromptPart)
     assert user.content == "hello"
@@ -371,4 +372,4 @@ def test_a_brain_can_be_shown_the_cli_additions():
     texts = [p.content for m in shown.messages for p in m.parts if isinstance(p, UserPromptPart)]
     assert any("SECRET" in str(text) for text in texts)
     hidden = parse_request(EXPANDED_FILE_BODY)
-    assert not any("SECRET" in str(p.content) for m in hidden.messages for p in m.parts)
+    assert not any("SECRET" in str(getattr(p, "content", "")) for m in hidden.messages for p in m.parts)

@@ -144,8 +144,10 @@ async def test_errors_of_the_cache_tools_are_failed_results() -> None:
     assert isinstance(last, ModelRequest)
     read, bad_regex, no_match = (p for p in last.parts if isinstance(p, ToolReturnPart))
     assert read.outcome == "failed"
+    assert isinstance(read.content, str)
     assert read.content.startswith("Unknown ref_id: 'out_nope'.")
     assert bad_regex.outcome == "failed"
+    assert isinstance(bad_regex.content, str)
     assert bad_regex.content.startswith("Invalid regex '(': missing ), unterminated subpattern")
     assert no_match.outcome == "success"
     assert no_match.content == "No matches for: missing"
@@ -316,7 +318,9 @@ async def test_trim_tool_outputs_rules() -> None:
     assert contents[4] == "5" * 400  # fits now: newest kept
     first = result[1]
     assert isinstance(first, ModelRequest)
-    assert first.parts[0].metadata == {TOOL_OUTPUT_REF_KEY: known, "k": 1}  # type: ignore[union-attr]
+    returned = first.parts[0]
+    assert isinstance(returned, ToolReturnPart)
+    assert returned.metadata == {TOOL_OUTPUT_REF_KEY: known, "k": 1}
     assert result[0] is messages[0]  # untouched messages are shared
     assert result[2] is messages[2]
     # Trimming again changes nothing and saves nothing more.

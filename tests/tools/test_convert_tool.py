@@ -17,6 +17,7 @@ from claudecode_model.tool_converter import (
     _format_return_value_as_mcp,
     convert_tool,
 )
+from tests._support.mcp import first_text
 
 
 class Point(BaseModel):
@@ -90,11 +91,11 @@ async def test_arguments_are_validated_and_converted_like_pydantic_ai_does() -> 
 
     handler = _create_async_handler(Tool(norm))
 
-    assert (await handler({"x": "3", "y": -4}))["content"][0]["text"] == "7"
+    assert first_text(await handler({"x": "3", "y": -4})) == "7"
     bad = await handler({"x": "three"})
     assert bad["isError"] is True
-    assert "Invalid arguments for tool 'norm'" in bad["content"][0]["text"]
-    assert '"loc":["x"]' in bad["content"][0]["text"]
+    assert "Invalid arguments for tool 'norm'" in first_text(bad)
+    assert '"loc":["x"]' in first_text(bad)
 
 
 def test_takes_ctx_without_deps_context_raises_not_implemented() -> None:
@@ -147,10 +148,10 @@ def test_models_and_dataclasses_are_json_text() -> None:
         left: int
         right: Weather
 
-    assert _format_return_value_as_mcp(Weather(city="Oslo", celsius=-3))["content"][0]["text"] == (
+    assert first_text(_format_return_value_as_mcp(Weather(city="Oslo", celsius=-3))) == (
         '{"city":"Oslo","celsius":-3.0}'
     )
-    assert _format_return_value_as_mcp(Pair(1, Weather(city="Oslo", celsius=0)))["content"][0]["text"] == (
+    assert first_text(_format_return_value_as_mcp(Pair(1, Weather(city="Oslo", celsius=0)))) == (
         '{"left":1,"right":{"city":"Oslo","celsius":0.0}}'
     )
 
@@ -171,12 +172,10 @@ def test_mcp_shaped_value_is_passed_through_as_mcp_response() -> None:
 
 
 def test_dicts_that_only_look_similar_are_ordinary_json() -> None:
-    assert _format_return_value_as_mcp({"content": "plain", "isError": False})["content"][0]["text"] == (
+    assert first_text(_format_return_value_as_mcp({"content": "plain", "isError": False})) == (
         '{"content":"plain","isError":false}'
     )
-    assert _format_return_value_as_mcp({"content": [], "extra": 1})["content"][0]["text"] == (
-        '{"content":[],"extra":1}'
-    )
+    assert first_text(_format_return_value_as_mcp({"content": [], "extra": 1})) == '{"content":[],"extra":1}'
 
 
 async def test_unserialisable_return_value_becomes_an_error_result() -> None:
@@ -189,7 +188,7 @@ async def test_unserialisable_return_value_becomes_an_error_result() -> None:
     response = await _create_async_handler(Tool(opaque))({})
 
     assert response["isError"] is True
-    assert "Unable to serialize unknown type" in response["content"][0]["text"]
+    assert "Unable to serialize unknown type" in first_text(response)
 
 
 async def test_files_are_refused_not_dropped() -> None:
@@ -200,4 +199,4 @@ async def test_files_are_refused_not_dropped() -> None:
         _format_return_value_as_mcp(picture())
     response = await _create_async_handler(Tool(picture))({})
     assert response["isError"] is True
-    assert "can only return text" in response["content"][0]["text"]
+    assert "can only return text" in first_text(response)

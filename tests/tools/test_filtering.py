@@ -6,6 +6,7 @@ import pytest
 from pydantic_ai import Agent, FunctionToolset, RunContext
 from pydantic_ai.models.test import TestModel
 
+from claudecode_model._tools.core import AgentToolset
 from claudecode_model.exceptions import ToolNotFoundError, ToolsetNotRegisteredError, ToolValidationError
 from claudecode_model.mcp_integration import create_mcp_server_from_tools, filter_tools_for_request
 from tests._support.agents import add_constant_tools
@@ -36,7 +37,7 @@ def test_several_toolsets_and_repeated_names() -> None:
     def delta() -> str:
         return "d"
 
-    registered = [three_tool_agent()._function_toolset, extra]
+    registered: list[AgentToolset] = [three_tool_agent()._function_toolset, extra]
 
     assert [t.name for t in filter_tools_for_request(registered, ["delta", "beta", "delta"])] == [
         "delta",
@@ -76,7 +77,7 @@ def test_registering_a_tool_that_takes_a_run_context_fails_at_registration():
     from claudecode_model.exceptions import MissingDepsError
 
     model = ClaudeCodeModel()
-    agent = Agent(model)
+    agent: Agent[None, str] = Agent(model)
 
     @agent.tool
     def whoami(ctx: RunContext[None]) -> str:

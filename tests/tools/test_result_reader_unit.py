@@ -16,7 +16,8 @@ WHOLE = "".join(f"{i:09d}\n" for i in range(60_000))  # 600,000 characters
 
 def text_of(answer: McpResponse) -> str:
     [block] = answer["content"]
-    return str(block["text"])
+    assert block["type"] == "text"
+    return block["text"]
 
 
 async def call(reader: ResultReader, name: str, **arguments: Any) -> McpResponse:

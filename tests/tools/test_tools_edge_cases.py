@@ -50,7 +50,7 @@ def test_edge_empty_tool_name_raises_tool_validation_error(name: str | None) -> 
     with pytest.raises(ToolValidationError):
         create_mcp_server_from_tools([tool])
     real = Tool(ok)
-    real.name = name  # type: ignore[assignment]
+    real.name = name  # type: ignore[assignment]  # an invalid name, on purpose
     with pytest.raises(ToolValidationError):
         convert_tool(real)
 
@@ -146,7 +146,7 @@ class Target:
 
 
 LenientT = TypeVar("LenientT", bound="Target")
-UserId = NewType("UserId", "int")  # type: ignore[arg-type]
+UserId = NewType("UserId", "int")
 
 
 @dataclasses.dataclass
@@ -177,7 +177,7 @@ def test_edge_forward_reference_that_stays_a_string_logs_a_warning_and_is_lenien
     @dataclasses.dataclass
     class Holder:
         box: Box[Target]
-        ids: list[LenientT]  # type: ignore[valid-type]
+        ids: list[LenientT]  # type: ignore[valid-type]  # an unbound type variable, as lenient code may have
 
     value = Holder(box=Box(item="x", owner=UserId(7)), ids=[])
 
@@ -253,7 +253,7 @@ async def test_edge_cancelled_error_propagates_from_a_deps_tool_handler() -> Non
         return "unreachable"
 
     handler = convert_tool_with_deps(agent._function_toolset.tools["wait"], {"a": 1}).handler
-    task = asyncio.create_task(handler({}))
+    task = asyncio.ensure_future(handler({}))
     await started.wait()
     task.cancel()
 
