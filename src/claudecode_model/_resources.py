@@ -44,11 +44,8 @@ if TYPE_CHECKING:
     from claudecode_model._turns.runner import TurnRunner
     from claudecode_model._turns.turn import CLITurn
 
-__all__ = ["DEFAULT_KEEP_SESSIONS", "SPARES_PER_SIGNATURE_TOTAL", "SURPLUS_IDLE_SECONDS", "ModelResources"]
+__all__ = ["SPARES_PER_SIGNATURE_TOTAL", "ModelResources"]
 
-DEFAULT_KEEP_SESSIONS = 4
-SURPLUS_IDLE_SECONDS = 60.0
-"""How long idle sessions beyond the default ``keep_sessions`` are kept (while no new process needs their slot)."""
 SPARES_PER_SIGNATURE_TOTAL = 4
 """The total cap on spares is this many times ``spare_sessions``."""
 
@@ -89,16 +86,17 @@ class ModelResources:
     def pool(self) -> SessionPool[CLISession]:
         """The idle CLI sessions kept for follow-up turns, and the spares.
 
-        With the default ``keep_sessions``, idle sessions beyond it are kept for :data:`SURPLUS_IDLE_SECONDS`.
+        With the default ``keep_sessions`` they count against the program's idle budget, shared with the other
+        models; an explicit number is the model's own budget.
         """
         if self._pool is None:
+            from claudecode_model._sessions.idle_budget import PROGRAM_IDLE_BUDGET, IdleBudget
             from claudecode_model._sessions.pool import SessionPool
 
             keep, spares = self.limits.keep_sessions, self.limits.spare_sessions
             self._pool = SessionPool(
-                max_idle=DEFAULT_KEEP_SESSIONS if keep is None else keep,
+                budget=PROGRAM_IDLE_BUDGET if keep is None else IdleBudget(keep),
                 idle_timeout=self.limits.idle_timeout,
-                surplus_idle_timeout=SURPLUS_IDLE_SECONDS if keep is None else 0.0,
                 max_spares=spares,
                 max_spares_total=SPARES_PER_SIGNATURE_TOTAL * spares,
             )

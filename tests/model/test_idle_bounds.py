@@ -1,7 +1,7 @@
-"""Idle CLI sessions follow the documented bounds by time, on the in-memory CLI: the surplus over ``keep_sessions``
-goes within its grace period while an async program waits, and an idle session goes after ``session_idle_timeout``
-while a synchronous one does other work (the pool's clock). ``test_idle_bounds_cli.py`` keeps the synchronous
-program's surplus with real processes and their memory."""
+"""Idle CLIs stay within their budget, on the in-memory CLI: by default a program holds at most 2 idle CLIs (kept
+sessions and spares, over all its models) besides the busy ones; an explicit ``keep_sessions=k`` is the model's own
+hard bound, spares included; and an idle session goes after ``session_idle_timeout`` while a synchronous program does
+other work (the pool's clock). ``test_idle_bounds_cli.py`` counts real processes and their memory."""
 
 from __future__ import annotations
 
@@ -12,42 +12,85 @@ import pytest
 from pydantic_ai import Agent
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model import _resources as resources_module
+from claudecode_model._sessions.idle_budget import DEFAULT_IDLE_CLIS, PROGRAM_IDLE_BUDGET
 from claudecode_model.testing import ScriptedCLI
 from tests._support.polling import wait_for, wait_until
 
-RUNS = 20
-GRACE = 3.0
-"""The surplus grace period of these tests (60 s by default)."""
-KEPT = resources_module.DEFAULT_KEEP_SESSIONS
-SPARES = 1
-"""The default ``spare_sessions``: one CLI started ahead for the agent's next new conversation."""
-ROOM = RUNS + 2
-"""``max_processes`` for the tests that count the surplus: room for all of it."""
+RUNS = 50
 
 
 def answering() -> ScriptedCLI:
     return ScriptedCLI(lambda message: "ok")
 
 
-@pytest.fixture
-def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(resources_module, "SURPLUS_IDLE_SECONDS", GRACE)
-
-
-async def test_an_async_program_is_trimmed_to_keep_sessions_while_it_waits(short_grace: None):
+async def test_new_conversations_one_after_another_hold_one_busy_and_two_idle_clis():
     cli = answering()
-    model = ClaudeCodeModel(cli_transports=cli, max_processes=ROOM)
-    agent = Agent(model)
+    model = ClaudeCodeModel(cli_transports=cli)
+    agent = Agent(model, instructions="Answer briefly.")
     try:
         for index in range(RUNS):
-            await agent.run(f"one-off {index}")
-        assert cli.live > KEPT + SPARES  # the surplus is kept for its grace period
+            result = await agent.run(f"one-off {index}")
+            assert result.output == "ok"
+        assert cli.most_live <= DEFAULT_IDLE_CLIS + 1
+        assert await wait_for(lambda: cli.live == DEFAULT_IDLE_CLIS, within=5)  # the last session and a spare
 
-        # The program goes on with other work on its loop; no request comes.
-        assert await wait_for(lambda: cli.live <= KEPT + SPARES, within=GRACE + 20)
-        await asyncio.sleep(1)  # and the kept ones stay
-        assert cli.live == KEPT + SPARES
+        follow_up = await agent.run("and?", message_history=result.all_messages())
+        assert (follow_up.all_messages()[-1].provider_details or {})["session_source"] == "live"  # type: ignore[union-attr]
+    finally:
+        await model.aclose()
+    assert cli.live == 0
+    assert len(PROGRAM_IDLE_BUDGET) == 0
+
+
+async def test_after_a_burst_of_concurrent_runs_the_program_is_back_within_its_budget():
+    cli = answering()
+    model = ClaudeCodeModel(cli_transports=cli)
+    agent = Agent(model)
+    try:
+        results = await asyncio.gather(*(agent.run(f"burst {index}") for index in range(16)))
+        assert {result.output for result in results} == {"ok"}
+        assert cli.most_live > DEFAULT_IDLE_CLIS + 1  # they ran at once
+
+        assert await wait_for(lambda: cli.live <= DEFAULT_IDLE_CLIS, within=5)
+        await asyncio.sleep(0.5)  # and nothing comes back
+        assert cli.live <= DEFAULT_IDLE_CLIS
+    finally:
+        await model.aclose()
+    assert cli.live == 0
+
+
+async def test_models_share_the_programs_budget_and_the_most_recently_used_cli_stays():
+    cli = answering()
+    first, second = ClaudeCodeModel(cli_transports=cli), ClaudeCodeModel(cli_transports=cli)
+    try:
+        old = await Agent(first, instructions="First agent.").run("hello")
+        new = await Agent(second, instructions="Second agent.").run("hello")
+        await asyncio.sleep(0.5)  # the spares' start delay
+
+        assert cli.most_live <= DEFAULT_IDLE_CLIS + 1
+        assert cli.live == DEFAULT_IDLE_CLIS
+        later = await Agent(second, instructions="Second agent.").run("and?", message_history=new.all_messages())
+        earlier = await Agent(first, instructions="First agent.").run("and?", message_history=old.all_messages())
+        assert (later.all_messages()[-1].provider_details or {})["session_source"] == "live"  # type: ignore[union-attr]
+        assert (earlier.all_messages()[-1].provider_details or {})["session_source"] != "live"  # type: ignore[union-attr]
+    finally:
+        await first.aclose()
+        await second.aclose()
+    assert cli.live == 0
+
+
+@pytest.mark.parametrize("keep", [0, 1, 3])
+async def test_an_explicit_keep_sessions_is_a_hard_bound_on_the_models_idle_clis(keep: int):
+    cli = answering()
+    model = ClaudeCodeModel(cli_transports=cli, keep_sessions=keep)
+    agent = Agent(model)
+    try:
+        for index in range(8):
+            await agent.run(f"one-off {index}")
+            await asyncio.sleep(0.4)  # the spare's start delay: it is up now, if there is one
+            assert cli.live <= keep
+        assert cli.most_live <= keep + 1
+        assert len(PROGRAM_IDLE_BUDGET) == 0  # its own budget, not the program's
     finally:
         await model.aclose()
     assert cli.live == 0

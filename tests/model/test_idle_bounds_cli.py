@@ -1,78 +1,80 @@
-"""Idle CLI processes follow the documented bounds by time in a synchronous (``run_sync``) program: the surplus over
-``keep_sessions`` goes within its grace period while the program does other work, without another request (the
-pool's clock stops real processes). Counts and memory are read from the process table. The async program and
-``session_idle_timeout`` are tested on the in-memory CLI (``test_idle_bounds.py``)."""
+"""Real CLI processes stay within the program's idle budget in a synchronous (``run_sync``) program: new
+conversations one after another hold at most one busy CLI and two idle ones at any moment, and the idle ones go
+after ``session_idle_timeout`` while the program does other work (the pool's clock). Counts and memory are read from
+the process table. The async program, bursts and explicit bounds are tested on the in-memory CLI
+(``test_idle_bounds.py``)."""
 
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from collections.abc import Iterator
 
 import pytest
 from pydantic_ai import Agent
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model import _resources as resources_module
+from claudecode_model._sessions.idle_budget import DEFAULT_IDLE_CLIS
 from claudecode_model.testing import OfflineBackend
 from tests._support.polling import wait_until
 from tests._support.processes import cli_children, rss_mb
 
 pytestmark = pytest.mark.cli
 
-RUNS = 20
-GRACE = 30.0
-"""The surplus grace period of these tests (60 s by default)."""
-KEPT = resources_module.DEFAULT_KEEP_SESSIONS
-SPARES = 1
-"""The default ``spare_sessions``: one CLI started ahead for the agent's next new conversation."""
-ROOM = RUNS + 2
-"""``max_processes`` for the tests that count the surplus: room for all of it (by default the cap comes from the
-machine's available memory, and a new process evicts the oldest idle one at the cap)."""
-
-
-@pytest.fixture
-def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(resources_module, "SURPLUS_IDLE_SECONDS", GRACE)
-
+RUNS = 12
+IDLE_TIMEOUT = 20.0
 
 IDLE_CLI_MB = 300
-"""An idle CLI's resident memory stays below this (measured 203-245 MB with Claude Code 2.1; the README says
-about 210-245 MB, and the default ``max_processes`` assumes 250 MB each)."""
+"""An idle CLI's resident memory stays below this (the README gives the figure measured)."""
 
 
-def report_memory(label: str) -> None:
-    """Print how many CLIs there are and their resident memory (``-s`` shows it); check each is in bounds."""
-    sizes = [rss_mb(pid) for pid in cli_children()]
-    if sizes:
-        print(f"{label}: {len(sizes)} CLIs, RSS {min(sizes):.0f}-{max(sizes):.0f} MB each")
-    assert all(size < IDLE_CLI_MB for size in sizes), sizes
+class CLICounter:
+    """Counts this process's CLI children every 10 ms in a thread: the most at once, and the memory of each."""
+
+    def __init__(self) -> None:
+        self.most = 0
+        self.sizes: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._count, name="cli-counter", daemon=True)
+
+    def __enter__(self) -> CLICounter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _count(self) -> None:
+        while not self._stop.wait(0.01):
+            pids = cli_children()
+            self.most = max(self.most, len(pids))
+            self.sizes += [size for pid in pids if (size := rss_mb(pid))]
 
 
 @pytest.fixture
-def sync_model(claude_backend: OfflineBackend, short_grace: None, run_sync_loop: None) -> Iterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(env=claude_backend.cli_env(), max_processes=ROOM)
+def sync_model(claude_backend: OfflineBackend, run_sync_loop: None) -> Iterator[ClaudeCodeModel]:
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), session_idle_timeout=IDLE_TIMEOUT)
     yield model
     model.close()
 
 
-def test_a_sync_program_is_trimmed_to_keep_sessions_while_it_does_other_work(
+def test_a_sync_program_holds_one_busy_and_two_idle_clis_and_stops_them_when_idle(
     sync_model: ClaudeCodeModel, caplog: pytest.LogCaptureFixture
 ):
     caplog.set_level(logging.WARNING)
     agent = Agent(sync_model)
-    for index in range(RUNS):
-        agent.run_sync(f"one-off {index}")
-    assert len(cli_children()) > KEPT + SPARES
-    report_memory("sync, after the runs")
+    with CLICounter() as counter:
+        for index in range(RUNS):
+            assert agent.run_sync(f"one-off {index}").output
+    print(f"{RUNS} runs: at most {counter.most} CLIs, RSS {min(counter.sizes):.0f}-{max(counter.sizes):.0f} MB each")
+    assert counter.most <= DEFAULT_IDLE_CLIS + 1
+    assert all(size < IDLE_CLI_MB for size in counter.sizes), max(counter.sizes)
+    assert wait_until(lambda: len(cli_children()) == DEFAULT_IDLE_CLIS, timeout=10)  # the last session, a spare
 
-    # Other work without the event loop: only the pool's clock can stop the surplus now.
-    assert wait_until(lambda: len(cli_children()) <= KEPT + SPARES, timeout=GRACE + 20)
-    time.sleep(2)
-    assert len(cli_children()) <= KEPT + SPARES
-    report_memory("sync, after the grace period")
+    # Other work without the event loop: only the pool's clock can stop them now.
+    assert wait_until(lambda: not cli_children(), timeout=IDLE_TIMEOUT + 20)
 
-    # The next call finds the stopped sessions tidied up, and a kept one continues its conversation.
-    again = agent.run_sync("one more")
-    assert again.output
+    # The next call finds the stopped sessions tidied up, and starts a new CLI.
+    assert agent.run_sync("one more").output
     assert [record.getMessage() for record in caplog.records] == []  # stopped on purpose: nothing to report

@@ -1,4 +1,5 @@
-"""The session pool closes evicted CLI sessions in the background (a benchmark finding): no turn waits for it."""
+"""The session pool closes evicted CLI sessions in the background (a benchmark finding): no turn waits for it; idle
+sessions and spares stay within their budget, the least recently used going first, also across pools and threads."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, cast
 from claude_agent_sdk import SystemMessage
 
 from claudecode_model._sessions import session as session_module
+from claudecode_model._sessions.idle_budget import IdleBudget
 from claudecode_model._sessions.pool import SessionPool
 from tests._support.polling import wait_for, wait_until
 
@@ -51,11 +53,11 @@ def fake(session_id: str, release: asyncio.Event) -> FakeSession:
 
 
 async def second_put(
-    first_id: str, second_id: str, *, max_idle: int = 1
+    first_id: str, second_id: str, *, limit: int = 1
 ) -> tuple[SessionPool[FakeSession], asyncio.Event, FakeSession, FakeSession]:
     """A pool that was given two sessions whose close() blocks until the returned event is set."""
     release = asyncio.Event()
-    pool: SessionPool[FakeSession] = SessionPool(max_idle=max_idle, idle_timeout=300)
+    pool: SessionPool[FakeSession] = SessionPool(budget=IdleBudget(limit), idle_timeout=300)
     first, second = fake(first_id, release), fake(second_id, release)
     await pool.put(first)
     await pool.put(second)  # a put returns although a close() it started cannot finish yet
@@ -80,7 +82,7 @@ async def test_eviction_does_not_wait_for_the_close_and_close_all_does() -> None
 
 
 async def test_a_replaced_session_closes_in_the_background() -> None:
-    pool, release, old, new = await second_put("same", "same", max_idle=4)
+    pool, release, old, new = await second_put("same", "same", limit=4)
 
     assert old.close_started
     assert not old.closed
@@ -176,26 +178,131 @@ async def test_turn_output_items_carry_their_arrival_time():
     assert before <= arrived <= after
 
 
-async def test_the_surplus_is_closed_after_its_grace_without_another_request() -> None:
+async def test_over_the_budget_the_least_recently_used_session_goes_at_once() -> None:
     release = asyncio.Event()
     release.set()
-    pool: SessionPool[FakeSession] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
-    older, newer = fake("older", release), fake("newer", release)
+    pool: SessionPool[FakeSession] = SessionPool(budget=IdleBudget(2), idle_timeout=300)
+    oldest, older, newest = fake("oldest", release), fake("older", release), fake("newest", release)
+    await pool.put(oldest)
     await pool.put(older)
-    await pool.put(newer)
-    assert len(pool) == 2  # the surplus is kept for its grace period
+    assert pool.take("oldest", signature="sig", digest="digest") is oldest  # used again: the most recent now
+    await pool.put(oldest)
 
-    assert await wait_for(lambda: older.closed, within=5)  # by the pool's clock, no put, take or prune
+    await pool.put(newest)
+    await asyncio.sleep(0)  # the close runs in the background
 
-    assert not newer.close_started
-    assert older.terminated_from is None  # the loop ran: closed properly on it
+    assert older.close_started
+    assert not oldest.close_started
+    assert not newest.close_started
+    assert len(pool) == 2
     await pool.close_all()
+
+
+async def test_pools_sharing_a_budget_hold_its_limit_together() -> None:
+    release = asyncio.Event()
+    release.set()
+    budget = IdleBudget(2)
+    first: SessionPool[FakeSession] = SessionPool(budget=budget, idle_timeout=300)
+    second: SessionPool[FakeSession] = SessionPool(budget=budget, idle_timeout=300)
+    sessions = [fake(f"s{index}", release) for index in range(4)]
+    for index, session in enumerate(sessions):
+        await (first if index % 2 == 0 else second).put(session)
+        await asyncio.sleep(0)
+        assert sum(not s.close_started for s in sessions[: index + 1]) <= 2
+
+    assert [s.close_started for s in sessions] == [True, True, False, False]
+    assert len(budget) == 2
+    await first.close_all()
+    await second.close_all()
+    assert len(budget) == 0
+
+
+async def test_a_budget_of_zero_keeps_nothing() -> None:
+    release = asyncio.Event()
+    release.set()
+    pool: SessionPool[FakeSession] = SessionPool(
+        budget=IdleBudget(0), idle_timeout=300, max_spares=1, max_spares_total=1
+    )
+    session = fake("a", release)
+
+    await pool.put(session)
+
+    assert session.closed
+    assert len(pool) == 0
+    assert not pool.start_spare("sig", lambda: asyncio.sleep(0, result=fake("spare", release)))
+
+
+async def test_a_spare_that_pushes_a_session_out_starts_once_that_session_is_gone() -> None:
+    release = asyncio.Event()
+    budget = IdleBudget(1)
+    pool: SessionPool[FakeSession] = SessionPool(
+        budget=budget, idle_timeout=300, max_spares=1, max_spares_total=1, spare_delay=0
+    )
+    kept = fake("kept", release)
+    await pool.put(kept)
+    started: list[bool] = []
+
+    async def spawn() -> FakeSession:
+        started.append(kept.closed)
+        return fake("spare", release)
+
+    assert pool.start_spare("sig", spawn)
+    await asyncio.sleep(0.05)
+    assert kept.close_started
+    assert started == []
+
+    release.set()
+    assert await pool.claim_spare("sig") is not None
+    assert started == [True]
+    await pool.close_all()
+
+
+def test_a_session_pushed_out_by_another_thread_is_stopped_while_its_loop_does_not_run() -> None:
+    """A run_sync program between calls: another thread's model fills the shared budget; the idle session of the
+    loop that does not run is stopped at once, and its loop tidies up when it runs again."""
+    budget = IdleBudget(1)
+    loop = asyncio.new_event_loop()
+    try:
+        release = asyncio.Event()
+        pool: SessionPool[FakeSession] = SessionPool(budget=budget, idle_timeout=300)
+
+        async def keep_one() -> FakeSession:
+            release.set()
+            session = fake("idle", release)
+            await pool.put(session)
+            return session
+
+        idle = loop.run_until_complete(keep_one())
+
+        async def elsewhere() -> None:
+            other: SessionPool[FakeSession] = SessionPool(budget=budget, idle_timeout=300)
+            done = asyncio.Event()
+            done.set()
+            await other.put(fake("newer", done))
+            await other.close_all()
+
+        worker = threading.Thread(target=asyncio.run, args=(elsewhere(),), name="other-program-thread")
+        worker.start()
+        worker.join()
+
+        assert idle.terminated_from == "other-program-thread"
+
+        async def next_call() -> Any:
+            await asyncio.sleep(0.05)  # the tidy-up the eviction scheduled runs first
+            return pool.take("idle", signature="sig", digest="digest")
+
+        assert loop.run_until_complete(next_call()) is None  # a stopped session is never handed out
+        assert idle.closed
+        assert len(pool) == 0
+        loop.run_until_complete(pool.close_all())
+    finally:
+        loop.close()
 
 
 async def test_an_idle_session_is_closed_by_time() -> None:
     release = asyncio.Event()
     release.set()
-    pool: SessionPool[FakeSession] = SessionPool(max_idle=4, idle_timeout=0.3)
+    pool: SessionPool[FakeSession] = SessionPool(budget=IdleBudget(4), idle_timeout=0.3)
     session = fake("a", release)
     await pool.put(session)
 
@@ -209,11 +316,12 @@ def test_a_loop_that_does_not_run_gets_its_overdue_processes_stopped_from_the_cl
     loop = asyncio.new_event_loop()
     try:
         release = asyncio.Event()
-        pool: SessionPool[FakeSession] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.3)
+        pool: SessionPool[FakeSession] = SessionPool(budget=IdleBudget(2), idle_timeout=0.3)
 
         async def keep_two() -> tuple[Any, Any]:
             release.set()
             older, newer = fake("older", release), fake("newer", release)
+            newer.last_used += 60  # used later: not overdue with the older one
             await pool.put(older)
             await pool.put(newer)
             return older, newer
@@ -242,7 +350,7 @@ def test_sessions_of_a_closed_loop_do_not_keep_the_clock_busy() -> None:
     """A model whose event loop is gone (a test's, an earlier asyncio.run()'s) leaves overdue sessions in its pool:
     the clock must not call back again and again for them."""
     loop = asyncio.new_event_loop()
-    pool: SessionPool[FakeSession] = SessionPool(max_idle=1, idle_timeout=300, surplus_idle_timeout=0.05)
+    pool: SessionPool[FakeSession] = SessionPool(budget=IdleBudget(2), idle_timeout=0.05)
     ticks: list[float] = []
     tick = pool._tick
 

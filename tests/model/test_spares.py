@@ -55,23 +55,27 @@ async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(
     assert cli.live == 2
     second = await agent.run("two")
     assert source_of(second) == "spare"
-    assert cli.live == 2  # the replacement waits for its delay
+    assert cli.live == 1  # the first session made room for the replacement, which waits for its delay
     await model.aclose()  # cancels it: nothing was started
     assert cli.live == 0
     assert len(cli.opened) == 2
 
 
-async def test_a_spare_of_another_signature_is_not_claimed(spare_model: ClaudeCodeModel, cli: ScriptedCLI) -> None:
-    agent, _ = agent_with_probe(spare_model, lambda: cli.live, "Be brief.")
-    other, _ = agent_with_probe(spare_model, lambda: cli.live, "Be verbose.")
-    assert await spare_model.prewarm(agent)
+async def test_a_spare_of_another_signature_is_not_claimed(cli: ScriptedCLI) -> None:
+    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1, keep_sessions=4)  # room for both agents' CLIs
+    try:
+        agent, _ = agent_with_probe(model, lambda: cli.live, "Be brief.")
+        other, _ = agent_with_probe(model, lambda: cli.live, "Be verbose.")
+        assert await model.prewarm(agent)
 
-    assert source_of(await other.run("x")) == "fresh"
-    assert source_of(await agent.run("y")) == "spare"
+        assert source_of(await other.run("x")) == "fresh"
+        assert source_of(await agent.run("y")) == "spare"
+    finally:
+        await model.aclose()
 
 
 async def test_idle_spares_are_reaped(cli: ScriptedCLI) -> None:
-    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1, session_idle_timeout=0.5, keep_sessions=0)
+    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1, session_idle_timeout=0.5, keep_sessions=1)
     try:
         agent, _ = agent_with_probe(model, lambda: cli.live)
         assert await model.prewarm(agent)

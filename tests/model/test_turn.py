@@ -8,6 +8,7 @@ from pydantic_ai.messages import ModelRequest, TextPart
 from pydantic_ai.models import ModelRequestParameters
 
 from claudecode_model._process.binary import find_cli
+from claudecode_model._sessions.idle_budget import IdleBudget
 from claudecode_model._sessions.pool import SessionPool
 from claudecode_model._sessions.session import CLISession, ToolsWaiting
 from claudecode_model._tools.request import ToolSetup
@@ -18,7 +19,7 @@ from claudecode_model.testing import ScriptedCLI
 
 async def test_messages_can_be_left_and_taken_up_again() -> None:
     cli = ScriptedCLI(["one two three"])
-    pool: SessionPool[CLISession] = SessionPool(max_idle=1, idle_timeout=60)
+    pool: SessionPool[CLISession] = SessionPool(budget=IdleBudget(1), idle_timeout=60)
     runner = TurnRunner(None, "default", find_cli(), {}, ToolSetup(), pool, cli_transports=cli)
     turn = await start_turn(runner, [ModelRequest.user_text_prompt("hi")], None, ModelRequestParameters())
     try:

@@ -12,8 +12,8 @@ class ProcessLimits:
     """How many CLI processes a model keeps idle, for how long, starts ahead, and runs at most."""
 
     keep_sessions: int | None
-    """Idle processes kept for follow-up turns (``None``: the model's default, and more for a while
-    when no new process needs their slot)."""
+    """Idle processes kept for follow-up turns and started ahead, at most (``None``: within the program's shared
+    budget, :data:`claudecode_model._sessions.idle_budget.DEFAULT_IDLE_CLIS`)."""
     idle_timeout: float
     spare_sessions: int
     """Processes started ahead per session signature."""

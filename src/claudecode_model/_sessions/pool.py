@@ -13,6 +13,7 @@ from typing import Generic, Protocol, TypeVar
 
 from claudecode_model._process.clock import ClockHandle, call_at, running_loop
 from claudecode_model._process.exit import kill_at_exit
+from claudecode_model._sessions.idle_budget import IdleBudget
 
 __all__ = ["SPARE_START_DELAY", "PooledSession", "SessionPool", "SpareFactory"]
 
@@ -59,10 +60,12 @@ turn (pydantic-ai ending the run, the next request of the same conversation). Me
 
 @dataclass(eq=False)
 class _SpareStart:
-    """When a spare's CLI may start: after its delay, or at once when a request needs it (``go``)."""
+    """When a spare's CLI may start: after its delay, or at once when a request needs it (``go``); either way only
+    once the idle CLIs it pushed out of the budget are gone (``after``), so that the program never holds more."""
 
     delay: float
     go: asyncio.Event = field(default_factory=asyncio.Event)
+    after: list[asyncio.Task[None]] = field(default_factory=list)
     spawning: bool = False
 
     async def wait(self) -> None:
@@ -70,6 +73,8 @@ class _SpareStart:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.delay):
                     await self.go.wait()
+        if self.after:
+            await asyncio.wait(self.after)
         self.spawning = True
 
 
@@ -99,9 +104,11 @@ class SessionPool(Generic[S]):
     The one place sessions are kept between turns: a turn takes the session it continues from here, and gives it
     back when it ends cleanly; a new conversation claims a spare with its session signature from here.
 
-    Bounds: ``max_idle`` sessions are kept for ``idle_timeout`` seconds; more (up to the model's process cap) for
-    ``surplus_idle_timeout`` seconds, and the oldest is the first stopped when a new process needs a slot. At most
-    ``max_spares`` spares per signature and ``max_spares_total`` in all, each stopped after ``idle_timeout`` unused.
+    Bounds: kept sessions and spares count against ``budget`` (:mod:`claudecode_model._sessions.idle_budget`,
+    shared with other models' pools or the model's own), which stops the least recently useful idle CLI when a new
+    one would exceed it; each is stopped after ``idle_timeout`` seconds unused; at most ``max_spares`` spares per
+    signature and ``max_spares_total`` in all; the oldest idle session is the first stopped when a new process
+    needs one of the model's process slots.
 
     Sessions that fall out of the bounds are closed in the background: stopping a CLI process takes 0.1-0.2 s,
     which no turn should wait for. :meth:`close_all` waits for those closes too. The bounds hold by time, whether
@@ -114,16 +121,14 @@ class SessionPool(Generic[S]):
     def __init__(
         self,
         *,
-        max_idle: int,
+        budget: IdleBudget,
         idle_timeout: float,
-        surplus_idle_timeout: float = 0.0,
         max_spares: int = 0,
         max_spares_total: int = 0,
         spare_delay: float | None = None,
     ) -> None:
-        self.max_idle = max_idle
+        self.budget = budget
         self.idle_timeout = idle_timeout
-        self.surplus_idle_timeout = surplus_idle_timeout
         self.max_spares = max_spares
         self.max_spares_total = max_spares_total
         self.spare_delay = SPARE_START_DELAY if spare_delay is None else spare_delay
@@ -150,17 +155,19 @@ class SessionPool(Generic[S]):
             if session in self._stopped or self._sessions.get(session_id) is not session:
                 return None
             del self._sessions[session_id]
+        self.budget.release(session)
         return session
 
     async def put(self, session: S) -> None:
-        """Keep ``session`` for a later turn, closing what falls out of the bounds."""
-        if self.max_idle <= 0 or session.session_id is None or session.known_closed:
+        """Keep ``session`` for a later turn, stopping what falls out of the bounds."""
+        if self.budget.limit <= 0 or session.session_id is None or session.known_closed:
             await session.close()
             return
         previous = self._sessions.pop(session.session_id, None)
         if previous is not None and previous is not session:
             self._retire(previous)
         self._sessions[session.session_id] = session
+        self.budget.admit(session, lambda: self._evict_session(session))
         await self.prune()
 
     async def prune(self) -> None:
@@ -171,16 +178,11 @@ class SessionPool(Generic[S]):
     # --- the bounds by time ---------------------------------------------------------------------------------------
 
     def _deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, S]]:
-        """When each idle session of ``loop`` falls out of the bounds: ``idle_timeout`` after its last use, or
-        ``surplus_idle_timeout`` for the oldest beyond ``max_idle``."""
-        kept = sorted(
-            (s for s in list(self._sessions.values()) if s.loop is loop and s not in self._stopped),
-            key=lambda s: s.last_used,
-        )
-        surplus = len(kept) - self.max_idle
+        """When each idle session of ``loop`` falls out of the bounds: ``idle_timeout`` after its last use."""
         return [
-            (s.last_used + (min(self.surplus_idle_timeout, self.idle_timeout) if i < surplus else self.idle_timeout), s)
-            for i, s in enumerate(kept)
+            (s.last_used + self.idle_timeout, s)
+            for s in list(self._sessions.values())
+            if s.loop is loop and s not in self._stopped
         ]
 
     def _spare_deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, _Spare[S]]]:
@@ -205,6 +207,7 @@ class SessionPool(Generic[S]):
                 if session.loop.is_closed():
                     session.kill()
                     del self._sessions[key]
+                    self.budget.release(session)
                 continue
             if session in self._stopped or session.known_closed:
                 del self._sessions[key]
@@ -274,7 +277,7 @@ class SessionPool(Generic[S]):
         for spare in list(self._spares):
             if spare.loop is not loop:
                 if spare.loop.is_closed():
-                    self._spares.remove(spare)
+                    self._drop_spare(spare)
                     if (session := spare.ready()) is not None:
                         session.kill()
                 continue
@@ -282,14 +285,14 @@ class SessionPool(Generic[S]):
                 continue
             session = spare.ready()
             if session is None:  # failed to start: forgotten (the next fresh conversation starts another)
-                self._spares.remove(spare)
+                self._drop_spare(spare)
                 continue
             if session in self._stopped or now - session.last_used > self.idle_timeout:
-                self._spares.remove(spare)
+                self._drop_spare(spare)
                 logger.debug("closing a spare CLI session unused for %.0f s", now - session.last_used)
                 self._retire(session)
             elif session.known_closed:  # died while idle: replaced, never used
-                self._spares.remove(spare)
+                self._drop_spare(spare)
                 self._retire(session)
                 self.start_spare(spare.signature, spare.factory)
 
@@ -302,6 +305,8 @@ class SessionPool(Generic[S]):
 
     def start_spare(self, signature: str, factory: SpareFactory[S]) -> bool:
         """Start a spare for ``signature`` in the background unless the bounds are reached; whether it did."""
+        if self.budget.limit <= 0:
+            return False
         if self.spares(signature) >= self.max_spares or len(self._spares) >= self.max_spares_total:
             return False
         loop = asyncio.get_running_loop()
@@ -309,6 +314,7 @@ class SessionPool(Generic[S]):
         task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
         spare = _Spare(signature, factory, task, start)
         self._spares.append(spare)
+        start.after = self.budget.admit(spare, lambda: self._evict_spare(spare))
         task.add_done_callback(lambda _: self._schedule())  # its idle deadline
         return True
 
@@ -339,7 +345,7 @@ class SessionPool(Generic[S]):
         if spare is None:
             return None
         with self._lock:  # not while the clock's thread stops it
-            self._spares.remove(spare)
+            self._drop_spare(spare)
         spare.start.go.set()
         try:
             session = await asyncio.shield(spare.task)
@@ -369,7 +375,7 @@ class SessionPool(Generic[S]):
         loop = running_loop()
         spares = [s for s in self._spares if s.loop is loop]
         for spare in sorted(spares, key=lambda s: s.task.done(), reverse=True):  # a ready spare first
-            self._spares.remove(spare)
+            self._drop_spare(spare)
             if (session := spare.ready()) is not None:
                 self._retire(session)
             elif spare.task.done():
@@ -388,13 +394,82 @@ class SessionPool(Generic[S]):
 
     # --- closing ----------------------------------------------------------------------------------------------
 
-    def _retire(self, session: S) -> None:
-        """Close ``session`` in a background task of its loop (tracked until done)."""
-        if session in self._closing:
-            return
+    def _retire(self, session: S, *, now: bool = False) -> asyncio.Task[None]:
+        """Close ``session`` in a background task of its loop (tracked until done); that task.
+
+        ``now``: its process is sent SIGTERM first, so that it ends even if the loop stops before the close is
+        done (a ``run_sync`` call returning) and the budget's bound holds at once.
+        """
+        self.budget.release(session)
+        if now:
+            session.terminate()
+        if (closing := self._closing.get(session)) is not None:
+            return closing
         task = session.loop.create_task(_close_or_kill(session), name="claude-code-session-close")
         self._closing[session] = task
         task.add_done_callback(lambda _: self._closed(session))
+        return task
+
+    def _drop_spare(self, spare: _Spare[S]) -> None:
+        self._spares.remove(spare)
+        self.budget.release(spare)
+
+    # --- the budget's evictions (called with no lock held, from any thread) -------------------------------------
+
+    def _evict_session(self, session: S) -> asyncio.Task[None] | None:
+        """Stop an idle session the budget let go: closed on its loop if that runs here (the close task), else
+        stopped now and tidied up when its loop next runs."""
+        if session.loop is running_loop():
+            if session.session_id is None or self._sessions.get(session.session_id) is not session:
+                return None  # taken meanwhile
+            if session in self.budget:
+                return None  # taken and given back meanwhile: the most recently used again
+            del self._sessions[session.session_id]
+            logger.debug("stopping an idle CLI session: a more recently used CLI needs its place")
+            return self._retire(session, now=True)
+        self._stop_elsewhere(session, lambda: self._evict_session(session))
+        return None
+
+    def _evict_spare(self, spare: _Spare[S]) -> asyncio.Task[None] | None:
+        """Stop a spare the budget let go (one still waiting to start is cancelled; one starting is stopped once
+        up)."""
+        if spare.loop is not running_loop():
+            if (ready := spare.ready()) is not None:
+                self._stop_elsewhere(ready, lambda: self._evict_spare(spare))
+            else:
+                self._on_loop(spare.loop, lambda: self._evict_spare(spare))
+            return None
+        if spare not in self._spares:
+            return None  # claimed meanwhile
+        self._drop_spare(spare)
+        logger.debug("stopping a spare CLI: a more recently used CLI needs its place")
+        if (ready := spare.ready()) is not None:
+            return self._retire(ready, now=True)
+        if spare.task.done():
+            return None
+        if spare.start.spawning:
+            spare.task.add_done_callback(self._retire_started)
+        else:
+            spare.task.cancel()  # still waiting for its delay: nothing was started
+        return None
+
+    def _stop_elsewhere(self, session: S, evict: Callable[[], object]) -> None:
+        """Stop ``session``'s process from another thread: at once if its loop is not running (it tidies up when it
+        runs again), else by asking its loop to evict it."""
+        loop = session.loop
+        if loop.is_closed():
+            session.kill()
+            return
+        with self._lock:
+            if not loop.is_running():
+                self._stopped.add(session)
+                session.terminate()
+        self._on_loop(loop, evict)
+
+    @staticmethod
+    def _on_loop(loop: asyncio.AbstractEventLoop, action: Callable[[], object]) -> None:
+        with contextlib.suppress(RuntimeError):  # closed meanwhile: the exit hook or its close_all() stops it
+            loop.call_soon_threadsafe(action)
 
     def _closed(self, session: S) -> None:
         self._closing.pop(session, None)
@@ -416,12 +491,14 @@ class SessionPool(Generic[S]):
         for key, session in list(self._sessions.items()):
             if session.loop is loop or session.loop.is_closed():
                 del self._sessions[key]
+                self.budget.release(session)
                 if session.loop is loop:
                     sessions.append(session)
                 else:
                     session.kill()
         spares = [s for s in self._spares if s.loop is loop or s.loop.is_closed()]
-        self._spares = [s for s in self._spares if s not in spares]
+        for spare in spares:
+            self._drop_spare(spare)
         starting: list[asyncio.Task[S | None]] = []
         waiting: list[asyncio.Task[S | None]] = []
         for spare in spares:
@@ -467,6 +544,10 @@ class SessionPool(Generic[S]):
         spares = [session for spare in self._spares if (session := spare.ready()) is not None]
         for session in [*self._sessions.values(), *spares, *self._closing]:
             session.kill()
+        for session in list(self._sessions.values()):
+            self.budget.release(session)
+        for spare in list(self._spares):
+            self.budget.release(spare)
         self._sessions.clear()
         self._spares.clear()
 

@@ -65,6 +65,8 @@ class ScriptedCLI(CLITransports):
     """The user messages the sessions received, in order."""
     opened: list[ClaudeAgentOptions] = field(default_factory=list)
     """The options of each session opened."""
+    most_live: int = field(default=0, init=False)
+    """The most scripted CLIs that ran at once."""
     _next: int = field(default=0, init=False)
     _live: set[ScriptedTransport] = field(default_factory=set, init=False)
 
@@ -129,6 +131,7 @@ class ScriptedTransport(CLITransport):
     async def connect(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._script._live.add(self)
+        self._script.most_live = max(self._script.most_live, len(self._script._live))
         self._player = asyncio.get_running_loop().create_task(self._play_turns())
 
     def is_ready(self) -> bool:

@@ -1,0 +1,70 @@
+"""How many idle CLI processes a program holds: kept sessions and spares share one budget.
+
+Every model with the default ``keep_sessions`` counts its idle CLIs (sessions kept for a follow-up, spares started
+for the next new conversation) against :data:`PROGRAM_IDLE_BUDGET`; a model with an explicit ``keep_sessions=k`` gets
+a budget of its own, of ``k``. When an idle CLI joins a full budget, the least recently useful one leaves: a kept
+session last used the longest ago, or the oldest spare. Busy CLIs (a turn running or waiting for tool results) are not
+counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+
+__all__ = ["DEFAULT_IDLE_CLIS", "PROGRAM_IDLE_BUDGET", "Eviction", "IdleBudget"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_IDLE_CLIS = 2
+"""The idle CLIs a program keeps by default, over all its models (each is about 190-200 MB of memory)."""
+
+Eviction = Callable[[], "asyncio.Task[None] | None"]
+"""Stops one idle CLI that fell out of its budget (called by the budget, outside its lock); the task closing it, if
+that runs on the caller's event loop."""
+
+
+class IdleBudget:
+    """A bound on idle CLIs, shared by the pools that count against it; the least recently useful one goes first.
+
+    Thread-safe: pools of models used from several threads (or event loops) may share one budget. The budget only
+    orders and counts; stopping a process is the owning pool's :data:`Eviction`, called without the budget's lock held.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._idle: dict[object, Eviction] = {}
+        """Idle CLIs, least recently useful first (a dict keeps its insertion order)."""
+        self._lock = threading.Lock()
+
+    def admit(self, key: object, evict: Eviction) -> list[asyncio.Task[None]]:
+        """Count ``key`` as idle and the most recently useful; stop the least recently useful beyond the limit.
+
+        The closes of those it stopped on the running event loop (a spare waits for them before its CLI starts).
+        The caller keeps nothing idle under a limit of 0.
+        """
+        with self._lock:
+            self._idle.pop(key, None)
+            self._idle[key] = evict
+            over = len(self._idle) - self.limit
+            victims = [self._idle.pop(oldest) for oldest in list(self._idle)[: max(over, 0)]]
+        if victims:
+            logger.debug("%d idle CLI(s) over the budget of %d: stopping the least recently used", over, self.limit)
+        return [closing for victim in victims if (closing := victim()) is not None]
+
+    def release(self, key: object) -> None:
+        """``key`` is no longer idle (taken by a turn, claimed, or stopped)."""
+        with self._lock:
+            self._idle.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._idle
+
+
+PROGRAM_IDLE_BUDGET = IdleBudget(DEFAULT_IDLE_CLIS)
+"""The budget every model with the default ``keep_sessions`` shares."""
