@@ -219,8 +219,9 @@ async def _deps_run(agent: Agent[str, str], run_id: str, history: Any = None) ->
 
 
 async def ours_many(bench: BenchContext) -> Metrics:
-    """``MANY`` new conversations at once on one model (each its own deps), then a follow-up of each at once."""
-    model = ClaudeCodeModel(env=bench.env)
+    """``MANY`` new conversations at once on one model (each its own deps), then a follow-up of each at once (the
+    model keeps them all, as the raw SDK's clients do)."""
+    model = ClaudeCodeModel(env=bench.env, keep_sessions=MANY)
     agent = deps_agent(model)
     run_ids = [f"run{index}" for index in range(MANY)]
     try:
@@ -294,7 +295,7 @@ class ManySuite(Suite):
                 f"{MANY} concurrent follow-ups (message_history) on one model (wall)",
                 "ours.follow_up",
                 "raw.follow_up",
-                note=f"{live:.0f} of {MANY} follow-ups continued their live process (keep_sessions=4)",
+                note=f"{live:.0f} of {MANY} follow-ups continued their live process (keep_sessions={MANY})",
             ),
         ]
 
