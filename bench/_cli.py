@@ -20,6 +20,8 @@ from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_
 from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
+from bench._lean_suites import LeanSuite
+from bench._mix_suites import MixSuite
 from bench._process_suites import NewProcessSuite
 from bench._sampler import TreeSampler
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
@@ -39,6 +41,8 @@ SUITES: tuple[Suite, ...] = (
     StoreSuite(),
     TemporalSuite(),
     NewProcessSuite(),
+    MixSuite(),
+    LeanSuite(),
 )
 
 

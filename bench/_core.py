@@ -352,7 +352,7 @@ def format_value(value: float | None, unit: str) -> str:
     if value is None or math.isnan(value):
         return "-"
     if unit != "s":
-        return f"{value:.3g} {unit}"
+        return f"{value:.0f} {unit}" if abs(value) >= 1000 else f"{value:.3g} {unit}"
     if value >= 10:
         return f"{value:.2f} s"
     if value >= 0.0995:

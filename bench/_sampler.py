@@ -1,9 +1,10 @@
 """How many Claude Code CLI processes a program holds, and their memory, sampled from ``/proc`` while it runs.
 
 A background thread wakes every ``interval`` seconds, finds the live descendants of a root process (default: this
-one) and records how many of them are CLIs (``comm`` is ``claude``, the bundled binary's name) and the summed resident
-set size of the CLIs and everything they started (their MCP servers, shells). It keeps the whole series, so a
-suite can also look at a window of it (a step of a program, the idle time after a burst).
+one) and records how many of them are CLIs (``comm`` is ``claude``, the bundled binary's name; a ``claude`` child of
+a CLI is the CLI forking to run a command, caught before its ``exec``, and counts neither as a CLI nor in the memory)
+and the summed resident set size of the CLIs and everything they started (their MCP servers, shells). It keeps the
+whole series, so a suite can also look at a window of it (a step of a program, the idle time after a burst).
 
 Kept cheap: a process's parent is read once, when the process is first seen (``/proc/<pid>/stat``); each sample then
 lists ``/proc`` and reads ``comm`` and ``statm`` of the tree's processes only. The thread's own CPU time is
@@ -12,6 +13,7 @@ measured (``time.thread_time()``) and reported with the results.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -137,10 +139,11 @@ class TreeSampler:
 
     def window(self, start: int, end: int) -> Sampled:
         """The samples from ``start`` to ``end`` (``time.monotonic_ns()``), with the last one before ``start``."""
-        with self._lock:
-            before = [sample for sample in self._samples if sample.at < start][-1:]
-            inside = [sample for sample in self._samples if start <= sample.at <= end]
-        return Sampled(before + inside, self.thread_cpu())
+        with self._lock:  # the series is in time order: every sample is taken and appended under the lock
+            first = bisect.bisect_left(self._samples, start, key=_at)
+            last = bisect.bisect_right(self._samples, end, key=_at)
+            samples = self._samples[max(first - 1, 0) : last]
+        return Sampled(samples, self.thread_cpu())
 
     def sample_now(self) -> Sample:
         """Take a sample in the calling thread and add it to the series."""
@@ -159,8 +162,11 @@ class TreeSampler:
     def sample(self) -> Sample:
         """One sample, now (callers hold the lock: the parent cache is shared)."""
         tree = self._tree()
-        clis = [pid for pid, process in tree.items() if process.is_cli]
-        cli_pages = sum(tree[pid].rss_pages for pid in _with_descendants(clis, tree))
+        # A CLI's child named like it is a fork not yet exec'd (it spawns a command: for some milliseconds the child
+        # is a copy sharing its parent's pages): neither another CLI nor more memory.
+        forks = {pid for pid, process in tree.items() if process.is_cli and _is_cli(tree, process.parent)}
+        clis = [pid for pid, process in tree.items() if process.is_cli and pid not in forks]
+        cli_pages = sum(tree[pid].rss_pages for pid in _with_descendants(clis, tree) - forks)
         return Sample(
             at=time.monotonic_ns(),
             clis=len(clis),
@@ -223,6 +229,15 @@ def _process(pid: int, parent: int) -> _Process | None:
     if size == b"0":
         return None
     return _Process(parent=parent, is_cli=name in CLI_NAMES, rss_pages=int(resident))
+
+
+def _at(sample: Sample) -> int:
+    return sample.at
+
+
+def _is_cli(tree: dict[int, _Process], pid: int) -> bool:
+    process = tree.get(pid)
+    return process is not None and process.is_cli
 
 
 def _with_descendants(roots: list[int], tree: dict[int, _Process]) -> set[int]:
