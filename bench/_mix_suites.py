@@ -49,8 +49,9 @@ PROMPTS = {step: prompt(calls=CALLS[step], run_id=RUN_IDS[step]) for step in STE
 EXPECTED = {step: expected_answer(calls=CALLS[step], run_id=RUN_IDS[step]) for step in STEPS}
 TOOL_SYSTEM = "You are the tool agent of a benchmark: call the probe tool as the prompt says."
 TEXT_SYSTEM = "You are the text agent of a benchmark: answer in plain text."
-PAUSE = 1.0
-"""Seconds each program waits after a step, as a program between requests does (background work may run)."""
+PAUSE = float(os.environ.get("BENCH_MIX_PAUSE", "1.0"))
+"""Seconds each program waits after a step, as a program between requests does (background work may run);
+``BENCH_MIX_PAUSE`` overrides the default of 1 s (the smoke test shortens it)."""
 CLI_BOUND = 3
 RSS_BOUND_MIB = 750.0
 

@@ -93,9 +93,10 @@ class TreeSampler:
     (:meth:`window`). :meth:`sample_now` adds a sample from the calling thread (between measurements, so that a short
     one still has a sample at its start and end)."""
 
-    def __init__(self, root: int | None = None, interval: float = 0.02) -> None:
+    def __init__(self, root: int | None = None, interval: float = 0.02, cli_names: frozenset[str] = CLI_NAMES) -> None:
         self.root = os.getpid() if root is None else root
         self.interval = interval
+        self.cli_names = cli_names
         self._parents: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -193,7 +194,7 @@ class TreeSampler:
             members.update(frontier)
         tree: dict[int, _Process] = {}
         for pid in members:
-            process = _process(pid, self._parents[pid])
+            process = _process(pid, self._parents[pid], self.cli_names)
             if process is not None:
                 tree[pid] = process
         return tree
@@ -216,7 +217,7 @@ def _parent(pid: int) -> int | None:
     return int(stat[stat.rindex(b")") + 2 :].split(maxsplit=2)[1])
 
 
-def _process(pid: int, parent: int) -> _Process | None:
+def _process(pid: int, parent: int, cli_names: frozenset[str]) -> _Process | None:
     """Name and resident pages of a live process (``None``: gone or a zombie, whose memory map is empty).
 
     ``comm`` and ``statm`` rather than ``stat``: the kernel sums every thread of a process for ``stat``, and a CLI
@@ -228,7 +229,7 @@ def _process(pid: int, parent: int) -> _Process | None:
         return None
     if size == b"0":
         return None
-    return _Process(parent=parent, is_cli=name in CLI_NAMES, rss_pages=int(resident))
+    return _Process(parent=parent, is_cli=name in cli_names, rss_pages=int(resident))
 
 
 def _at(sample: Sample) -> int:
