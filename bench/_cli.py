@@ -10,6 +10,7 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,10 @@ from bench._agent_suites import AgentSuite, ConcurrencySuite, StreamSuite, ours_
 from bench._brain import bench_brain
 from bench._core import BenchContext, Row, Suite, SuiteResult, run_suite, settle, table_lines
 from bench._ipc_suites import BridgeSpawnSuite, IPCRoundTripSuite
+from bench._lean_suites import LeanSuite
+from bench._mix_suites import MixSuite
 from bench._process_suites import NewProcessSuite
+from bench._sampler import TreeSampler
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
 from bench._store_suites import StoreSuite
 from bench._temporal_suites import TemporalSuite
@@ -37,6 +41,8 @@ SUITES: tuple[Suite, ...] = (
     StoreSuite(),
     TemporalSuite(),
     NewProcessSuite(),
+    MixSuite(),
+    LeanSuite(),
 )
 
 
@@ -67,9 +73,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write every sample and row to PATH")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument(
+        "--sample-interval",
+        type=float,
+        default=0.02,
+        metavar="SECONDS",
+        help="how often the CLI processes held and their RSS are sampled (default: 0.02)",
+    )
     args = parser.parse_args(argv)
     if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.sample_interval <= 0:
+        parser.error("--sample-interval must be positive")
     return args
 
 
@@ -96,32 +111,68 @@ def _progress(message: str) -> None:
     print(f"  {message}", file=sys.stderr, flush=True)
 
 
-async def run(args: argparse.Namespace) -> list[SuiteResult]:
-    """Run the selected suites in this process, one after the other, against one offline backend."""
+@dataclass
+class Run:
+    """What a run measured, and what sampling its processes cost."""
+
+    results: list[SuiteResult]
+    samples: int
+    sampler_cpu: float
+    """CPU seconds of the sampling thread over the whole run (not counted in the CPU rows)."""
+    seconds: float
+
+
+async def run(args: argparse.Namespace) -> Run:
+    """Run the selected suites in this process, one after the other, against one offline backend, sampling the CLI
+    processes this process holds throughout."""
     suites, _ = _selection(args.only)
     results: list[SuiteResult] = []
+    sampler = TreeSampler(interval=args.sample_interval)
+    started = time.perf_counter()
     with OfflineBackend(FunctionModel(bench_brain)) as backend:
-        bench = BenchContext(env=backend.cli_env())
-        if any(suite.needs_cli for suite in suites):
-            _progress("warming up")
-            await _warm_up(bench)
-        for suite in suites:
-            _progress(f"{suite.name}: {suite.description}")
-            result = await run_suite(suite, bench, args.repeat or suite.default_repeat, _progress)
-            if backend.errors and result.error is None:
-                result.error = f"the offline backend's brain failed: {backend.errors[-1]}"
-            backend.reset()
-            if result.error is not None:
-                _progress(f"{suite.name} FAILED: {result.error}")
-            results.append(result)
-    return results
+        bench = BenchContext(env=backend.cli_env(), sampler=sampler.start())
+        try:
+            await _run_suites(suites, bench, backend, args, results)
+        finally:
+            sampled = sampler.stop()
+    return Run(results, len(sampled.samples), sampled.cpu, time.perf_counter() - started)
+
+
+async def _run_suites(
+    suites: list[Suite],
+    bench: BenchContext,
+    backend: OfflineBackend,
+    args: argparse.Namespace,
+    results: list[SuiteResult],
+) -> None:
+    if any(suite.needs_cli for suite in suites):
+        _progress("warming up")
+        await _warm_up(bench)
+    for suite in suites:
+        _progress(f"{suite.name}: {suite.description}")
+        result = await run_suite(suite, bench, args.repeat or suite.default_repeat, _progress)
+        if backend.errors and result.error is None:
+            result.error = f"the offline backend's brain failed: {backend.errors[-1]}"
+        backend.reset()
+        if result.error is not None:
+            _progress(f"{suite.name} FAILED: {result.error}")
+        results.append(result)
 
 
 def _report(results: list[SuiteResult], shown: set[str] | None) -> list[Row]:
     return [row for result in results for row in result.rows if shown is None or row.key in shown]
 
 
-def _json_document(args: argparse.Namespace, results: list[SuiteResult], rows: list[Row]) -> dict[str, Any]:
+def _sampler_text(measured: Run) -> str:
+    per_sample = measured.sampler_cpu / measured.samples if measured.samples else 0.0
+    share = measured.sampler_cpu / measured.seconds if measured.seconds else 0.0
+    return (
+        f"process sampler: {measured.samples} samples, {measured.sampler_cpu:.2f} s CPU "
+        f"({per_sample * 1e3:.2f} ms a sample, {share:.1%} of one CPU; left out of the CPU rows)"
+    )
+
+
+def _json_document(args: argparse.Namespace, measured: Run, rows: list[Row]) -> dict[str, Any]:
     import claude_agent_sdk
     import pydantic_ai
 
@@ -134,6 +185,12 @@ def _json_document(args: argparse.Namespace, results: list[SuiteResult], rows: l
             "load_average": os.getloadavg(),
         },
         "versions": {"claude-agent-sdk": claude_agent_sdk.__version__, "pydantic-ai": pydantic_ai.__version__},
+        "sampler": {
+            "interval": args.sample_interval,
+            "samples": measured.samples,
+            "cpu": measured.sampler_cpu,
+            "seconds": measured.seconds,
+        },
         "suites": [
             {
                 "name": result.name,
@@ -141,8 +198,9 @@ def _json_document(args: argparse.Namespace, results: list[SuiteResult], rows: l
                 "seconds": result.seconds,
                 "error": result.error,
                 "samples": result.samples,
+                "process_series": result.series,
             }
-            for result in results
+            for result in measured.results
         ],
         "rows": [row.as_dict() for row in rows],
     }
@@ -154,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.environ.get("CLAUDECODE_MODEL_IN_NETNS") != "1":
         _progress("note: not inside scripts/loopback-only (the CLI still talks only to the local backend)")
     started = time.perf_counter()
-    results = asyncio.run(run(args))
+    measured = asyncio.run(run(args))
+    results = measured.results
     _, shown = _selection(args.only)
     rows = _report(results, shown)
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
@@ -170,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in rows:
         if row.note and row.correct:
             print(f"{row.key}: {row.note}")
+    print(_sampler_text(measured))
     if args.json is not None:
-        args.json.write_text(json.dumps(_json_document(args, results, rows), indent=2, default=str) + "\n")
+        args.json.write_text(json.dumps(_json_document(args, measured, rows), indent=2, default=str) + "\n")
     return 1 if any(result.error is not None for result in results) else 0

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
+from bench._sampler import Sampled, TreeSampler, own_cpu
+
 Metrics = dict[str, float]
 """What one call of a variant measured: metric name -> seconds (or another unit a row says)."""
 
@@ -64,6 +66,12 @@ class Row:
     """The sample keys of ``ours`` and ``raw``: their per-repetition ratios give :attr:`ratio_range`."""
     ratio_range: tuple[float, float] | None = None
     """Lowest and highest ``ours / raw`` of the repetitions (each pair measured back to back)."""
+    variants: tuple[str | None, str | None] | None = None
+    """The variants whose processes the ours and raw columns show (defaults to the variants of :attr:`pair`)."""
+    clis: tuple[float | None, float | None] = (None, None)
+    """Median over the repetitions of the most CLI processes held at once while each variant ran (ours, raw)."""
+    rss_mib: tuple[float | None, float | None] = (None, None)
+    """Median of the most summed RSS of those CLIs and their children, MiB (ours, raw)."""
 
     @property
     def ratio(self) -> float | None:
@@ -133,6 +141,9 @@ class SuiteResult:
     rows: list[Row] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    series: dict[str, list[list[tuple[float, int, float]]]] = field(default_factory=dict)
+    """Per variant, per measurement: every process sample (seconds since its start, CLIs, their RSS in MiB); kept
+    for the suites that set ``keep_series``."""
 
 
 class Suite:
@@ -152,6 +163,8 @@ class Suite:
     """The suite starts the Claude Code CLI (so the run warms it up first)."""
     settle_between: bool = True
     """Wait for every child process to end after each measurement (off when a suite keeps one running)."""
+    keep_series: bool = False
+    """Keep every process sample of every measurement in the JSON (not only the maxima)."""
 
     def variants(self, bench: BenchContext) -> AbstractAsyncContextManager[dict[str, Variant]]:
         raise NotImplementedError
@@ -166,9 +179,37 @@ class Suite:
 
 @dataclass
 class BenchContext:
-    """What every suite shares: the environment that points the CLI at the offline backend."""
+    """What every suite shares: the environment that points the CLI at the offline backend, and the sampler of the
+    CLI processes this process holds (running through the whole run)."""
 
     env: dict[str, str]
+    sampler: TreeSampler = field(default_factory=TreeSampler)
+
+
+CLIS_MAX = "clis_max"
+RSS_MAX = "rss_max_mib"
+"""The metrics every measurement gets from the sampler: the most CLIs held at once, the most summed RSS (MiB)."""
+
+
+def process_metrics(sampled: Sampled) -> Metrics:
+    """The sampler's figures of one measurement."""
+    return {CLIS_MAX: float(sampled.max_clis), RSS_MAX: sampled.max_rss_mib}
+
+
+def _row_processes(row: Row, samples: dict[str, list[float]]) -> None:
+    """Fill a row's CLI and RSS columns from the maxima its variants' measurements sampled."""
+    variants = row.variants
+    if variants is None and row.pair is not None:
+        variants = (row.pair[0].split(".", 1)[0], row.pair[1].split(".", 1)[0])
+    if variants is None:
+        return
+
+    def median_of(variant: str | None, metric: str) -> float | None:
+        values = samples.get(f"{variant}.{metric}") if variant is not None else None
+        return statistics.median(values) if values else None
+
+    row.clis = (median_of(variants[0], CLIS_MAX), median_of(variants[1], CLIS_MAX))
+    row.rss_mib = (median_of(variants[0], RSS_MAX), median_of(variants[1], RSS_MAX))
 
 
 def live_descendants(pid: int | None = None) -> set[int]:
@@ -229,7 +270,16 @@ async def run_suite(suite: Suite, bench: BenchContext, repeat: int, progress: Ca
                     # pydantic-ai, the SDK and the backend loaded) falls due after enough allocations by anyone in
                     # the process, and would land in one variant's window or the other's by chance.
                     gc.collect()
+                    bench.sampler.sample_now()
+                    start = time.monotonic_ns()
                     metrics = await variants[name]()
+                    end = time.monotonic_ns()
+                    bench.sampler.sample_now()
+                    sampled = bench.sampler.window(start, end + 1)
+                    metrics = {**metrics, **process_metrics(sampled)}
+                    if suite.keep_series:
+                        series = [((s.at - start) / 1e9, s.clis, round(s.rss_mib, 1)) for s in sampled.samples]
+                        result.series.setdefault(name, []).append(series)
                     for key, value in metrics.items():
                         result.samples.setdefault(f"{name}.{key}", []).append(value)
                     if suite.settle_between:
@@ -241,6 +291,7 @@ async def run_suite(suite: Suite, bench: BenchContext, repeat: int, progress: Ca
         for row in result.rows:
             if row.pair is not None:
                 row.ratio_range = paired_ratio_range(result.samples[row.pair[0]], result.samples[row.pair[1]])
+            _row_processes(row, result.samples)
     except Exception as error:  # a failed suite is reported, the others still run
         result.error = f"{type(error).__name__}: {error}"
         result.rows = [
@@ -253,7 +304,8 @@ async def run_suite(suite: Suite, bench: BenchContext, repeat: int, progress: Ca
 
 @dataclass
 class Lap:
-    """Wall-clock and CPU time (of this whole process: our code, the SDK, and the backend's thread) of one step."""
+    """Wall-clock and CPU time (of this whole process: our code, the SDK, and the backend's thread; not the process
+    sampler's thread) of one step."""
 
     wall: float = 0.0
     cpu: float = 0.0
@@ -267,10 +319,10 @@ class Stopwatch:
 
     def restart(self) -> None:
         self._wall = time.perf_counter()
-        self._cpu = time.process_time()
+        self._cpu = own_cpu()
 
     def lap(self) -> Lap:
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = time.perf_counter(), own_cpu()
         lap = Lap(wall - self._wall, cpu - self._cpu)
         self._wall, self._cpu = wall, cpu
         return lap
@@ -300,7 +352,7 @@ def format_value(value: float | None, unit: str) -> str:
     if value is None or math.isnan(value):
         return "-"
     if unit != "s":
-        return f"{value:.3g} {unit}"
+        return f"{value:.0f} {unit}" if abs(value) >= 1000 else f"{value:.3g} {unit}"
     if value >= 10:
         return f"{value:.2f} s"
     if value >= 0.0995:
@@ -308,6 +360,13 @@ def format_value(value: float | None, unit: str) -> str:
     if value >= 0.000995:
         return f"{value * 1000:.1f} ms"
     return f"{value * 1e6:.0f} us"
+
+
+def _pair_text(values: tuple[float | None, float | None], pattern: str) -> str:
+    """``ours / raw`` of a process column; ``-`` where a side was not sampled."""
+    if values == (None, None):
+        return "-"
+    return " / ".join("-" if value is None else pattern.format(value) for value in values)
 
 
 def _met_text(row: Row) -> str:
@@ -323,8 +382,20 @@ def _met_text(row: Row) -> str:
 
 
 def table_lines(rows: Sequence[Row], *, markdown: bool = False) -> list[str]:
-    """The results table: benchmark, ours, raw, ours/raw (and its per-repetition range), target, figure, met."""
-    header = ["benchmark", "ours (median)", "raw SDK (median)", "ours / raw", "range", "target", "measured", "met"]
+    """The results table: benchmark, ours, raw, ours/raw (and its per-repetition range), the CLIs held and their RSS
+    (ours / raw), target, figure, met."""
+    header = [
+        "benchmark",
+        "ours (median)",
+        "raw SDK (median)",
+        "ours / raw",
+        "range",
+        "CLIs held (max) ours/raw",
+        "RSS (max, MiB) ours/raw",
+        "target",
+        "measured",
+        "met",
+    ]
     body: list[list[str]] = []
     for row in rows:
         ratio = row.ratio
@@ -338,6 +409,8 @@ def table_lines(rows: Sequence[Row], *, markdown: bool = False) -> list[str]:
                 format_value(row.raw, row.unit),
                 f"{ratio:.2f} x" if ratio is not None else "-",
                 f"{row.ratio_range[0]:.2f}-{row.ratio_range[1]:.2f}" if row.ratio_range and row.correct else "-",
+                _pair_text(row.clis, "{:g}"),
+                _pair_text(row.rss_mib, "{:.0f}"),
                 row.target.text,
                 figure_text if row.correct else "-",
                 _met_text(row),
@@ -348,7 +421,7 @@ def table_lines(rows: Sequence[Row], *, markdown: bool = False) -> list[str]:
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
         return lines
     widths = [max(len(cells[i]) for cells in [header, *body]) for i in range(len(header))]
-    numeric = {1, 2, 3, 4, 6}
+    numeric = {1, 2, 3, 4, 5, 6, 8}
 
     def line(cells: list[str]) -> str:
         return "  ".join(

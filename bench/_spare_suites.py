@@ -19,6 +19,7 @@ from bench import _raw
 from bench._agents import deps_agent, first_details, last_details, probe_agent
 from bench._brain import expected_answer, prompt
 from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check, compared, live_descendants
+from bench._sampler import own_cpu
 from claudecode_model.model import ClaudeCodeModel
 
 MANY = 16
@@ -57,9 +58,9 @@ async def ours_spare(bench: BenchContext) -> Metrics:
         await _timed_run(agent, "fresh")
         check(await model.prewarm(agent), "no spare after the first conversation")
         wall, first_token, result = await _timed_run(agent, "spare")
-        cpu = time.process_time()
+        cpu = own_cpu()
         follow, _, _ = await _timed_run(agent, "live", result.all_messages())
-        cpu = time.process_time() - cpu
+        cpu = own_cpu() - cpu
     finally:
         await model.aclose()
     return {"new_after_one": wall, "first_token_spare": first_token, "follow_up": follow, "cpu_follow_up": cpu}
@@ -83,9 +84,9 @@ async def ours_fresh(bench: BenchContext) -> Metrics:
     model = ClaudeCodeModel(env=bench.env)
     agent = probe_agent(model)
     try:
-        cpu = time.process_time()
+        cpu = own_cpu()
         wall, first_token, _ = await _timed_run(agent, "fresh")
-        cpu = time.process_time() - cpu
+        cpu = own_cpu() - cpu
     finally:
         await model.aclose()
     return {"first_fresh": wall, "first_token_new": first_token, "cpu_new": cpu}
@@ -95,19 +96,19 @@ async def raw_cold(bench: BenchContext) -> Metrics:
     """``ClaudeSDKClient`` connect + query with one tool call; then the next query on the same client."""
     client = ClaudeSDKClient(_raw.options(bench.env, _raw.probe_server(), partial_messages=True))
     try:
-        cpu = time.process_time()
+        cpu = own_cpu()
         start = time.perf_counter()
         await client.connect()
         await client.query(prompt(calls=1))
         _raw.answer_of(await _raw.result_of(client.receive_response()), expected_answer(calls=1))
         cold = time.perf_counter() - start
-        cpu_cold = time.process_time() - cpu
-        cpu = time.process_time()
+        cpu_cold = own_cpu() - cpu
+        cpu = own_cpu()
         start = time.perf_counter()
         await client.query(prompt(calls=1))
         _raw.answer_of(await _raw.result_of(client.receive_response()), expected_answer(calls=1))
         follow = time.perf_counter() - start
-        cpu_follow = time.process_time() - cpu
+        cpu_follow = own_cpu() - cpu
     finally:
         await client.disconnect()
     return {"cold": cold, "follow_up": follow, "cpu_cold": cpu_cold, "cpu_follow_up": cpu_follow}
@@ -311,14 +312,14 @@ async def ours_model_cpu(bench: BenchContext) -> Metrics:
     messages: list[Any] = [ModelRequest.user_text_prompt(prompt())]
     try:
         messages.append(await model.request(messages, None, ModelRequestParameters()))
-        cpu = time.process_time()
+        cpu = own_cpu()
         for _ in range(CPU_TURNS):
             messages.append(ModelRequest.user_text_prompt(prompt()))
             response = await model.request(messages, None, ModelRequestParameters())
             check(response.parts == [TextPart(expected_answer(calls=0))], f"answered {response.parts!r}")
             check((response.provider_details or {}).get("session_source") == "live", "not the live session")
             messages.append(response)
-        cpu = (time.process_time() - cpu) / CPU_TURNS
+        cpu = (own_cpu() - cpu) / CPU_TURNS
     finally:
         await model.aclose()
     return {"cpu_turn": cpu}
@@ -331,11 +332,11 @@ async def raw_client_cpu(bench: BenchContext) -> Metrics:
         await client.connect()
         await client.query(prompt())
         await _raw.result_of(client.receive_response())
-        cpu = time.process_time()
+        cpu = own_cpu()
         for _ in range(CPU_TURNS):
             await client.query(prompt())
             _raw.answer_of(await _raw.result_of(client.receive_response()), expected_answer(calls=0))
-        cpu = (time.process_time() - cpu) / CPU_TURNS
+        cpu = (own_cpu() - cpu) / CPU_TURNS
     finally:
         await client.disconnect()
     return {"cpu_turn": cpu}

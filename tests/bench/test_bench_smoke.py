@@ -26,10 +26,14 @@ def test_bench_prints_a_row_with_a_ratio_and_writes_json(tmp_path: Path) -> None
     header = next(line for line in lines if line.startswith("benchmark"))
     assert "ours / raw" in header
     assert "target" in header
+    assert "CLIs held (max) ours/raw" in header
+    assert "RSS (max, MiB) ours/raw" in header
     [row] = [line for line in lines if line.startswith("bridge spawn -> ready")]
-    # ours, raw, their ratio and its per-repetition range, then the target and its verdict
+    # ours, raw, their ratio and its per-repetition range, the CLIs held and their RSS (none: no CLI in this row),
+    # then the target and its verdict
     number = r"\d+(\.\d+)? (us|ms|s)"
-    assert re.search(rf"{number} +{number} +\d+\.\d\d x +\d+\.\d\d-\d+\.\d\d +<= 0\.3 s", row), row
+    ratio = r"\d+\.\d\d x +\d+\.\d\d-\d+\.\d\d"
+    assert re.search(rf"{number} +{number} +{ratio} +0 / 0 +0 / 0 +<= 0\.3 s", row), row
     assert row.rstrip().endswith(("yes", "NO"))
 
     document = json.loads(report.read_text())
@@ -39,3 +43,7 @@ def test_bench_prints_a_row_with_a_ratio_and_writes_json(tmp_path: Path) -> None
     assert data["raw"] > 0
     assert data["ratio"] == data["ours"] / data["raw"]
     assert len(document["suites"][0]["samples"]["ours.ready"]) == 1
+    assert document["suites"][0]["samples"]["ours.clis_max"] == [0]
+    assert data["clis"] == [0, 0]
+    assert document["sampler"]["samples"] > 0
+    assert "process sampler:" in completed.stdout
