@@ -1,13 +1,13 @@
 """The mix suite: one fresh program per round running a mix of agents, for this library, the raw SDK and the peer.
 
 Each round starts every contender as a new process (``bench/mix/ours.py``, ``bench/mix/raw.py``,
-``bench/node/mix.mjs``), interleaved, against the one offline backend of the run. The program runs five steps, a
-pause after each: (a) a tool agent's run (one tool call; the program's first request), (b) a text agent's run (no
-tools, another system prompt, the same model), (c) a follow-up of (a)'s conversation, (d) a new conversation of the
-tool agent, (e) a brand-new model running the tool agent. Each step's wall time comes from the program; while it
-runs, the benchmark's process sampler (``bench/_sampler.py``) counts the CLI processes under it and their summed
-RSS, so each round gives the most CLIs and RSS held at any moment, and the CLIs and RSS held at the end of the pause
-after each step (what the program holds idle).
+``bench/node/mix.mjs``), interleaved, against the one offline backend of the run. The program runs five steps, a pause
+after each: (a) a tool agent's run (one tool call; the program's first request), (b) a text agent's run (no tools,
+another system prompt, the same model), (c) a follow-up of (b)'s conversation (the latest), (d) a new conversation of
+the tool agent, (e) a brand-new model running the tool agent. Each step's wall time comes from the program; while it
+runs, the benchmark's process sampler (``bench/_sampler.py``) counts the CLI processes under it and their summed RSS, so
+each round gives the most CLIs and RSS held at any moment, and the CLIs and RSS held at the end of the pause after each
+step (what the program holds idle).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ PEER_SOURCE = ROOT / "bench" / "node" / "mix.mjs"
 STEPS = ("tool", "text", "follow_up", "new_conversation", "new_model")
 """The program's steps, in order."""
 RUN_IDS = dict(zip(STEPS, "abcde", strict=True))
-CALLS = {step: 0 if step == "text" else 1 for step in STEPS}
+CALLS = {step: 0 if step in ("text", "follow_up") else 1 for step in STEPS}
 PROMPTS = {step: prompt(calls=CALLS[step], run_id=RUN_IDS[step]) for step in STEPS}
 EXPECTED = {step: expected_answer(calls=CALLS[step], run_id=RUN_IDS[step]) for step in STEPS}
 TOOL_SYSTEM = "You are the tool agent of a benchmark: call the probe tool as the prompt says."
@@ -58,7 +58,7 @@ RSS_BOUND_MIB = 750.0
 STEP_NAMES = {
     "tool": "tool agent's run (1 tool call, the program's first request)",
     "text": "text agent's run (no tools, other system prompt)",
-    "follow_up": "follow-up of the tool agent's conversation",
+    "follow_up": "follow-up of the text agent's conversation",
     "new_conversation": "new conversation of the tool agent (same model)",
     "new_model": "brand-new model, the tool agent",
 }

@@ -1,13 +1,13 @@
 """One round of the mix suite with claudecode-model: one program that runs five steps, as an application would.
 
-(a) a tool agent's run (one tool call; the program's first request), (b) a text agent's run (no tools, another
-system prompt, the same model), (c) a follow-up of (a)'s conversation (``message_history``), (d) a new conversation
-of the tool agent, (e) a brand-new ``ClaudeCodeModel`` running the tool agent (made inside the step). The program
-pauses ``BENCH_MIX_PAUSE`` seconds after each step, as a program between requests does. Run by
-``bench/_mix_suites.py`` in a fresh interpreter per round; reads the CLI environment (``BENCH_CLI_ENV``), the
-prompts (``BENCH_MIX_PROMPTS``) and the system prompts (``BENCH_TOOL_SYSTEM``, ``BENCH_TEXT_SYSTEM``); prints one
-JSON line: per step its ``time.monotonic_ns()`` start, end and end of the pause after it, the answer, and where the
-library says the CLI session came from.
+(a) a tool agent's run (one tool call; the program's first request), (b) a text agent's run (no tools, another system
+prompt, the same model), (c) a follow-up of (b)'s conversation, the latest (``message_history``), (d) a new conversation
+of the tool agent, (e) a brand-new ``ClaudeCodeModel`` running the tool agent (made inside the step). The program pauses
+``BENCH_MIX_PAUSE`` seconds after each step, as a program between requests does. Run by ``bench/_mix_suites.py`` in a
+fresh interpreter per round; reads the CLI environment (``BENCH_CLI_ENV``), the prompts (``BENCH_MIX_PROMPTS``) and the
+system prompts (``BENCH_TOOL_SYSTEM``, ``BENCH_TEXT_SYSTEM``); prints one JSON line: per step its
+``time.monotonic_ns()`` start, end and end of the pause after it, the answer, and where the library says the CLI session
+came from.
 """
 
 import asyncio
@@ -68,9 +68,9 @@ async def main() -> list[dict[str, Any]]:
     model = ClaudeCodeModel(env=ENV)
     tools = tool_agent(model)
     text = Agent(model, system_prompt=os.environ["BENCH_TEXT_SYSTEM"])
-    first = await step("tool", lambda: tools.run(PROMPTS["tool"]))
-    await step("text", lambda: text.run(PROMPTS["text"]))
-    await step("follow_up", lambda: tools.run(PROMPTS["follow_up"], message_history=first.all_messages()))
+    await step("tool", lambda: tools.run(PROMPTS["tool"]))
+    second = await step("text", lambda: text.run(PROMPTS["text"]))
+    await step("follow_up", lambda: text.run(PROMPTS["follow_up"], message_history=second.all_messages()))
     await step("new_conversation", lambda: tools.run(PROMPTS["new_conversation"]))
     models = [model]
 

@@ -3,10 +3,9 @@
 
 Each conversation is one client: (a) connects a client with the tool (an in-process ``create_sdk_mcp_server``
 server) and the tool agent's system prompt, (b) a client without tools and the text agent's system prompt, (c) the
-next query on (a)'s client, (d) and (e) a new client each. A client is closed (``disconnect()``, after the step's
-answer, not timed) as soon as its conversation has no more steps: (b)'s, (d)'s and (e)'s after their answer, (a)'s
-after the follow-up. So the program holds one CLI per open conversation: (a)'s stays up during (b). Same protocol as
-``ours.py``.
+next query on (b)'s client, (d) and (e) a new client each. A client is closed (``disconnect()``, after the step's
+answer, not timed) as soon as its conversation has no more steps: (a)'s, (d)'s and (e)'s after their answer, (b)'s
+after the follow-up. So the program holds one CLI per open conversation. Same protocol as ``ours.py``.
 """
 
 import asyncio
@@ -80,9 +79,9 @@ async def main() -> list[dict[str, Any]]:
     async def follow_up(client: ClaudeSDKClient, prompt: str) -> tuple[ClaudeSDKClient, str]:
         return client, await ask(client, prompt)
 
-    first = await step("tool", lambda: new_conversation(PROMPTS["tool"], tool_system, True), done=False)
-    await step("text", lambda: new_conversation(PROMPTS["text"], text_system, False), done=True)
-    await step("follow_up", lambda: follow_up(first, PROMPTS["follow_up"]), done=True)
+    await step("tool", lambda: new_conversation(PROMPTS["tool"], tool_system, True), done=True)
+    second = await step("text", lambda: new_conversation(PROMPTS["text"], text_system, False), done=False)
+    await step("follow_up", lambda: follow_up(second, PROMPTS["follow_up"]), done=True)
     await step("new_conversation", lambda: new_conversation(PROMPTS["new_conversation"], tool_system, True), done=True)
     await step("new_model", lambda: new_conversation(PROMPTS["new_model"], tool_system, True), done=True)
     return steps

@@ -3,7 +3,7 @@
 // SDK's query()), so each conversation is a model instance: a `claudeCode()` instance resumes the session it last
 // ran (it keeps the captured session id), so a new conversation takes a new instance. (a) the tool agent
 // (createAiSdkMcpServer), (b) a text agent without tools, (c) the follow-up as docs/sessions.md shows it: a model
-// with `resume: <the session id of (a)>`, and the new prompt, (d) a new conversation: a new instance of the tool
+// with `resume: <the session id of (b)>`, and the new prompt, (d) a new conversation: a new instance of the tool
 // agent's model, (e) a brand-new provider (createClaudeCode()) and its model. Same protocol as ours.py (times from
 // process.hrtime, CLOCK_MONOTONIC, as the parent's clock).
 import { generateText, tool } from 'ai';
@@ -45,15 +45,17 @@ async function step(name, run) {
   return result;
 }
 
-const first = await step('tool', () =>
+await step('tool', () =>
   generateText({ model: claudeCode('sonnet', toolSettings()), system: toolSystem, prompt: prompts.tool }),
 );
-const sessionId = first.providerMetadata?.['claude-code']?.sessionId;
-await step('text', () => generateText({ model: claudeCode('sonnet', common), system: textSystem, prompt: prompts.text }));
+const second = await step('text', () =>
+  generateText({ model: claudeCode('sonnet', common), system: textSystem, prompt: prompts.text }),
+);
+const sessionId = second.providerMetadata?.['claude-code']?.sessionId;
 await step('follow_up', () =>
   generateText({
-    model: claudeCode('sonnet', toolSettings({ resume: sessionId })),
-    system: toolSystem,
+    model: claudeCode('sonnet', { ...common, resume: sessionId }),
+    system: textSystem,
     prompt: prompts.follow_up,
   }),
 );

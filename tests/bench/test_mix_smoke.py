@@ -48,5 +48,5 @@ def test_one_round_of_the_mix_shows_the_clis_held_and_their_memory(tmp_path: Pat
     table = completed.stdout.splitlines()
     header = next(line for line in table if line.startswith("benchmark"))
     assert "CLIs held (max) ours/raw" in header
-    [line] = [line for line in table if line.startswith("mix: follow-up of the tool agent's conversation vs raw")]
+    [line] = [line for line in table if line.startswith("mix: follow-up of the text agent's conversation vs raw")]
     assert re.search(r" \d+ / \d+ +\d+ / \d+ +", line), line
