@@ -564,7 +564,8 @@ class CLISession:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
         if (disconnect := self._disconnecting) is not None and not disconnect.done():
-            await asyncio.wait({disconnect})  # ends within its own timeout; a cancelled owner no longer waits for it
+            # A cancelled owner no longer waits for it; it ends within its own timeout.
+            await asyncio.wait({disconnect}, timeout=_STOP_GRACE_SECONDS * 2)
         self._stop_mark.stopped = True  # whatever still runs is stopped on purpose: its reader's error is no news
         stop_child(self._live_pid())
         await self._stop_leftovers()
