@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from claudecode_model._sessions.session import _STOP_GRACE_SECONDS
 from claudecode_model.testing import OfflineBackend
 from tests._support.processes import environment, process_table
 from tests._support.subprocesses import run_python
@@ -176,6 +177,39 @@ def test_closing_after_run_sync_is_quiet_from_any_context(claude_backend: Offlin
     assert completed.stderr == ""
     assert [line for line in completed.stdout.splitlines() if line.startswith("after")] == ["after 0"]
     assert int(completed.stdout.split("before ")[1].split()[0]) >= 2  # kept conversations and a spare
+    assert processes_with(marker) == []
+
+
+def test_closing_after_an_idle_pause_is_quiet_with_an_explicit_keep_sessions(
+    claude_backend: OfflineBackend, tmp_path: Path
+):
+    # The second conversation puts the first one over keep_sessions=1: its close begins as run_sync returns and
+    # stops with the loop. The pause outlasts that close's grace periods, which all expire at once when close()
+    # runs the loop again (the disconnect's TimeoutError used to be "never retrieved", a 35-line traceback).
+    pause = _STOP_GRACE_SECONDS * 2 + 2
+    program = textwrap.dedent(
+        f"""
+        import time
+        from pydantic_ai import Agent
+        from claudecode_model import ClaudeCodeModel
+
+        def add(a: int, b: int) -> int:
+            return a + b
+
+        model = ClaudeCodeModel(keep_sessions=1)
+        agent = Agent(model, tools=[add])
+        agent.run_sync("add 1 and 2")
+        agent.run_sync("another conversation")
+        time.sleep({pause})
+        model.close()
+        print("closed")
+        """
+    )
+    completed, marker = run_program(program, claude_backend.cli_env(), tmp_path)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    assert completed.stdout == "closed\n"
     assert processes_with(marker) == []
 
 

@@ -205,6 +205,8 @@ class CLISession:
         self._transports = transports or _SUBPROCESSES
         self._transport: CLITransport | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._disconnecting: asyncio.Task[None] | None = None
+        """The owner's disconnect from the CLI, once it began (see :meth:`close`)."""
         self._serving = False
         self.waiting_for_tools = False
         """The turn in progress waits for tool results pydantic-ai runs: stopping it kills the CLI at once."""
@@ -410,9 +412,18 @@ class CLISession:
             if self.waiting_for_tools:
                 # Its tool calls would fail, and the CLI would send Claude one more request before it exits.
                 self._signal(force=True)
+            # A task of its own, shielded: a close that stops waiting for the owner cancels it here, and the
+            # disconnect then ends within its own timeout, awaited by that close. Its outcome is always retrieved:
+            # once the shield is cancelled nothing else would (a program paused between ``run_sync`` calls lets
+            # the timeout expire meanwhile, and asyncio printed "Task exception was never retrieved").
+            disconnect = self._disconnecting = self._loop.create_task(
+                _disconnect(client), name="claude-code-disconnect"
+            )
+            disconnect.add_done_callback(_disconnected)
             try:
-                await asyncio.shield(_disconnect(client))
+                await asyncio.shield(disconnect)
             except BaseException:
+                self._stop_mark.stopped = True  # its message reader sees the SIGTERM: a deliberate stop
                 stop_child(self._live_pid())
                 raise
             finally:
@@ -552,6 +563,10 @@ class CLISession:
                 owner.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(owner), timeout=_STOP_GRACE_SECONDS)
+        if (disconnect := self._disconnecting) is not None and not disconnect.done():
+            # A cancelled owner no longer waits for it; it ends within its own timeout.
+            await asyncio.wait({disconnect}, timeout=_STOP_GRACE_SECONDS * 2)
+        self._stop_mark.stopped = True  # whatever still runs is stopped on purpose: its reader's error is no news
         stop_child(self._live_pid())
         await self._stop_leftovers()
         await self._stop_tool_servers()
@@ -656,6 +671,13 @@ class CLISession:
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
     await asyncio.wait_for(client.disconnect(), timeout=_STOP_GRACE_SECONDS * 2)
+
+
+def _disconnected(task: asyncio.Task[None]) -> None:
+    """Retrieve a disconnect's outcome: a failed one is followed by SIGTERM to the CLI, which its owner or
+    :meth:`CLISession.close` sends."""
+    if not task.cancelled() and (error := task.exception()) is not None:
+        logger.debug("disconnecting from the CLI failed (%r); its process is stopped", error)
 
 
 _SUBPROCESSES = SubprocessTransports()
