@@ -257,6 +257,29 @@ async def test_a_spare_that_pushes_a_session_out_starts_once_that_session_is_gon
     await pool.close_all()
 
 
+async def test_a_spare_asked_for_before_the_budgets_idle_clis_were_used_does_not_start() -> None:
+    release = asyncio.Event()
+    release.set()
+    pool: SessionPool[FakeSession] = SessionPool(
+        budget=IdleBudget(1), idle_timeout=300, max_spares=1, max_spares_total=1, spare_delay=0.05
+    )
+    started: list[str] = []
+
+    async def spawn() -> FakeSession:
+        started.append("spare")
+        return fake("spare", release)
+
+    assert pool.start_spare("sig", spawn)
+    kept = fake("kept", release)
+    await pool.put(kept)  # used after the spare was asked for: more useful
+    await asyncio.sleep(0.2)
+
+    assert started == []
+    assert await pool.claim_spare("sig") is None
+    assert not kept.close_started
+    await pool.close_all()
+
+
 def test_a_session_pushed_out_by_another_thread_is_stopped_while_its_loop_does_not_run() -> None:
     """A run_sync program between calls: another thread's model fills the shared budget; the idle session of the
     loop that does not run is stopped at once, and its loop tidies up when it runs again."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 __all__ = ["DEFAULT_IDLE_CLIS", "PROGRAM_IDLE_BUDGET", "Eviction", "IdleBudget"]
 
@@ -26,6 +28,13 @@ Eviction = Callable[[], "asyncio.Task[None] | None"]
 that runs on the caller's event loop."""
 
 
+@dataclass(frozen=True)
+class _Idle:
+    since: float
+    """When it was last useful: a kept session's last turn, a spare's request."""
+    evict: Eviction
+
+
 class IdleBudget:
     """A bound on idle CLIs, shared by the pools that count against it; the least recently useful one goes first.
 
@@ -35,23 +44,31 @@ class IdleBudget:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._idle: dict[object, Eviction] = {}
-        """Idle CLIs, least recently useful first (a dict keeps its insertion order)."""
+        self._idle: dict[object, _Idle] = {}
         self._lock = threading.Lock()
 
-    def admit(self, key: object, evict: Eviction) -> list[asyncio.Task[None]]:
-        """Count ``key`` as idle and the most recently useful; stop the least recently useful beyond the limit.
+    def admit(self, key: object, evict: Eviction, *, since: float | None = None) -> list[asyncio.Task[None]] | None:
+        """Count ``key`` as idle, last useful at ``since`` (default: now); stop the least recently useful beyond the
+        limit.
 
-        The closes of those it stopped on the running event loop (a spare waits for them before its CLI starts).
-        The caller keeps nothing idle under a limit of 0.
+        The closes of those it stopped on the running event loop (a spare waits for them before its CLI starts);
+        ``None`` if ``key`` itself is the least recently useful of a full budget (it is not counted: the caller
+        does not keep it, nor anything under a limit of 0).
         """
+        if self.limit <= 0:
+            return None
+        useful = _Idle(time.monotonic() if since is None else since, evict)
         with self._lock:
             self._idle.pop(key, None)
-            self._idle[key] = evict
-            over = len(self._idle) - self.limit
-            victims = [self._idle.pop(oldest) for oldest in list(self._idle)[: max(over, 0)]]
+            if len(self._idle) >= self.limit and all(idle.since > useful.since for idle in self._idle.values()):
+                return None
+            self._idle[key] = useful
+            by_age = sorted(self._idle, key=lambda each: self._idle[each].since)
+            victims = [self._idle.pop(oldest).evict for oldest in by_age[: max(len(by_age) - self.limit, 0)]]
         if victims:
-            logger.debug("%d idle CLI(s) over the budget of %d: stopping the least recently used", over, self.limit)
+            logger.debug(
+                "%d idle CLI(s) over the budget of %d: stopping the least recently used", len(victims), self.limit
+            )
         return [closing for victim in victims if (closing := victim()) is not None]
 
     def release(self, key: object) -> None:

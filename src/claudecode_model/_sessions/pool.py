@@ -60,22 +60,28 @@ turn (pydantic-ai ending the run, the next request of the same conversation). Me
 
 @dataclass(eq=False)
 class _SpareStart:
-    """When a spare's CLI may start: after its delay, or at once when a request needs it (``go``); either way only
-    once the idle CLIs it pushed out of the budget are gone (``after``), so that the program never holds more."""
+    """When a spare's CLI may start: after its delay, or at once when a request needs it (``go``). Then it joins
+    the idle budget (``admit``: a spare waiting for its delay holds no process, and one claimed meanwhile is not
+    idle), and starts once the idle CLIs it pushed out are gone, so that the program never holds more."""
 
     delay: float
+    admit: Callable[[], list[asyncio.Task[None]] | None]
     go: asyncio.Event = field(default_factory=asyncio.Event)
-    after: list[asyncio.Task[None]] = field(default_factory=list)
     spawning: bool = False
 
-    async def wait(self) -> None:
+    async def wait(self) -> bool:
+        """Whether the spare may start (``False``: the budget holds more recently useful CLIs)."""
         if self.delay > 0:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.delay):
                     await self.go.wait()
-        if self.after:
-            await asyncio.wait(self.after)
+        pushed_out = self.admit()
+        if pushed_out is None:
+            return False
+        if pushed_out:
+            await asyncio.wait(pushed_out)
         self.spawning = True
+        return True
 
 
 @dataclass(eq=False)
@@ -167,7 +173,10 @@ class SessionPool(Generic[S]):
         if previous is not None and previous is not session:
             self._retire(previous)
         self._sessions[session.session_id] = session
-        self.budget.admit(session, lambda: self._evict_session(session))
+        if self.budget.admit(session, lambda: self._evict_session(session)) is None:
+            del self._sessions[session.session_id]
+            await session.close()
+            return
         await self.prune()
 
     async def prune(self) -> None:
@@ -310,11 +319,18 @@ class SessionPool(Generic[S]):
         if self.spares(signature) >= self.max_spares or len(self._spares) >= self.max_spares_total:
             return False
         loop = asyncio.get_running_loop()
-        start = _SpareStart(self.spare_delay)
+
+        requested = time.monotonic()
+
+        def admit() -> list[asyncio.Task[None]] | None:
+            if spare not in self._spares:
+                return []  # claimed: busy, not idle
+            return self.budget.admit(spare, lambda: self._evict_spare(spare), since=requested)
+
+        start = _SpareStart(self.spare_delay, admit)
         task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
         spare = _Spare(signature, factory, task, start)
         self._spares.append(spare)
-        start.after = self.budget.admit(spare, lambda: self._evict_spare(spare))
         task.add_done_callback(lambda _: self._schedule())  # its idle deadline
         return True
 
@@ -568,7 +584,9 @@ def _started(task: asyncio.Task[S | None]) -> S | None:
 
 
 async def _start_spare(factory: SpareFactory[S], start: _SpareStart) -> S | None:
-    await start.wait()
+    if not await start.wait():
+        logger.debug("a spare CLI is not started: the idle budget holds more recently used CLIs")
+        return None
     try:
         return await factory()
     except asyncio.CancelledError:
