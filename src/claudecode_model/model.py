@@ -109,10 +109,9 @@ class ClaudeCodeModel(Model):
             settings: Default settings for every request (see :class:`ClaudeCodeModelSettings`).
             profile: A model profile; by default pydantic-ai's Anthropic profile with native structured output.
             env: Extra environment variables for every CLI process.
-            keep_sessions: How many idle CLI processes the model may hold (sessions kept for fast follow-up turns
-                and spares; 0 keeps and starts none ahead). By default the model shares the program's budget of 2
-                idle CLIs with every other model that uses the default, the least recently used going first; a
-                number is the model's own hard bound.
+            keep_sessions: The most idle CLI processes the model holds (kept for follow-up turns, and spares; 0:
+                none). By default it shares the program's budget of 2 idle CLIs with the other models that use the
+                default, the least recently used going first; a number is the model's own hard bound.
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI
