@@ -64,6 +64,8 @@ class SessionRequest:
     signature: str
     servers: Sequence[ToolServerPlan]
     needs: RequestNeeds
+    launch_signature: str | None = None
+    """What a parked CLI that can be claimed for this session was launched with (``None``: none can)."""
 
 
 def nothing() -> None:

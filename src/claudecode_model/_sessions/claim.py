@@ -1,0 +1,96 @@
+"""Parked CLIs: started before their session is known, bound to it when a new conversation claims them.
+
+Claude Code started with ``--await-claim`` boots with the options of its launch and waits, without a session, for a
+``claim_session`` control request that gives it the session's working directory, system prompt, permission mode
+and in-process MCP servers; a ``set_model`` right behind the claim sets the model before the first message, as
+``--model`` does at a start. One parked CLI therefore serves any session whose launch options match
+(:func:`~claudecode_model._sessions.options.launch_signature`). Measured with the bundled CLI against the offline
+backend, what the API receives after a claim (system prompt, model, tools) is what a CLI launched with those options
+sends; a claim and its first answer cost about 0.1 s more than a ready spare's first answer, far less than a new
+process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions
+
+__all__ = ["CLAIM_TIMEOUT", "PARK_ARGUMENT", "ClaimRefusedError", "SessionClaim", "parked_options"]
+
+PARK_ARGUMENT = "await-claim"
+"""The CLI's flag that parks it until a claim (hidden from its help: ``SDK-internal``)."""
+
+CLAIM_TIMEOUT = 10.0
+"""Seconds a claim may take before the parked CLI is given up (a claim takes tens of milliseconds)."""
+
+
+class ClaimRefusedError(Exception):
+    """A parked CLI refused or failed a claim (its reason is the message): the CLI is not used."""
+
+
+@dataclass(frozen=True)
+class SessionClaim:
+    """What a claim gives a parked CLI: everything of a session's options its launch did not fix."""
+
+    cwd: str
+    system_prompt: str
+    permission_mode: str | None
+    model: str | None
+    sdk_servers: Mapping[str, Any]
+    """The session's in-process MCP servers: name to ``mcp`` server instance."""
+
+    @classmethod
+    def of(cls, options: ClaudeAgentOptions) -> SessionClaim:
+        """The claim that makes a parked CLI what a CLI launched with ``options`` would be."""
+        prompt = options.system_prompt
+        match prompt:
+            case str():
+                text = prompt
+            case {"type": "custom", "prompt": str(custom)}:
+                text = custom
+            case _:
+                raise ValueError(f"a claim carries a custom system prompt, not {prompt!r}")
+        servers: dict[str, Any] = options.mcp_servers if isinstance(options.mcp_servers, dict) else {}
+        return cls(
+            cwd=str(options.cwd) if options.cwd is not None else os.getcwd(),
+            system_prompt=text,
+            permission_mode=options.permission_mode,
+            model=options.model,
+            sdk_servers={
+                name: config["instance"]
+                for name, config in servers.items()
+                if isinstance(config, dict) and config.get("type") == "sdk"
+            },
+        )
+
+    def request(self) -> dict[str, Any]:
+        """The ``claim_session`` control request."""
+        claim: dict[str, Any] = {
+            "subtype": "claim_session",
+            "cwd": self.cwd,
+            "system_prompt": [self.system_prompt],
+            "sdk_mcp_servers": sorted(self.sdk_servers),
+        }
+        if self.permission_mode is not None:
+            claim["permission_mode"] = self.permission_mode
+        return claim
+
+
+def parked_options(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
+    """``options`` for a CLI that parks after its start: the flag added, and no in-process MCP servers (the claim
+    connects the session's own)."""
+    servers = options.mcp_servers if isinstance(options.mcp_servers, dict) else {}
+    return replace(
+        options,
+        extra_args={**options.extra_args, PARK_ARGUMENT: None},
+        mcp_servers={
+            name: config
+            for name, config in servers.items()
+            if not (isinstance(config, dict) and config.get("type") == "sdk")
+        },
+    )
