@@ -489,10 +489,18 @@ async def spawn_session(
     return session
 
 
-def start_spare(request: SessionRequest, *, parked: bool = False) -> bool:
-    """Start a spare session for ``request``'s signature in the background, within the pool's bounds; a ``parked``
-    one (for its launch signature, claimed by any session with that launch signature) where the request has one."""
-    park = parked and request.launch_signature is not None
+def start_spare(request: SessionRequest, *, parked: bool | None = None) -> bool:
+    """Start a spare session for requests like ``request`` in the background, within the pool's bounds.
+
+    A ready spare has the request's signature: the fastest start of a next conversation of the same kind. A
+    ``parked`` one (a CLI started with ``--await-claim``, keyed by the launch signature) serves any new conversation
+    with that launch signature, for the time of its claim. ``parked=None`` parks once the model's new conversations
+    have had two signatures with this launch signature.
+    """
+    launch = request.launch_signature
+    if parked is None:
+        parked = launch is not None and request.runner.launches.note(launch, request.signature)
+    park = parked and launch is not None
 
     async def spawn() -> CLISession | None:
         try:
@@ -500,8 +508,7 @@ def start_spare(request: SessionRequest, *, parked: bool = False) -> bool:
         except NoSlotError:
             return None
 
-    key = request.launch_signature if park and request.launch_signature is not None else request.signature
-    return request.runner.pool.start_spare(key, spawn)
+    return request.runner.pool.start_spare(launch if park and launch is not None else request.signature, spawn)
 
 
 class NoSlotError(RuntimeError):
