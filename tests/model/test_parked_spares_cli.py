@@ -4,6 +4,8 @@ in-memory CLI, ``test_parked_spares.py``)."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,14 @@ def _seen(request: RecordedRequest) -> tuple[str, str | None, list[tuple[str, st
     return request.system, request.model, tools
 
 
+_IDS = re.compile(r"toolu_\w+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _body(request: RecordedRequest) -> str:
+    """The whole request body but what names one session or call (its metadata, tool call ids)."""
+    return _IDS.sub("<id>", json.dumps({key: value for key, value in request.raw.items() if key != "metadata"}))
+
+
 async def test_a_claimed_parked_cli_sends_the_api_what_a_new_process_of_the_session_sends(
     claude_backend: OfflineBackend,
 ) -> None:
@@ -76,6 +86,7 @@ async def test_a_claimed_parked_cli_sends_the_api_what_a_new_process_of_the_sess
     assert len(claimed_requests) == len(fresh_requests) == 2
     for after_claim, from_new_process in zip(claimed_requests, fresh_requests, strict=True):
         assert _seen(after_claim) == _seen(from_new_process)
+        assert _body(after_claim) == _body(from_new_process)
     assert "Answer in French." in claimed_requests[0].system
     assert [tool.name for tool in claimed_requests[0].tools] == ["mcp__pydantic_tools__forecast"]
 
