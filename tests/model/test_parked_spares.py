@@ -162,6 +162,8 @@ async def test_a_model_parks_its_spare_once_two_agents_share_a_launch_and_a_thir
     assert claim["cwd"] == str(Path.cwd())
     assert not any(request["subtype"] == "set_model" for request in cli.controls)  # the model's own model
     assert not _parked(cli)[0].mcp_servers  # parked with no in-process server
+    follow_up = await _agent(model, "Be exact.", "three").run("y", message_history=third.all_messages())
+    assert source_of(follow_up) == "live"  # the claimed session is kept with the third agent's signature
 
 
 async def test_a_refused_claim_stops_the_parked_cli_and_starts_the_session_anew(
