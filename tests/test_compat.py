@@ -268,7 +268,11 @@ async def test_a_control_request_and_an_sdk_server_added_after_connect_claim_a_p
         await _compat.send_control_request(client, {"subtype": "mcp_status"}, seconds=10)
     await client.connect()
     try:
-        _compat.add_sdk_mcp_server(client, "added", create_sdk_mcp_server("added", tools=[echo])["instance"])
+        instance = create_sdk_mcp_server("added", tools=[echo])["instance"]
+        _compat.add_sdk_mcp_server(client, "added", instance)
+        bridge = client._query._sdk_mcp_bridges["added"]  # type: ignore[union-attr]
+        _compat.add_sdk_mcp_server(client, "added", instance)  # already answered for: left as it is
+        assert client._query._sdk_mcp_bridges["added"] is bridge  # type: ignore[union-attr]
         claim = {"subtype": "claim_session", "cwd": str(tmp_path), "sdk_mcp_servers": ["added"]}
         answer = await _compat.send_control_request(client, claim, seconds=30)
         await client.query("go")

@@ -364,12 +364,15 @@ async def send_control_request(client: ClaudeSDKClient, request: dict[str, Any],
 def add_sdk_mcp_server(client: ClaudeSDKClient, name: str, instance: Any) -> None:
     """Let a connected client answer the CLI's MCP messages for the in-process server ``name`` (``instance``, an
     ``mcp`` low-level server), as it does for those of the options it connected with: a parked CLI connects the
-    servers of its claim after the start."""
+    servers of its claim after the start. A server it already answers for is left as it is (its MCP session goes on).
+    """
     from claude_agent_sdk._internal.sdk_mcp_bridge import SdkMcpBridge
 
     query = client._query  # private: the client's control channel, set by connect()
     if query is None:
         raise RuntimeError("the SDK client is not connected")
+    if query.sdk_mcp_servers.get(name) is instance:
+        return
     query.sdk_mcp_servers[name] = instance
     query._sdk_mcp_bridges[name] = SdkMcpBridge(name, instance)  # private: the bridges that route MCP messages
 

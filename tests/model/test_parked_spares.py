@@ -15,6 +15,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from pydantic_ai import Agent
 
 from claudecode_model import ClaudeCodeModel
+from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._sessions.claim import PARK_ARGUMENT, ClaimRefusedError, SessionClaim, parked_options
 from claudecode_model._sessions.options import RequestNeeds, build_options, launch_signature
 from claudecode_model._sessions.session import CLISession
@@ -74,7 +75,7 @@ def test_a_launch_signature_is_varied_once_it_has_served_two_signatures() -> Non
     assert not memory.note("L", "a")  # forgotten: the oldest make room
 
 
-def test_a_claim_carries_what_the_options_set_and_parking_drops_in_process_servers() -> None:
+def test_a_claim_carries_what_the_options_set_and_parking_adds_the_flag() -> None:
     instance = object()
     options = ClaudeAgentOptions(
         cwd="/somewhere",
@@ -95,7 +96,7 @@ def test_a_claim_carries_what_the_options_set_and_parking_drops_in_process_serve
     }
     assert claim.sdk_servers == {"tools": instance}
     parked = parked_options(options)
-    assert parked.mcp_servers == {}
+    assert parked.mcp_servers == options.mcp_servers
     assert parked.extra_args == {PARK_ARGUMENT: None}
     with pytest.raises(ValueError, match="custom system prompt"):
         SessionClaim.of(ClaudeAgentOptions(system_prompt={"type": "preset", "preset": "claude_code"}))
@@ -161,7 +162,8 @@ async def test_a_model_parks_its_spare_once_two_agents_share_a_launch_and_a_thir
     assert claim["sdk_mcp_servers"] == sorted(cli.opened[0].mcp_servers)  # those a new process of it is given
     assert claim["cwd"] == str(Path.cwd())
     assert not any(request["subtype"] == "set_model" for request in cli.controls)  # the model's own model
-    assert not _parked(cli)[0].mcp_servers  # parked with no in-process server
+    # Parked with the cut-result reader alone (the same for every session of its launch); the claim keeps it.
+    assert set(_parked(cli)[0].mcp_servers) == {RESULT_READER_SERVER}
     follow_up = await _agent(model, "Be exact.", "three").run("y", message_history=third.all_messages())
     assert source_of(follow_up) == "live"  # the claimed session is kept with the third agent's signature
 

@@ -82,15 +82,6 @@ class SessionClaim:
 
 
 def parked_options(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
-    """``options`` for a CLI that parks after its start: the flag added, and no in-process MCP servers (the claim
-    connects the session's own)."""
-    servers = options.mcp_servers if isinstance(options.mcp_servers, dict) else {}
-    return replace(
-        options,
-        extra_args={**options.extra_args, PARK_ARGUMENT: None},
-        mcp_servers={
-            name: config
-            for name, config in servers.items()
-            if not (isinstance(config, dict) and config.get("type") == "sdk")
-        },
-    )
+    """``options`` for a CLI that parks after its start (its in-process servers are connected at the launch; the claim
+    keeps those it names and connects the others)."""
+    return replace(options, extra_args={**options.extra_args, PARK_ARGUMENT: None})

@@ -225,10 +225,11 @@ async def _claim_parked(request: SessionRequest) -> CLISession | None:
         router = spare.tool_router
         assert router is not None  # every spawned session has one
         served = await serve_tool_servers(request.runner.tools, request.servers, router)
-        reader = reads_cut_results(request.servers) and await serves_inprocess(request.runner.cli_path)
+        launched = cast("dict[str, McpServerConfig]", spare.options.mcp_servers)
         servers: dict[str, McpServerConfig] = {
             **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
-            **({RESULT_READER_SERVER: router.reader.server()} if reader else {}),
+            # The reader it was launched with (its launch signature says whether the session reads cut results).
+            **{name: launched[name] for name in (RESULT_READER_SERVER,) if name in launched},
         }
         claim = SessionClaim.of(replace(request.options, mcp_servers=servers))
         claimed_at = time.time() - 1.0  # a file's modification time may be rounded down to the second
@@ -423,7 +424,8 @@ async def spawn_session(
             hooks = _merged_hooks(hooks, gate.hooks())
         # The tools that read a cut result are served in process, whatever the agent's tools use.
         tool_servers = () if parked else request.servers
-        reader = reads_cut_results(tool_servers) and await serves_inprocess(runner.cli_path)
+        # A parked CLI serves the reader from its launch too: the same for every session of its launch signature.
+        reader = reads_cut_results(request.servers) and await serves_inprocess(runner.cli_path)
         served = await serve_tool_servers(runner.tools, tool_servers, router)
         cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
         temp_env, remove_temp = private_cli_temp(request.options.env)
