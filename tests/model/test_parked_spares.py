@@ -139,6 +139,11 @@ def _claims(cli: ScriptedCLI) -> list[dict[str, Any]]:
     return [request for request in cli.controls if request["subtype"] == "claim_session"]
 
 
+def _servers(options: ClaudeAgentOptions) -> list[str]:
+    assert isinstance(options.mcp_servers, dict)
+    return list(options.mcp_servers)
+
+
 def _parked(cli: ScriptedCLI) -> list[ClaudeAgentOptions]:
     return [options for options in cli.opened if PARK_ARGUMENT in options.extra_args]
 
@@ -159,11 +164,11 @@ async def test_a_model_parks_its_spare_once_two_agents_share_a_launch_and_a_thir
     assert third.output == "tool said three"  # the claim connected the third agent's own tool server
     [claim] = _claims(cli)
     assert claim["system_prompt"] == ["Be exact."]
-    assert claim["sdk_mcp_servers"] == sorted(cli.opened[0].mcp_servers)  # those a new process of it is given
+    assert claim["sdk_mcp_servers"] == sorted(_servers(cli.opened[0]))  # those a new process of it is given
     assert claim["cwd"] == str(Path.cwd())
     assert not any(request["subtype"] == "set_model" for request in cli.controls)  # the model's own model
     # Parked with the cut-result reader alone (the same for every session of its launch); the claim keeps it.
-    assert set(_parked(cli)[0].mcp_servers) == {RESULT_READER_SERVER}
+    assert set(_servers(_parked(cli)[0])) == {RESULT_READER_SERVER}
     follow_up = await _agent(model, "Be exact.", "three").run("y", message_history=third.all_messages())
     assert source_of(follow_up) == "live"  # the claimed session is kept with the third agent's signature
 

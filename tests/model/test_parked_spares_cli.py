@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions
@@ -14,13 +15,13 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model._process.binary import find_cli
 from claudecode_model._sessions.claim import PARK_ARGUMENT, ClaimRefusedError, SessionClaim
 from claudecode_model._sessions.session import CLISession
 from claudecode_model.testing import OfflineBackend
 from claudecode_model.testing._request import RecordedRequest
-from tests._support.responses import source_of
+from tests._support.responses import session_of, source_of
 
 pytestmark = pytest.mark.cli
 
@@ -44,7 +45,7 @@ def _agent(model: ClaudeCodeModel, instructions: str, tool: str) -> Agent[None, 
     return agent
 
 
-def _seen(request: RecordedRequest) -> tuple[str, str | None, list[tuple[str, str | None, object]]]:
+def _seen(request: RecordedRequest) -> tuple[str, str | None, list[tuple[str, str | None, dict[str, Any]]]]:
     """What a user set, as the API receives it: the system prompt, the model, the tools offered."""
     tools = [(tool.name, tool.description, tool.parameters_json_schema) for tool in request.tools]
     return request.system, request.model, tools
@@ -89,6 +90,33 @@ async def test_a_claimed_parked_cli_sends_the_api_what_a_new_process_of_the_sess
         assert _body(after_claim) == _body(from_new_process)
     assert "Answer in French." in claimed_requests[0].system
     assert [tool.name for tool in claimed_requests[0].tools] == ["mcp__pydantic_tools__forecast"]
+
+
+async def test_a_session_claimed_in_another_directory_is_resumed_from_there(
+    claude_backend: OfflineBackend, tmp_path: Path
+) -> None:
+    """The claim moves the CLI to the session's working directory as if it had started there: the transcript is
+    where a later process of the conversation looks for it."""
+    claude_backend.set_brain(FunctionModel(tool_then_text))
+    elsewhere = ClaudeCodeModelSettings(claude_code_cwd=str(tmp_path))
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=1)
+    try:
+        await _agent(model, "Be brief.", "weather").run("x")
+        await _agent(model, "Be verbose.", "weather").run("x")
+        claimed = await _agent(model, "Be exact.", "weather").run("x", model_settings=elsewhere)
+    finally:
+        await model.aclose()
+    assert source_of(claimed) == "spare"
+
+    later = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    try:
+        resumed = await _agent(later, "Be exact.", "weather").run(
+            "y", message_history=claimed.all_messages(), model_settings=elsewhere
+        )
+    finally:
+        await later.aclose()
+    assert source_of(resumed) == "resume"
+    assert session_of(resumed) == session_of(claimed)
 
 
 async def test_the_cli_refuses_a_claim_it_cannot_take_and_a_model_it_is_given_reaches_the_api(
