@@ -54,7 +54,7 @@ def test_sessions_that_differ_in_what_a_claim_sets_share_a_launch() -> None:
     assert _launch({}, tools=[_server("sdk", "b", "c")]) == plain  # the claim connects the server's tools by name
     assert _launch({"claude_code_permission_mode": "plan"}, tools=[_server("sdk", "a")]) == plain
     assert _launch({"claude_code_max_turns": 2}, tools=[_server("sdk", "a")]) != plain
-    assert _launch({}) != plain  # no tool server: other allowed tools
+    assert _launch({}) == plain  # no tool server: its allow rules and servers are the claim's
 
 
 def test_no_parked_cli_serves_what_its_launch_would_fix_elsewhere() -> None:
@@ -83,9 +83,10 @@ def test_a_claim_carries_what_the_options_set_and_parking_adds_the_flag() -> Non
         permission_mode="default",
         model="m",
         mcp_servers={"tools": {"type": "sdk", "name": "tools", "instance": instance}},  # type: ignore[typeddict-item]
+        allowed_tools=["Read", "mcp__tools"],
     )
 
-    claim = SessionClaim.of(options)
+    claim = SessionClaim.of(options, allowed=["mcp__tools"])
 
     assert claim.request() == {
         "subtype": "claim_session",
@@ -95,9 +96,16 @@ def test_a_claim_carries_what_the_options_set_and_parking_adds_the_flag() -> Non
         "permission_mode": "default",
     }
     assert claim.sdk_servers == {"tools": instance}
-    parked = parked_options(options)
+    assert claim.allow_request() == {
+        "subtype": "apply_flag_settings",
+        "settings": {"permissions": {"allow": ["mcp__tools"]}},
+    }
+    assert SessionClaim.of(options).allow_request() is None
+    parked = parked_options(options, claimed_rules=["mcp__tools"])
     assert parked.mcp_servers == options.mcp_servers
     assert parked.extra_args == {PARK_ARGUMENT: None}
+    assert parked.allowed_tools == ["Read"]  # the claim allows the server's tools
+    assert parked.env == {"ENABLE_TOOL_SEARCH": "false"}  # as wherever tools are served
     with pytest.raises(ValueError, match="custom system prompt"):
         SessionClaim.of(ClaudeAgentOptions(system_prompt={"type": "preset", "preset": "claude_code"}))
 
@@ -163,6 +171,12 @@ async def test_a_model_parks_its_spare_once_two_agents_share_a_launch_and_a_thir
     assert source_of(third) == "spare"
     assert third.output == "tool said three"  # the claim connected the third agent's own tool server
     [claim] = _claims(cli)
+    subtypes = [request["subtype"] for request in cli.controls]
+    allow = cli.controls[subtypes.index("claim_session") - 1]  # allows the server tools just ahead of the claim
+    server_rules = [rule for rule in cli.opened[0].allowed_tools if rule.startswith("mcp__")]
+    assert server_rules
+    assert allow["settings"] == {"permissions": {"allow": server_rules}}
+    assert not [rule for rule in _parked(cli)[0].allowed_tools if rule.startswith("mcp__")]
     assert claim["system_prompt"] == ["Be exact."]
     assert claim["sdk_mcp_servers"] == sorted(_servers(cli.opened[0]))  # those a new process of it is given
     assert claim["cwd"] == str(Path.cwd())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ def tool_then_text(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
     if returns:
         return ModelResponse(parts=[TextPart(f"tool said {returns[0].content}")])
+    if not info.function_tools:
+        return ModelResponse(parts=[TextPart("no tools")])
     return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {})])
 
 
@@ -90,6 +93,53 @@ async def test_a_claimed_parked_cli_sends_the_api_what_a_new_process_of_the_sess
         assert _body(after_claim) == _body(from_new_process)
     assert "Answer in French." in claimed_requests[0].system
     assert [tool.name for tool in claimed_requests[0].tools] == ["mcp__pydantic_tools__forecast"]
+
+
+async def _fresh_requests(
+    backend: OfflineBackend, agent_of: Callable[[ClaudeCodeModel], Agent[None, str]]
+) -> list[str]:
+    """The request bodies a new process sends for ``agent_of``'s run on a model with no spares."""
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
+    start = len(backend.requests)
+    try:
+        result = await agent_of(model).run("x")
+    finally:
+        await model.aclose()
+    assert source_of(result) == "fresh"
+    return [_body(request) for request in backend.requests[start:]]
+
+
+async def test_tool_and_text_agents_share_a_parked_cli_and_each_claim_sends_what_a_new_process_sends(
+    claude_backend: OfflineBackend,
+) -> None:
+    """A text agent's launch and a tool agent's differ only in what the claim gives (the tool server, the allow
+    rule of its tools): the spare one of them parked serves the other."""
+    claude_backend.set_brain(FunctionModel(tool_then_text))
+
+    def text_agent(model: ClaudeCodeModel) -> Agent[None, str]:
+        return Agent(model, instructions="Answer plainly.")
+
+    def tool_agent(model: ClaudeCodeModel) -> Agent[None, str]:
+        return _agent(model, "Use the tool.", "forecast")
+
+    model = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=1)
+    try:
+        await _agent(model, "Be brief.", "weather").run("x")
+        await Agent(model, instructions="Be verbose.").run("x")  # a text agent: the spare it leaves is parked
+        start = len(claude_backend.requests)
+        tools_claimed = await tool_agent(model).run("x")  # claims a CLI a text agent launched
+        tools_bodies = [_body(request) for request in claude_backend.requests[start:]]
+        start = len(claude_backend.requests)
+        text_claimed = await text_agent(model).run("x")  # claims a CLI a tool agent launched
+        text_bodies = [_body(request) for request in claude_backend.requests[start:]]
+    finally:
+        await model.aclose()
+
+    assert (source_of(tools_claimed), source_of(text_claimed)) == ("spare", "spare")
+    assert tools_claimed.output == "tool said forecast in Paris"
+    assert text_claimed.output == "no tools"
+    assert tools_bodies == await _fresh_requests(claude_backend, tool_agent)
+    assert text_bodies == await _fresh_requests(claude_backend, text_agent)
 
 
 async def test_a_session_claimed_in_another_directory_is_resumed_from_there(

@@ -3,7 +3,9 @@
 Claude Code started with ``--await-claim`` boots with the options of its launch and waits, without a session, for a
 ``claim_session`` control request that gives it the session's working directory, system prompt, permission mode
 and in-process MCP servers; a ``set_model`` right behind the claim sets the model before the first message, as
-``--model`` does at a start. One parked CLI therefore serves any session whose launch options match
+``--model`` does at a start; an ``apply_flag_settings`` ahead of the claim allows the tools of those servers
+(``permissions.allow``, as ``--allowedTools`` does at a start). One parked CLI therefore serves any session whose
+launch options match
 (:func:`~claudecode_model._sessions.options.launch_signature`). Measured with the bundled CLI against the offline
 backend, what the API receives after a claim (system prompt, model, tools, the whole request but its session ids)
 is what a CLI launched with those options sends; a claimed spare's first answer came 0.1-0.35 s later than a ready
@@ -13,9 +15,11 @@ spare's (the claim connects the in-process servers and binds the session), and s
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+from claudecode_model._sessions.setting_table import TOOL_SEARCH_ENV
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions
@@ -43,10 +47,13 @@ class SessionClaim:
     model: str | None
     sdk_servers: Mapping[str, Any]
     """The session's in-process MCP servers: name to ``mcp`` server instance."""
+    allowed: tuple[str, ...] = ()
+    """The allow rules of those servers' tools (``mcp__<server>``), which the parked CLI was launched without."""
 
     @classmethod
-    def of(cls, options: ClaudeAgentOptions) -> SessionClaim:
-        """The claim that makes a parked CLI what a CLI launched with ``options`` would be."""
+    def of(cls, options: ClaudeAgentOptions, *, allowed: Collection[str] = ()) -> SessionClaim:
+        """The claim that makes a parked CLI what a CLI launched with ``options`` would be (``allowed``: the allow
+        rules of ``options`` that its launch left to the claim)."""
         prompt = options.system_prompt
         match prompt:
             case str():
@@ -66,6 +73,7 @@ class SessionClaim:
                 for name, config in servers.items()
                 if isinstance(config, dict) and config.get("type") == "sdk"
             },
+            allowed=tuple(rule for rule in options.allowed_tools if rule in allowed),
         )
 
     def request(self) -> dict[str, Any]:
@@ -80,8 +88,22 @@ class SessionClaim:
             claim["permission_mode"] = self.permission_mode
         return claim
 
+    def allow_request(self) -> dict[str, Any] | None:
+        """The ``apply_flag_settings`` request that allows the session's server tools ahead of the claim (``None``:
+        nothing to allow)."""
+        if not self.allowed:
+            return None
+        return {"subtype": "apply_flag_settings", "settings": {"permissions": {"allow": list(self.allowed)}}}
 
-def parked_options(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
-    """``options`` for a CLI that parks after its start (its in-process servers are connected at the launch; the claim
-    keeps those it names and connects the others)."""
-    return replace(options, extra_args={**options.extra_args, PARK_ARGUMENT: None})
+
+def parked_options(options: ClaudeAgentOptions, *, claimed_rules: Collection[str] = ()) -> ClaudeAgentOptions:
+    """``options`` for a CLI that parks after its start: the flag added, without the allow rules a claim gives
+    (``claimed_rules``: those of the in-process servers), and with tool search off as wherever tools are served, so
+    that the launch is the same whether the session that started it serves tools or not. (Its in-process servers
+    are connected at the launch; the claim keeps those it names and connects the others.)"""
+    return replace(
+        options,
+        extra_args={**options.extra_args, PARK_ARGUMENT: None},
+        allowed_tools=[rule for rule in options.allowed_tools if rule not in claimed_rules],
+        env={TOOL_SEARCH_ENV: "false", **options.env},
+    )

@@ -17,6 +17,7 @@ from pydantic_ai.settings import ThinkingLevel
 from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
+from claudecode_model._sessions.claim import parked_options
 from claudecode_model._sessions.setting_table import (
     CLAIM_OPTIONS,
     direct_options,
@@ -172,8 +173,9 @@ def launch_signature(
     options: ClaudeAgentOptions, settings: ClaudeCodeModelSettings, needs: RequestNeeds, cli_path: Path
 ) -> str | None:
     """A digest of what a parked CLI (``--await-claim``) must be launched with to serve a session of ``options``:
-    their signature without what a claim sets (:data:`~claudecode_model._sessions.setting_table.CLAIM_OPTIONS`,
-    and the tools of in-process servers, which the claim connects by name).
+    their signature without what a claim sets (:data:`~claudecode_model._sessions.setting_table.CLAIM_OPTIONS`, the
+    in-process servers and the allow rules of their tools), as :func:`~claudecode_model._sessions.claim.
+    parked_options` launches it (tool search off).
 
     ``None`` when no parked CLI can serve it: a tool server the CLI starts itself (the stdio bridge), settings read
     from the project folder (read where the CLI is launched) or extra command-line arguments.
@@ -184,17 +186,16 @@ def launch_signature(
     if settings.get("claude_code_setting_sources") or settings.get("claude_code_extra_args"):
         return None
     subagents = subagent_options(settings, settings.get("claude_code_builtin_tools"))
-    fields = {item.name: getattr(options, item.name) for item in dataclasses.fields(options)}
+    launched = parked_options(options, claimed_rules=needs.allowed_tools)
+    fields = {item.name: getattr(launched, item.name) for item in dataclasses.fields(launched)}
     return canonical_digest(
         {
             "options": {name: value for name, value in fields.items() if name not in {*_UNSIGNED, *CLAIM_OPTIONS}},
             "settings": launch_settings(settings),
-            "mcp": [name for _kind, name, *_ in servers] if needs.mcp_tools_signature is not None else None,
             "native_tools": needs.native_tools.signature,
             "approvals": needs.approvals.signature,
             "agents": subagents.signature,
             "cli": str(cli_path),
-            "parked": True,
         }
     )
 

@@ -501,9 +501,9 @@ class CLISession:
             self.last_used = time.monotonic()
 
     async def claim(self, claim: SessionClaim, *, signature: str, tool_servers: Sequence[ServedTools] = ()) -> None:
-        """Bind this parked CLI (started with ``--await-claim``) to a session: its in-process servers, the
-        ``claim_session`` request, then the model if it differs from the launch's. The session then has
-        ``signature`` and stops ``tool_servers`` with its CLI.
+        """Bind this parked CLI (started with ``--await-claim``) to a session: its in-process servers, the allow
+        rules of their tools, the ``claim_session`` request, then the model if it differs from the launch's. The
+        session then has ``signature`` and stops ``tool_servers`` with its CLI.
 
         Raises :class:`ClaimRefusedError` when the CLI refuses or fails the claim, or is gone: it cannot be used.
         """
@@ -513,6 +513,8 @@ class CLISession:
         try:
             for name, instance in claim.sdk_servers.items():
                 add_sdk_mcp_server(client, name, instance)
+            if (allow := claim.allow_request()) is not None:
+                await send_control_request(client, allow, seconds=CLAIM_TIMEOUT)
             answer = await send_control_request(client, claim.request(), seconds=CLAIM_TIMEOUT)
             if claim.model is not None and claim.model != self.options.model:
                 await client.set_model(claim.model)

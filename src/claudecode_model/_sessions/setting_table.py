@@ -30,6 +30,7 @@ __all__ = [
     "PREDICTED",
     "SESSION_STATE_ENV",
     "SETTINGS",
+    "TOOL_SEARCH_ENV",
     "Scope",
     "Setting",
     "direct_options",
@@ -46,6 +47,11 @@ SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
 """Asks the CLI for two state frames per turn that only the SDK's one-shot ``query()`` reads (to know when it may
 close the CLI's input); a ``ClaudeSDKClient`` session keeps its input open, so this library turns them off (each
 costs the SDK a parse), unless the user's environment chose a value."""
+
+
+TOOL_SEARCH_ENV = "ENABLE_TOOL_SEARCH"
+"""Whether the CLI may defer MCP tools behind tool search; ``"false"`` (unless the user chose) wherever the agent's
+tools are served, so that Claude is offered them directly."""
 
 
 def _same(value: Any) -> Any:
@@ -256,7 +262,7 @@ def request_env(
             env.update(setting.env(value))
     if serves_tools:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
-        env.setdefault("ENABLE_TOOL_SEARCH", "false")
+        env.setdefault(TOOL_SEARCH_ENV, "false")
     if not any(name.upper() == SESSION_STATE_ENV for name in (*env, *os.environ)):
         env[SESSION_STATE_ENV] = "0"
     env.update(library_env(settings, cache, env))

@@ -225,13 +225,15 @@ async def _claim_parked(request: SessionRequest) -> CLISession | None:
         router = spare.tool_router
         assert router is not None  # every spawned session has one
         served = await serve_tool_servers(request.runner.tools, request.servers, router)
-        launched = cast("dict[str, McpServerConfig]", spare.options.mcp_servers)
         servers: dict[str, McpServerConfig] = {
-            **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
-            # The reader it was launched with (its launch signature says whether the session reads cut results).
-            **{name: launched[name] for name in (RESULT_READER_SERVER,) if name in launched},
+            server.name: tools.config for server, tools in zip(request.servers, served, strict=True)
         }
-        claim = SessionClaim.of(replace(request.options, mcp_servers=servers))
+        if reads_cut_results(request.servers) and await serves_inprocess(request.runner.cli_path):
+            # The reader the CLI was launched with if it was, else one connected now.
+            launched = cast("dict[str, McpServerConfig]", spare.options.mcp_servers)
+            servers[RESULT_READER_SERVER] = launched.get(RESULT_READER_SERVER) or router.reader.server()
+        options = replace(request.options, mcp_servers=servers)
+        claim = SessionClaim.of(options, allowed=request.needs.allowed_tools)
         claimed_at = time.time() - 1.0  # a file's modification time may be rounded down to the second
         await spare.claim(claim, signature=request.signature, tool_servers=served)
     except BaseException as error:
@@ -447,7 +449,7 @@ async def spawn_session(
             stderr=stderr.append,
         )
         if parked:
-            options = parked_options(options)
+            options = parked_options(options, claimed_rules=request.needs.allowed_tools)
         options, remove_prompt_file = with_prompt_file(options)
         # Secrets stay off the command line: the servers the CLI reaches itself are read from a private file.
         try:
