@@ -171,12 +171,7 @@ async def test_a_model_parks_its_spare_once_two_agents_share_a_launch_and_a_thir
     assert source_of(third) == "spare"
     assert third.output == "tool said three"  # the claim connected the third agent's own tool server
     [claim] = _claims(cli)
-    subtypes = [request["subtype"] for request in cli.controls]
-    allow = cli.controls[subtypes.index("claim_session") - 1]  # allows the server tools just ahead of the claim
-    server_rules = [rule for rule in cli.opened[0].allowed_tools if rule.startswith("mcp__")]
-    assert server_rules
-    assert allow["settings"] == {"permissions": {"allow": server_rules}}
-    assert not [rule for rule in _parked(cli)[0].allowed_tools if rule.startswith("mcp__")]
+    assert "apply_flag_settings" not in [request["subtype"] for request in cli.controls]  # allowed at the launch
     assert claim["system_prompt"] == ["Be exact."]
     assert claim["sdk_mcp_servers"] == sorted(_servers(cli.opened[0]))  # those a new process of it is given
     assert claim["cwd"] == str(Path.cwd())
@@ -185,6 +180,26 @@ async def test_a_model_parks_its_spare_once_two_agents_share_a_launch_and_a_thir
     assert set(_servers(_parked(cli)[0])) == {RESULT_READER_SERVER}
     follow_up = await _agent(model, "Be exact.", "three").run("y", message_history=third.all_messages())
     assert source_of(follow_up) == "live"  # the claimed session is kept with the third agent's signature
+
+
+async def test_a_claim_allows_the_server_tools_a_launch_without_tools_did_not(
+    model: ClaudeCodeModel, cli: ScriptedCLI
+) -> None:
+    await _agent(model, "Be brief.", "one").run("x")
+    await Agent(model, instructions="Be verbose.").run("x")  # a text agent: same launch, and it starts the spare
+    assert await wait_for(lambda: len(_parked(cli)) == 1)
+
+    third = await _agent(model, "Be exact.", "three").run("x")
+
+    assert source_of(third) == "spare"
+    assert third.output == "tool said three"
+    subtypes = [request["subtype"] for request in cli.controls]
+    allow = cli.controls[subtypes.index("claim_session") - 1]  # just ahead of the claim
+    server_rules = [rule for rule in cli.opened[0].allowed_tools if rule.startswith("mcp__")]
+    assert server_rules
+    assert not [rule for rule in _parked(cli)[0].allowed_tools if rule.startswith("mcp__")]
+    assert allow == {"subtype": "apply_flag_settings", "settings": {"permissions": {"allow": server_rules}}}
+    assert _claims(cli)[0]["sdk_mcp_servers"] == sorted(_servers(cli.opened[0]))
 
 
 async def test_a_refused_claim_stops_the_parked_cli_and_starts_the_session_anew(

@@ -97,10 +97,11 @@ class SessionClaim:
 
 
 def parked_options(options: ClaudeAgentOptions, *, claimed_rules: Collection[str] = ()) -> ClaudeAgentOptions:
-    """``options`` for a CLI that parks after its start: the flag added, without the allow rules a claim gives
-    (``claimed_rules``: those of the in-process servers), and with tool search off as wherever tools are served, so
-    that the launch is the same whether the session that started it serves tools or not. (Its in-process servers
-    are connected at the launch; the claim keeps those it names and connects the others.)"""
+    """``options`` for a CLI that parks after its start: the flag added, and tool search off as wherever tools are
+    served. Its in-process servers are connected at the launch (the claim keeps those it names and connects the
+    others), and so are their allow rules: harmless in a session without those servers, and a session with servers
+    the launch did not allow gets their rules with its claim. ``claimed_rules`` leaves such rules out (what the
+    launch signature compares)."""
     return replace(
         options,
         extra_args={**options.extra_args, PARK_ARGUMENT: None},

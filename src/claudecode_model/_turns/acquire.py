@@ -233,7 +233,10 @@ async def _claim_parked(request: SessionRequest) -> CLISession | None:
             launched = cast("dict[str, McpServerConfig]", spare.options.mcp_servers)
             servers[RESULT_READER_SERVER] = launched.get(RESULT_READER_SERVER) or router.reader.server()
         options = replace(request.options, mcp_servers=servers)
-        claim = SessionClaim.of(options, allowed=request.needs.allowed_tools)
+        # The allow rules of the session's servers that the CLI was not launched with (a launch without tools).
+        claim = SessionClaim.of(
+            options, allowed=[rule for rule in request.needs.allowed_tools if rule not in spare.options.allowed_tools]
+        )
         claimed_at = time.time() - 1.0  # a file's modification time may be rounded down to the second
         await spare.claim(claim, signature=request.signature, tool_servers=served)
     except BaseException as error:
@@ -449,7 +452,7 @@ async def spawn_session(
             stderr=stderr.append,
         )
         if parked:
-            options = parked_options(options, claimed_rules=request.needs.allowed_tools)
+            options = parked_options(options)
         options, remove_prompt_file = with_prompt_file(options)
         # Secrets stay off the command line: the servers the CLI reaches itself are read from a private file.
         try:
