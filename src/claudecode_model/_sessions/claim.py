@@ -8,7 +8,7 @@ and in-process MCP servers; a ``set_model`` right behind the claim sets the mode
 launch options match
 (:func:`~claudecode_model._sessions.options.launch_signature`). Measured with the bundled CLI against the offline
 backend, what the API receives after a claim (system prompt, model, tools, the whole request but its session ids)
-is what a CLI launched with those options sends; a claimed spare's first answer came 0.1-0.35 s later than a ready
+is what a CLI launched with those options sends; a claimed spare's first answer came 0.05-0.35 s later than a ready
 spare's (the claim connects the in-process servers and binds the session), and sooner than a new process's.
 """
 
