@@ -26,7 +26,15 @@ from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClie
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 from claude_agent_sdk.types import SessionStoreEntry
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, PartStartEvent, TextPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    PartStartEvent,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
@@ -227,6 +235,55 @@ async def test_close_process_pipes_closes_what_the_sdk_left_open(claude_backend:
     finally:
         await asyncio.wait_for(client.disconnect(), timeout=10)
     assert process.returncode is not None
+
+
+@pytest.mark.cli
+async def test_a_control_request_and_an_sdk_server_added_after_connect_claim_a_parked_cli(
+    claude_backend: OfflineBackend, tmp_path: Path
+) -> None:
+    """The claim of a parked CLI (``--await-claim``): ``claim_session`` (a request the client has no method for)
+    gets the CLI's answer, and a server the client did not connect with serves the claimed session's tool call."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    @tool("echo", "Echo a text.", {"text": str})
+    async def echo(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": f"echo {args['text']}"}]}
+
+    def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if info.function_tools and len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("mcp__added__echo", {"text": "hi"})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    claude_backend.set_brain(FunctionModel(brain))
+    options = ClaudeAgentOptions(
+        cli_path=find_cli(),
+        env=claude_backend.cli_env(),
+        setting_sources=[],
+        tools=[],
+        allowed_tools=["mcp__added"],
+        extra_args={"await-claim": None},
+    )
+    client = ClaudeSDKClient(options)
+    with pytest.raises(RuntimeError, match="not connected"):
+        await _compat.send_control_request(client, {"subtype": "mcp_status"}, seconds=10)
+    await client.connect()
+    try:
+        instance = create_sdk_mcp_server("added", tools=[echo])["instance"]
+        _compat.add_sdk_mcp_server(client, "added", instance)
+        bridge = client._query._sdk_mcp_bridges["added"]  # type: ignore[union-attr]
+        _compat.add_sdk_mcp_server(client, "added", instance)  # already answered for: left as it is
+        assert client._query._sdk_mcp_bridges["added"] is bridge  # type: ignore[union-attr]
+        claim = {"subtype": "claim_session", "cwd": str(tmp_path), "sdk_mcp_servers": ["added"]}
+        answer = await _compat.send_control_request(client, claim, seconds=30)
+        await client.query("go")
+        async for _ in client.receive_response():
+            pass
+    finally:
+        await asyncio.wait_for(client.disconnect(), timeout=10)
+    assert answer["status"] == "ok"
+    assert [tool.name for tool in claude_backend.requests[0].tools] == ["mcp__added__echo"]
+    [result] = claude_backend.requests[-1].tool_results()
+    assert result.text == "echo hi"
 
 
 async def test_process_stdin_fd_is_the_write_end_of_the_process_s_input() -> None:

@@ -38,11 +38,12 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import RunContext
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, Transport
+    from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient, Transport
 
 __all__ = [
     "ModelResponsePartsManager",
     "Spawn",
+    "add_sdk_mcp_server",
     "api_error_fields",
     "bundled_cli_dir",
     "bundled_cli_version",
@@ -59,6 +60,7 @@ __all__ = [
     "resolve_tool_choice",
     "sdk_cli_command",
     "sdk_version",
+    "send_control_request",
     "session_transcript_path",
     "subprocess_transport",
     "transport_process",
@@ -347,6 +349,32 @@ async def options_resumed_from_store(
 
 async def _nothing_to_remove() -> None:
     return None
+
+
+async def send_control_request(client: ClaudeSDKClient, request: dict[str, Any], *, seconds: float) -> dict[str, Any]:
+    """Send the CLI a control request the client has no method for (``claim_session``) and return its response;
+    the CLI's refusal raises the SDK's exception with the CLI's message, no answer within ``seconds`` another."""
+    query = client._query  # private: the client's control channel, set by connect()
+    if query is None:
+        raise RuntimeError("the SDK client is not connected")
+    response: dict[str, Any] = await query._send_control_request(request, timeout=seconds)  # private: a round trip
+    return response
+
+
+def add_sdk_mcp_server(client: ClaudeSDKClient, name: str, instance: Any) -> None:
+    """Let a connected client answer the CLI's MCP messages for the in-process server ``name`` (``instance``, an
+    ``mcp`` low-level server), as it does for those of the options it connected with: a parked CLI connects the
+    servers of its claim after the start. A server it already answers for is left as it is (its MCP session goes on).
+    """
+    from claude_agent_sdk._internal.sdk_mcp_bridge import SdkMcpBridge
+
+    query = client._query  # private: the client's control channel, set by connect()
+    if query is None:
+        raise RuntimeError("the SDK client is not connected")
+    if query.sdk_mcp_servers.get(name) is instance:
+        return
+    query.sdk_mcp_servers[name] = instance
+    query._sdk_mcp_bridges[name] = SdkMcpBridge(name, instance)  # private: the bridges that route MCP messages
 
 
 def sdk_cli_command(options: ClaudeAgentOptions, *, inline_schema_limit: int | None = None) -> list[str]:

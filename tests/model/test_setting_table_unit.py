@@ -18,7 +18,7 @@ from pydantic_ai.tools import ToolDefinition
 from claudecode_model import ClaudeCodeModel, ClaudeCodeSettingsError
 from claudecode_model._sessions import early_cli
 from claudecode_model._sessions.sdk_options import SDK_OPTIONS, Exposed
-from claudecode_model._sessions.setting_table import PREDICTED, SETTINGS, direct_options
+from claudecode_model._sessions.setting_table import CLAIM_OPTIONS, CLAIMED, PREDICTED, SETTINGS, direct_options
 from claudecode_model._settings_check import check_settings
 from claudecode_model._turns import start
 from claudecode_model.settings import ClaudeCodeModelSettings
@@ -170,8 +170,31 @@ def test_the_early_cli_predicts_the_settings_the_table_says_and_no_other(name: s
         assert why == f"settings [{name!r}] are not predicted"
 
 
-async def _signature(settings: dict[str, Any]) -> str:
-    """The session signature of a request with one function tool, as a turn's preparation builds it."""
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+async def test_a_claimed_setting_keeps_the_launch_signature_and_every_other_session_setting_changes_it(name: str):
+    """A parked CLI serves sessions that differ only in what its claim sets; any other difference needs another
+    launch (or, for settings the CLI reads where it starts, no parked CLI at all: ``None``). The settings read per
+    request keep it too: the tool servers they decide are served at the claim, whatever runs their tools."""
+    plain = await _signature({}, launch=True)
+    changed = await _signature({name: EXAMPLES[name]}, launch=True)
+
+    assert plain is not None
+    if name in CLAIMED or SETTINGS[name].scope == "request":
+        assert changed == plain
+    else:
+        assert changed != plain
+
+
+def test_a_claimed_setting_sets_only_what_a_claim_sets():
+    for name in CLAIMED:
+        setting = SETTINGS[name]
+        assert {*setting.feeds, *([setting.option] if setting.option else [])} <= CLAIM_OPTIONS, name
+        assert setting.scope == "session", name
+
+
+async def _signature(settings: dict[str, Any], *, launch: bool = False) -> str | None:
+    """The session signature (or ``launch`` signature) of a request with one function tool, as a turn's preparation
+    builds it."""
     model = ClaudeCodeModel(tool_transport="sdk")
     params = ModelRequestParameters(
         function_tools=[ToolDefinition(name="probe", parameters_json_schema={"type": "object"})]
@@ -181,4 +204,4 @@ async def _signature(settings: dict[str, Any]) -> str:
         prepared = await start._prepare(model._resources._runner(), messages, settings, params, keep=True)  # type: ignore[arg-type]
     finally:
         await model.aclose()
-    return prepared.request.signature
+    return prepared.request.launch_signature if launch else prepared.request.signature

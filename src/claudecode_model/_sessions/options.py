@@ -17,7 +17,14 @@ from pydantic_ai.settings import ThinkingLevel
 from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
 from claudecode_model._process.launcher import guarded_cli_path
-from claudecode_model._sessions.setting_table import direct_options, request_env, signed_settings
+from claudecode_model._sessions.claim import parked_options
+from claudecode_model._sessions.setting_table import (
+    CLAIM_OPTIONS,
+    direct_options,
+    launch_settings,
+    request_env,
+    signed_settings,
+)
 from claudecode_model._sessions.subagents import SubagentOptions, subagent_options
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, cli_permission_mode
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE
@@ -34,6 +41,7 @@ __all__ = [
     "RequestNeeds",
     "build_options",
     "effective_system_prompt",
+    "launch_signature",
     "require_literal_prompts",
 ]
 
@@ -153,6 +161,37 @@ def _signature(
             "options": {name: value for name, value in fields.items() if name not in _UNSIGNED},
             "settings": signed_settings(settings),
             "mcp": needs.mcp_tools_signature,
+            "native_tools": needs.native_tools.signature,
+            "approvals": needs.approvals.signature,
+            "agents": subagents.signature,
+            "cli": str(cli_path),
+        }
+    )
+
+
+def launch_signature(
+    options: ClaudeAgentOptions, settings: ClaudeCodeModelSettings, needs: RequestNeeds, cli_path: Path
+) -> str | None:
+    """A digest of what a parked CLI (``--await-claim``) must be launched with to serve a session of ``options``:
+    their signature without what a claim sets (:data:`~claudecode_model._sessions.setting_table.CLAIM_OPTIONS`, the
+    in-process servers and the allow rules of their tools), as :func:`~claudecode_model._sessions.claim.
+    parked_options` launches it (tool search off).
+
+    ``None`` when no parked CLI can serve it: a tool server the CLI starts itself (the stdio bridge), settings read
+    from the project folder (read where the CLI is launched) or extra command-line arguments.
+    """
+    servers = needs.mcp_tools_signature or []
+    if any(transport != "sdk" for _kind, _name, transport, *_ in servers):
+        return None
+    if settings.get("claude_code_setting_sources") or settings.get("claude_code_extra_args"):
+        return None
+    subagents = subagent_options(settings, settings.get("claude_code_builtin_tools"))
+    launched = parked_options(options, claimed_rules=needs.allowed_tools)
+    fields = {item.name: getattr(launched, item.name) for item in dataclasses.fields(launched)}
+    return canonical_digest(
+        {
+            "options": {name: value for name, value in fields.items() if name not in {*_UNSIGNED, *CLAIM_OPTIONS}},
+            "settings": launch_settings(settings),
             "native_tools": needs.native_tools.signature,
             "approvals": needs.approvals.signature,
             "agents": subagents.signature,

@@ -29,7 +29,13 @@ from anyio.abc import Process
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, SystemMessage
 from claude_agent_sdk.types import Message
 
-from claudecode_model._compat import close_process_pipes, keep_api_error_fields, options_resumed_from_store
+from claudecode_model._compat import (
+    add_sdk_mcp_server,
+    close_process_pipes,
+    keep_api_error_fields,
+    options_resumed_from_store,
+    send_control_request,
+)
 from claudecode_model._process import lifeline
 from claudecode_model._process.clock import running_loop
 from claudecode_model._process.exit import kill_at_exit
@@ -44,6 +50,7 @@ from claudecode_model._process.oscalls import (
     stop_tagged,
 )
 from claudecode_model._process.slots import starting_slots
+from claudecode_model._sessions.claim import CLAIM_TIMEOUT, ClaimRefusedError, SessionClaim
 from claudecode_model._sessions.sdk_advice import sdk_advice_silenced
 from claudecode_model._sessions.trace_context import untraced_context
 from claudecode_model._sessions.transport import CLITransport, CLITransports, SubprocessTransports
@@ -503,6 +510,30 @@ class CLISession:
         finally:
             self.busy = False
             self.last_used = time.monotonic()
+
+    async def claim(self, claim: SessionClaim, *, signature: str, tool_servers: Sequence[ServedTools] = ()) -> None:
+        """Bind this parked CLI (started with ``--await-claim``) to a session: its in-process servers, the allow
+        rules of their tools, the ``claim_session`` request, then the model if it differs from the launch's. The
+        session then has ``signature`` and stops ``tool_servers`` with its CLI.
+
+        Raises :class:`ClaimRefusedError` when the CLI refuses or fails the claim, or is gone: it cannot be used.
+        """
+        client = self._client
+        if client is None or self.closed or self.busy:
+            raise ClaimRefusedError("the parked CLI is gone")
+        try:
+            for name, instance in claim.sdk_servers.items():
+                add_sdk_mcp_server(client, name, instance)
+            if (allow := claim.allow_request()) is not None:
+                await send_control_request(client, allow, seconds=CLAIM_TIMEOUT)
+            answer = await send_control_request(client, claim.request(), seconds=CLAIM_TIMEOUT)
+            if claim.model is not None and claim.model != self.options.model:
+                await client.set_model(claim.model)
+        except Exception as error:
+            raise ClaimRefusedError(str(error) or type(error).__name__) from error
+        logger.debug("claimed a parked CLI (pid %s) after %s ms parked", self._pid, answer.get("parked_ms"))
+        self.signature = signature
+        self.tool_servers.extend(tool_servers)
 
     async def say_during_turn(self, message: dict[str, Any]) -> None:
         """Send a user message while a turn runs: the CLI gives it to Claude with its next API request of the turn

@@ -5,7 +5,8 @@ The table drives the checks of :mod:`claudecode_model._settings_check` (the type
 :class:`~claudecode_model.settings.ClaudeCodeModelSettings`, the ranges from here), the options that
 :func:`~claudecode_model._sessions.options.build_options` sets from a setting alone (:func:`direct_options`) and the
 environment (:func:`request_env`), the session signature (:func:`signed_settings`: every setting that fixes a CLI
-session, by its value) and which settings the early CLI predicts (:data:`PREDICTED`).
+session, by its value), which of them a parked CLI takes when it is claimed (:data:`CLAIMED`, the rest fix its launch:
+:func:`launch_settings`) and which settings the early CLI predicts (:data:`PREDICTED`).
 ``tests/model/test_setting_table_unit.py`` fails when a key of the TypedDict, an SDK option mapped to a setting, or a
 signed setting's effect on the signature is missing. Free of claude-agent-sdk: the early CLI reads it.
 """
@@ -24,12 +25,16 @@ from claudecode_model._tools.builtin_names import unknown_builtin_tools
 from claudecode_model._tools.execution import DEFAULT_PERMISSION_MODE
 
 __all__ = [
+    "CLAIMED",
+    "CLAIM_OPTIONS",
     "PREDICTED",
     "SESSION_STATE_ENV",
     "SETTINGS",
+    "TOOL_SEARCH_ENV",
     "Scope",
     "Setting",
     "direct_options",
+    "launch_settings",
     "request_env",
     "signed_settings",
 ]
@@ -42,6 +47,11 @@ SESSION_STATE_ENV = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
 """Asks the CLI for two state frames per turn that only the SDK's one-shot ``query()`` reads (to know when it may
 close the CLI's input); a ``ClaudeSDKClient`` session keeps its input open, so this library turns them off (each
 costs the SDK a parse), unless the user's environment chose a value."""
+
+
+TOOL_SEARCH_ENV = "ENABLE_TOOL_SEARCH"
+"""Whether the CLI may defer MCP tools behind tool search; ``"false"`` (unless the user chose) wherever the agent's
+tools are served, so that Claude is offered them directly."""
 
 
 def _same(value: Any) -> Any:
@@ -66,6 +76,9 @@ class Setting:
     """Whether the early CLI predicts its effect on the command line and environment (or it has none)."""
     check: Callable[[Any], str | None] | None = None
     """A range beyond the type: what is wrong with a value, or ``None``."""
+    claimed: bool = False
+    """Whether a parked CLI (started with ``--await-claim``) takes its effect when it is claimed (the options it
+    sets are among :data:`CLAIM_OPTIONS`), so that one parked CLI serves sessions that differ in it."""
 
 
 def _positive(value: Any) -> str | None:
@@ -134,10 +147,10 @@ SETTINGS: Mapping[str, Setting] = {
     "claude_code_max_turns": Setting("session", option="max_turns", predicted=True, check=_positive),
     "claude_code_max_budget_usd": Setting("session", option="max_budget_usd", check=_positive),
     "claude_code_cwd": Setting(
-        "session", option="cwd", convert=_text_or_none, predicted=True, check=_existing_directory
+        "session", option="cwd", convert=_text_or_none, predicted=True, check=_existing_directory, claimed=True
     ),
     "claude_code_permission_mode": Setting(
-        "session", default=DEFAULT_PERMISSION_MODE, feeds=("permission_mode",), predicted=True
+        "session", default=DEFAULT_PERMISSION_MODE, feeds=("permission_mode",), predicted=True, claimed=True
     ),
     "claude_code_allowed_tools": Setting(
         "session", default=[], feeds=("allowed_tools",), predicted=True, check=_non_empty_names
@@ -148,7 +161,7 @@ SETTINGS: Mapping[str, Setting] = {
     "claude_code_builtin_tools": Setting("session", feeds=("tools", "allowed_tools"), check=_builtin_tools),
     "claude_code_builtin_tool_policy": Setting("session", feeds=("can_use_tool", "hooks")),
     "claude_code_tool_parameter_restrictions": Setting("session", feeds=("hooks",)),
-    "claude_code_system_prompt_append": Setting("session", feeds=("system_prompt",), predicted=True),
+    "claude_code_system_prompt_append": Setting("session", feeds=("system_prompt",), predicted=True, claimed=True),
     "claude_code_thinking": Setting("session", feeds=("thinking", "effort", "env"), check=_thinking_budget),
     "claude_code_effort": Setting("session", feeds=("effort",)),
     "claude_code_extra_args": Setting(
@@ -198,6 +211,13 @@ SETTINGS: Mapping[str, Setting] = {
 }
 """Every setting the model reads, by name."""
 
+CLAIM_OPTIONS = frozenset({"cwd", "system_prompt", "permission_mode", "model"})
+"""The ``ClaudeAgentOptions`` fields a claim of a parked CLI sets (``claim_session``: working directory, system
+prompt, permission mode; then ``set_model``); every other option fixes the CLI at its launch."""
+
+CLAIMED = frozenset(name for name, setting in SETTINGS.items() if setting.claimed)
+"""The settings a parked CLI takes when it is claimed."""
+
 PREDICTED = frozenset(name for name, setting in SETTINGS.items() if setting.predicted)
 """The settings whose effect the early CLI predicts (or that have none on how a CLI starts)."""
 
@@ -221,6 +241,11 @@ def signed_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     return signed
 
 
+def launch_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`signed_settings` without the settings a claim sets: what a parked CLI must have been launched with."""
+    return {name: value for name, value in signed_settings(settings).items() if name not in CLAIMED}
+
+
 def request_env(
     settings: Mapping[str, Any],
     base: Mapping[str, str],
@@ -237,7 +262,7 @@ def request_env(
             env.update(setting.env(value))
     if serves_tools:
         # The agent's tools are offered to Claude directly, never deferred behind tool search.
-        env.setdefault("ENABLE_TOOL_SEARCH", "false")
+        env.setdefault(TOOL_SEARCH_ENV, "false")
     if not any(name.upper() == SESSION_STATE_ENV for name in (*env, *os.environ)):
         env[SESSION_STATE_ENV] = "0"
     env.update(library_env(settings, cache, env))

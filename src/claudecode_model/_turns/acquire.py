@@ -45,7 +45,8 @@ from claudecode_model._process.mcp_config_file import with_private_mcp_config
 from claudecode_model._process.mcp_logs import remove_mcp_logs
 from claudecode_model._process.prompt_file import with_prompt_file
 from claudecode_model._process.temp import private_cli_temp
-from claudecode_model._sessions.options import RequestNeeds, build_options
+from claudecode_model._sessions.claim import ClaimRefusedError, SessionClaim, parked_options
+from claudecode_model._sessions.options import RequestNeeds, build_options, launch_signature
 from claudecode_model._sessions.session import CLISession
 from claudecode_model._sessions.trace_context import traceparent_env
 from claudecode_model._stream.telemetry import SessionSource
@@ -100,7 +101,7 @@ def session_request(
         params.native_tools,
         approvals,
     )
-    built: tuple[ClaudeAgentOptions, str, RequestNeeds] | None = runner.built_options.get(inputs)
+    built: tuple[ClaudeAgentOptions, str, RequestNeeds, str | None] | None = runner.built_options.get(inputs)
     if built is None:
         needs = RequestNeeds(
             system_prompt=system_prompt,
@@ -123,10 +124,11 @@ def session_request(
             base_env=runner.env,
             stderr=stderr.append,
         )
-        built = options, signature, needs
+        launch = launch_signature(options, settings, needs, runner.cli_path)
+        built = options, signature, needs, launch
         runner.built_options.put(inputs, built)
-    options, signature, needs = built
-    return SessionRequest(runner, options, signature, servers, needs), stderr
+    options, signature, needs, launch = built
+    return SessionRequest(runner, options, signature, servers, needs, launch), stderr
 
 
 @dataclass(frozen=True)
@@ -175,8 +177,8 @@ async def acquire_session(
     slot_wait: SlotWait,
 ) -> AcquiredSession:
     """The live session that has seen exactly the history, else a new CLI process that resumes, branches or
-    replays it (see :mod:`claudecode_model._history.source`); a new conversation claims a spare with its signature
-    first."""
+    replays it (see :mod:`claudecode_model._history.source`); a new conversation takes a spare with its signature
+    first, else claims a parked one with its launch signature."""
     runner = request.runner
     continue_input = plan.continue_input if plan.continue_input is not None else plan.new_input
 
@@ -203,11 +205,59 @@ async def acquire_session(
         case ReplayHistory(entries=entries):
             how = await _replay(runner.session_store, plan, files, entries)
         case FreshSession():
-            spare = await runner.pool.claim_spare(request.signature)
+            spare = await runner.pool.claim_spare(request.signature) or await _claim_parked(request)
             if spare is not None:
                 return AcquiredSession(spare, plan.new_input, nothing, "spare")
             how = NewProcess("fresh", plan.new_input)
     return await _start_new(request, how, files, errors, slot_wait)
+
+
+async def _claim_parked(request: SessionRequest) -> CLISession | None:
+    """A parked spare with the request's launch signature, claimed for its session (its tool servers served with
+    the spare's tool router); ``None`` when there is none, or when the CLI refuses the claim (the spare is stopped)."""
+    if request.launch_signature is None:
+        return None
+    spare = await request.runner.pool.claim_spare(request.launch_signature)
+    if spare is None:
+        return None
+    served: list[ServedTools] = []
+    try:
+        router = spare.tool_router
+        assert router is not None  # every spawned session has one
+        served = await serve_tool_servers(request.runner.tools, request.servers, router)
+        servers: dict[str, McpServerConfig] = {
+            server.name: tools.config for server, tools in zip(request.servers, served, strict=True)
+        }
+        if reads_cut_results(request.servers) and await serves_inprocess(request.runner.cli_path):
+            # The reader the CLI was launched with if it was, else one connected now.
+            launched = cast("dict[str, McpServerConfig]", spare.options.mcp_servers)
+            servers[RESULT_READER_SERVER] = launched.get(RESULT_READER_SERVER) or router.reader.server()
+        options = replace(request.options, mcp_servers=servers)
+        # The allow rules of the session's servers that the CLI was not launched with (a launch without tools).
+        claim = SessionClaim.of(
+            options, allowed=[rule for rule in request.needs.allowed_tools if rule not in spare.options.allowed_tools]
+        )
+        claimed_at = time.time() - 1.0  # a file's modification time may be rounded down to the second
+        await spare.claim(claim, signature=request.signature, tool_servers=served)
+    except BaseException as error:
+        for tools in served:
+            tools.discard()
+            with anyio.CancelScope(shield=True):
+                await tools.stop()
+        await spare.abort()
+        if not isinstance(error, ClaimRefusedError):
+            raise
+        logger.debug("a parked CLI refused the claim (%s): the session starts in a new process", error)
+        return None
+    if claim.cwd != (spare.options.cwd or os.getcwd()):
+        # The CLI writes its MCP logs where it was claimed.
+        env, sessions = spare.options.env, spare.served_sessions
+
+        def remove_claimed_logs() -> None:
+            remove_mcp_logs(env, claim.cwd, sessions, claimed_at)
+
+        spare.when_closed(remove_claimed_logs)
+    return spare
 
 
 def _continued(live: CLISession, new_input: list[ContentBlock]) -> AcquiredSession:
@@ -351,11 +401,13 @@ async def spawn_session(
     on_closed: Callable[[], None] = nothing,
     traced: bool = True,
     warm_up: bool = False,
+    parked: bool = False,
 ) -> CLISession:
     """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
 
     ``traced`` passes the current trace context to the CLI (``TRACEPARENT``); a spare, started for a request yet to
-    come, gets none, and is warmed up (``warm_up``) while nobody waits for it.
+    come, gets none, and is warmed up (``warm_up``) while nobody waits for it. A ``parked`` CLI serves no tool
+    servers and waits for a claim (:meth:`CLISession.claim`), which gives it those of the session that claims it.
 
     Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
     (:class:`NoSlotError`); the slot is given back once the process is gone, and ``on_closed`` is called then
@@ -376,8 +428,10 @@ async def spawn_session(
         if gate is not None:
             hooks = _merged_hooks(hooks, gate.hooks())
         # The tools that read a cut result are served in process, whatever the agent's tools use.
+        tool_servers = () if parked else request.servers
+        # A parked CLI serves the reader from its launch too: the same for every session of its launch signature.
         reader = reads_cut_results(request.servers) and await serves_inprocess(runner.cli_path)
-        served = await serve_tool_servers(runner.tools, request.servers, router)
+        served = await serve_tool_servers(runner.tools, tool_servers, router)
         cli_env = {key: value for tools in served for key, value in tools.cli_env.items()}
         temp_env, remove_temp = private_cli_temp(request.options.env)
         options = replace(
@@ -389,7 +443,7 @@ async def spawn_session(
             session_store_flush="eager",
             mcp_servers={
                 **cast("dict[str, McpServerConfig]", request.options.mcp_servers),  # the native tools' remote servers
-                **{server.name: tools.config for server, tools in zip(request.servers, served, strict=True)},
+                **{server.name: tools.config for server, tools in zip(tool_servers, served, strict=True)},
                 **({RESULT_READER_SERVER: router.reader.server()} if reader else {}),
             },
             env={**request.options.env, **cli_env, **temp_env, **(traceparent_env() if traced else {})},
@@ -397,6 +451,8 @@ async def spawn_session(
             can_use_tool=gate.can_use_tool(router.results.wait) if gate is not None else request.options.can_use_tool,
             stderr=stderr.append,
         )
+        if parked:
+            options = parked_options(options)
         options, remove_prompt_file = with_prompt_file(options)
         # Secrets stay off the command line: the servers the CLI reaches itself are read from a private file.
         try:
@@ -440,16 +496,26 @@ async def spawn_session(
     return session
 
 
-def start_spare(request: SessionRequest) -> bool:
-    """Start a spare session for ``request``'s signature in the background, within the pool's bounds."""
+def start_spare(request: SessionRequest, *, parked: bool | None = None) -> bool:
+    """Start a spare session for requests like ``request`` in the background, within the pool's bounds.
+
+    A ready spare has the request's signature: the fastest start of a next conversation of the same kind. A
+    ``parked`` one (a CLI started with ``--await-claim``, keyed by the launch signature) serves any new conversation
+    with that launch signature, for the time of its claim. ``parked=None`` parks once the model's new conversations
+    have had two signatures with this launch signature.
+    """
+    launch = request.launch_signature
+    if parked is None:
+        parked = launch is not None and request.runner.launches.note(launch, request.signature)
+    park = parked and launch is not None
 
     async def spawn() -> CLISession | None:
         try:
-            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False, warm_up=True)
+            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False, warm_up=not park, parked=park)
         except NoSlotError:
             return None
 
-    return request.runner.pool.start_spare(request.signature, spawn)
+    return request.runner.pool.start_spare(launch if park and launch is not None else request.signature, spawn)
 
 
 class NoSlotError(RuntimeError):

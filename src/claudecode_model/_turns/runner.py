@@ -21,11 +21,34 @@ from claudecode_model._sessions.transport import CLITransports
 from claudecode_model._tools.request import ToolServerPlan, ToolSetup
 from claudecode_model._turns.parking_lot import ParkingLot
 
-__all__ = ["STDERR_LINES", "SessionRequest", "TurnRunner", "nothing"]
+__all__ = ["STDERR_LINES", "LaunchMemory", "SessionRequest", "TurnRunner", "nothing"]
 
 
 STDERR_LINES = 50
 """How many of the CLI's last stderr lines an error reports."""
+
+
+class LaunchMemory:
+    """The signatures of a model's recent new conversations, by launch signature: a launch signature seen with two
+    signatures is *varied*, and a parked spare serves it better than a ready spare of one signature."""
+
+    SIZE = 16
+
+    def __init__(self) -> None:
+        self._last: dict[str, str] = {}
+        self._varied: set[str] = set()
+
+    def note(self, launch_signature: str, signature: str) -> bool:
+        """Remember a new conversation; whether its launch signature is varied."""
+        last = self._last.pop(launch_signature, None)
+        self._last[launch_signature] = signature  # the most recent last
+        if last is not None and last != signature:
+            self._varied.add(launch_signature)
+        while len(self._last) > self.SIZE:
+            oldest = next(iter(self._last))
+            del self._last[oldest]
+            self._varied.discard(oldest)
+        return launch_signature in self._varied
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,8 @@ class TurnRunner:
     oldest of them (see :data:`PARKED_SLOT_GRACE`)."""
     cli_transports: CLITransports | None = None
     """How the sessions reach their CLI (``None``: a child process each)."""
+    launches: LaunchMemory = field(default_factory=LaunchMemory)
+    """Which launch signatures the model's new conversations have shared between signatures."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +89,8 @@ class SessionRequest:
     signature: str
     servers: Sequence[ToolServerPlan]
     needs: RequestNeeds
+    launch_signature: str | None = None
+    """What a parked CLI that can be claimed for this session was launched with (``None``: none can)."""
 
 
 def nothing() -> None:

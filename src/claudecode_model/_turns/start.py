@@ -248,7 +248,7 @@ async def prewarm_turn(
     """
     prepared = await _prepare(runner, messages, model_settings, params, keep=False, take_up_pending=False)
     await require_literal_prompts(runner.cli_path, prepared.settings)
-    start_spare(prepared.request)
+    start_spare(prepared.request, parked=False)
     return await runner.pool.wait_spare(prepared.request.signature)
 
 

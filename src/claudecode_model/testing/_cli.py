@@ -1,7 +1,8 @@
 """An in-memory Claude Code CLI: scripted turns through the session's transport, no process, no backend.
 
 ``ClaudeCodeModel(cli_transports=ScriptedCLI([...]))`` runs every session of the model on a :class:`ScriptedCLI`:
-it answers the SDK's control requests (``initialize``, ``interrupt``, the rest with an empty success) and plays one
+it answers the SDK's control requests (``initialize``, ``interrupt``, ``claim_session`` to a CLI started with
+``--await-claim``, the rest with an empty success) and plays one
 turn of the script per user message, with the stream-json messages the real CLI sends (stream events, assistant
 messages, tool results, a result). A tool call of a reply whose name is ``mcp__<server>__<tool>`` goes to that
 in-process MCP server (``mcp_message``), and its result is the next user message, as the CLI does. It is what
@@ -65,6 +66,11 @@ class ScriptedCLI(CLITransports):
     """The user messages the sessions received, in order."""
     opened: list[ClaudeAgentOptions] = field(default_factory=list)
     """The options of each session opened."""
+    controls: list[dict[str, Any]] = field(default_factory=list)
+    """The control requests the sessions received, in order."""
+    refuse_claims: str | None = None
+    """The reason every ``claim_session`` is refused with (as the CLI's error), or ``None``: a parked CLI takes the
+    first claim."""
     most_live: int = field(default=0, init=False)
     """The most scripted CLIs that ran at once."""
     _next: int = field(default=0, init=False)
@@ -110,6 +116,8 @@ class ScriptedTransport(CLITransport):
         self._ended_at_once = False
         self._cost = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._parked = "await-claim" in options.extra_args
+        """Started as a parked spare: it takes one claim."""
 
     @property
     def process(self) -> Process | None:
@@ -183,9 +191,22 @@ class ScriptedTransport(CLITransport):
             self._out.put_nowait({"session_id": self.session_id, "uuid": str(uuid.uuid4()), **message})
 
     def _control(self, request_id: str, request: Mapping[str, Any]) -> None:
-        if request.get("subtype") == "interrupt" and self._playing is not None:
-            self._playing.cancel()
-        response: dict[str, Any] = {"commands": [], "pid": None} if request.get("subtype") == "initialize" else {}
+        self._script.controls.append(dict(request))
+        response: dict[str, Any] = {}
+        match request.get("subtype"):
+            case "interrupt" if self._playing is not None:
+                self._playing.cancel()
+            case "initialize":
+                response = {"commands": [], "pid": None}
+            case "claim_session":
+                refusal = self._script.refuse_claims or (None if self._parked else "not_a_spare")
+                if refusal is not None:
+                    self._send_raw({"subtype": "error", "request_id": request_id, "error": refusal})
+                    return
+                self._parked = False
+                response = {"status": "ok", "cwd": request.get("cwd"), "session_id": self.session_id}
+            case _:
+                pass
         self._send_raw({"subtype": "success", "request_id": request_id, "response": response})
 
     def _send_raw(self, response: dict[str, Any]) -> None:
