@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_IDLE_CLIS", "PROGRAM_IDLE_BUDGET", "Eviction", "IdleBudget"]
+__all__ = ["DEFAULT_IDLE_CLIS", "PROGRAM_IDLE_BUDGET", "SETTLE_SECONDS", "Eviction", "IdleBudget"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,23 +45,24 @@ class IdleBudget:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._idle: dict[object, _Idle] = {}
+        self._leaving: set[asyncio.Task[None]] = set()
+        """The closes of the idle CLIs it stopped, until done."""
         self._lock = threading.Lock()
 
-    def admit(self, key: object, evict: Eviction, *, since: float | None = None) -> list[asyncio.Task[None]] | None:
+    def admit(self, key: object, evict: Eviction, *, since: float | None = None) -> bool:
         """Count ``key`` as idle, last useful at ``since`` (default: now); stop the least recently useful beyond the
-        limit.
+        limit (a new CLI starts once they are gone: :meth:`settled`).
 
-        The closes of those it stopped on the running event loop (a spare waits for them before its CLI starts);
-        ``None`` if ``key`` itself is the least recently useful of a full budget (it is not counted: the caller
+        ``False`` if ``key`` itself is the least recently useful of a full budget (it is not counted: the caller
         does not keep it, nor anything under a limit of 0).
         """
         if self.limit <= 0:
-            return None
+            return False
         useful = _Idle(time.monotonic() if since is None else since, evict)
         with self._lock:
             self._idle.pop(key, None)
             if len(self._idle) >= self.limit and all(idle.since > useful.since for idle in self._idle.values()):
-                return None
+                return False
             self._idle[key] = useful
             by_age = sorted(self._idle, key=lambda each: self._idle[each].since)
             victims = [self._idle.pop(oldest).evict for oldest in by_age[: max(len(by_age) - self.limit, 0)]]
@@ -69,7 +70,25 @@ class IdleBudget:
             logger.debug(
                 "%d idle CLI(s) over the budget of %d: stopping the least recently used", len(victims), self.limit
             )
-        return [closing for victim in victims if (closing := victim()) is not None]
+        for victim in victims:
+            if (closing := victim()) is not None and not closing.done():
+                with self._lock:
+                    self._leaving.add(closing)
+                closing.add_done_callback(self._left)
+        return True
+
+    def _left(self, closing: asyncio.Task[None]) -> None:
+        with self._lock:
+            self._leaving.discard(closing)
+
+    async def settled(self) -> None:
+        """Wait (a few seconds at most) until the idle CLIs it stopped on the running event loop are gone: a new
+        CLI starts after them, so that the program never holds more than the budget and its busy CLIs."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            leaving = [closing for closing in self._leaving if closing.get_loop() is loop]
+        if leaving:
+            await asyncio.wait(leaving, timeout=SETTLE_SECONDS)
 
     def release(self, key: object) -> None:
         """``key`` is no longer idle (taken by a turn, claimed, or stopped)."""
@@ -82,6 +101,9 @@ class IdleBudget:
     def __contains__(self, key: object) -> bool:
         return key in self._idle
 
+
+SETTLE_SECONDS = 5.0
+"""The longest a new CLI waits for the idle ones its budget stopped (a close takes 0.1-0.2 s)."""
 
 PROGRAM_IDLE_BUDGET = IdleBudget(DEFAULT_IDLE_CLIS)
 """The budget every model with the default ``keep_sessions`` shares."""

@@ -65,7 +65,8 @@ class _SpareStart:
     idle), and starts once the idle CLIs it pushed out are gone, so that the program never holds more."""
 
     delay: float
-    admit: Callable[[], list[asyncio.Task[None]] | None]
+    admit: Callable[[], bool]
+    settled: Callable[[], Awaitable[None]]
     go: asyncio.Event = field(default_factory=asyncio.Event)
     spawning: bool = False
 
@@ -75,11 +76,9 @@ class _SpareStart:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.delay):
                     await self.go.wait()
-        pushed_out = self.admit()
-        if pushed_out is None:
+        if not self.admit():
             return False
-        if pushed_out:
-            await asyncio.wait(pushed_out)
+        await self.settled()
         self.spawning = True
         return True
 
@@ -173,7 +172,7 @@ class SessionPool(Generic[S]):
         if previous is not None and previous is not session:
             self._retire(previous)
         self._sessions[session.session_id] = session
-        if self.budget.admit(session, lambda: self._evict_session(session)) is None:
+        if not self.budget.admit(session, lambda: self._evict_session(session)):
             del self._sessions[session.session_id]
             await session.close()
             return
@@ -322,12 +321,12 @@ class SessionPool(Generic[S]):
 
         requested = time.monotonic()
 
-        def admit() -> list[asyncio.Task[None]] | None:
+        def admit() -> bool:
             if spare not in self._spares:
-                return []  # claimed: busy, not idle
+                return True  # claimed: busy, not idle
             return self.budget.admit(spare, lambda: self._evict_spare(spare), since=requested)
 
-        start = _SpareStart(self.spare_delay, admit)
+        start = _SpareStart(self.spare_delay, admit, self.budget.settled)
         task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
         spare = _Spare(signature, factory, task, start)
         self._spares.append(spare)

@@ -414,6 +414,7 @@ async def spawn_session(
     (also if the start fails).
     """
     runner = request.runner
+    await runner.pool.budget.settled()  # idle CLIs just pushed out of the budget go first
     slots = runner.slots
     if slots is not None and not slot_taken and not slots.try_acquire():
         on_closed()
