@@ -330,17 +330,20 @@ class Stopwatch:
 
 def turn_metrics(cold: Lap, warm: Sequence[Lap], warm_many: Sequence[Lap], extra_calls: int) -> Metrics:
     """The metrics of a conversation: the cold turn, the follow-ups with one call and those with
-    ``1 + extra_calls`` calls (means), and the slope per extra call."""
-    wall, many_wall = statistics.fmean(lap.wall for lap in warm), statistics.fmean(lap.wall for lap in warm_many)
-    cpu, many_cpu = statistics.fmean(lap.cpu for lap in warm), statistics.fmean(lap.cpu for lap in warm_many)
+    ``1 + extra_calls`` calls (medians), and the slope per extra call: the median of the pairs' slopes
+    (``warm_many[i] - warm[i]``, turns run back to back), so that one turn slowed by a load spike moves neither."""
+
+    def slope(of: Callable[[Lap], float]) -> float:
+        return statistics.median(of(many) - of(one) for one, many in zip(warm, warm_many, strict=True)) / extra_calls
+
     return {
         "cold": cold.wall,
-        "warm": wall,
-        "warm_many": many_wall,
-        "slope": (many_wall - wall) / extra_calls,
+        "warm": statistics.median(lap.wall for lap in warm),
+        "warm_many": statistics.median(lap.wall for lap in warm_many),
+        "slope": slope(lambda lap: lap.wall),
         "cpu_cold": cold.cpu,
-        "cpu_warm": cpu,
-        "cpu_slope": (many_cpu - cpu) / extra_calls,
+        "cpu_warm": statistics.median(lap.cpu for lap in warm),
+        "cpu_slope": slope(lambda lap: lap.cpu),
     }
 
 

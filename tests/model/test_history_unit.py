@@ -226,6 +226,77 @@ def test_the_plan_extends_the_history_it_digested_for_the_turns_conversation():
     )
 
 
+def _tool_step(index: int) -> tuple[ModelResponse, ModelRequest]:
+    call = ModelResponse(parts=[ToolCallPart("probe", {"n": index}, f"toolu_{index}")])
+    result = ModelRequest(parts=[ToolReturnPart("probe", f"p{index}", f"toolu_{index}")])
+    return call, result
+
+
+def _counting_digests(monkeypatch: pytest.MonkeyPatch) -> list[ModelMessage]:
+    """The messages ``message_digest`` is asked for from now on."""
+    from claudecode_model._history import digest as digest_module
+
+    asked: list[ModelMessage] = []
+    original = digest_module.message_digest
+
+    def counted(message: ModelMessage) -> str:
+        asked.append(message)
+        return original(message)
+
+    monkeypatch.setattr(digest_module, "message_digest", counted)
+    return asked
+
+
+@pytest.mark.parametrize("with_history", [True, False], ids=["continued", "new-conversation"])
+def test_each_request_of_a_turn_digests_only_the_messages_added_since_the_previous_one(
+    monkeypatch: pytest.MonkeyPatch, with_history: bool
+) -> None:
+    first = ModelRequest(parts=[UserPromptPart("hello")])
+    if with_history:
+        response = _claude_response([first], "hi")
+        conversation: list[ModelMessage] = [first, response, ModelRequest(parts=[UserPromptPart("more")])]
+    else:
+        conversation = [first]
+    plan = plan_turn(conversation, None)
+    assert (plan.digested_history is not None) is with_history
+    asked = _counting_digests(monkeypatch)
+
+    for index in range(5):
+        call, result = _tool_step(index)
+        # The request's response is digested as a new object (the turn builds it), then pydantic-ai passes its own.
+        assert plan.conversation_digest([*conversation, ModelResponse(parts=call.parts)]) == history_digest(
+            [*conversation, call]
+        )
+        conversation = [*conversation, call, result]
+
+    final = ModelResponse(parts=[TextPart("done")])
+    expected = history_digest([*conversation, final])
+    asked.clear()
+    assert plan.conversation_digest([*conversation, final]) == expected
+    # The last tool result, pydantic-ai's response object of the previous request and the final response; not the
+    # turn's other messages again.
+    assert len(asked) == 3
+
+
+def test_an_extension_whose_messages_changed_is_digested_again_from_the_first_change() -> None:
+    first = ModelRequest(parts=[UserPromptPart("hello")])
+    digested = DigestedHistory([first])
+    call, result = _tool_step(0)
+    later_call, later_result = _tool_step(1)
+    assert digested.extended([first, call, result, later_call]) == history_digest([first, call, result, later_call])
+
+    other_result = ModelRequest(parts=[ToolReturnPart("probe", "changed", "toolu_0")])
+    assert digested.extended([first, call, other_result, later_call]) == history_digest(
+        [first, call, other_result, later_call]
+    )
+    # Shorter than the last extension, and back to the first one: each is the digest of what it is given.
+    assert digested.extended([first, call]) == history_digest([first, call])
+    assert digested.extended([first, call, result, later_call, later_result]) == history_digest(
+        [first, call, result, later_call, later_result]
+    )
+    assert digested.digest == history_digest([first])
+
+
 def test_output_call_answered_by_the_cli_gets_pydantic_ais_verdict_as_text_when_continuing():
     first = ModelRequest(parts=[UserPromptPart("city?")])
     response = ModelResponse(

@@ -57,23 +57,42 @@ def history_digest(messages: Sequence[ModelMessage]) -> str:
 
 
 class DigestedHistory:
-    """A history digested once: the digest of the same messages followed by more costs only the added ones."""
+    """A history digested once: the digest of the same messages followed by more costs only the added ones.
+
+    It also keeps the last conversation :meth:`extended` digested: the requests of one CLI turn (one per tool call
+    pydantic-ai runs) each pass the conversation so far, the same message objects plus a few, so each costs the
+    digests of the messages added since the previous request, not of all the turn's messages again.
+    """
 
     def __init__(self, messages: Sequence[ModelMessage]) -> None:
-        self._messages = tuple(messages)
-        self._hash = hashlib.sha256("".join(map(message_digest, self._messages)).encode())
-        self.digest = self._hash.hexdigest()
+        self._base = len(messages)
+        self._messages = list(messages)
+        """The history, then the messages the last :meth:`extended` added to it."""
+        history_hash = hashlib.sha256("".join(map(message_digest, self._messages)).encode())
+        self._states = [history_hash]
+        """The hash after the history, then after each message added (never updated in place)."""
+        self.digest = history_hash.hexdigest()
         """The :func:`history_digest` of the messages."""
 
     def extended(self, messages: Sequence[ModelMessage]) -> str:
         """The :func:`history_digest` of ``messages``; when they begin with this history's message objects, the
-        digests of those are taken as they were computed here (what a CLI session was sent), not checked again."""
-        count = len(self._messages)
-        if len(messages) < count or not all(map(operator.is_, self._messages, messages[:count])):
+        digests of those are taken as they were computed here (what a CLI session was sent), not checked again, and
+        so are those of the messages after them that the last call was given as the same objects."""
+        base, known = self._base, self._messages
+        if len(messages) < base or not all(map(operator.is_, known[:base], messages[:base])):
             return history_digest(messages)
-        extended = self._hash.copy()
-        extended.update("".join(map(message_digest, messages[count:])).encode())
-        return extended.hexdigest()
+        same, limit = base, min(len(known), len(messages))
+        while same < limit and known[same] is messages[same]:
+            same += 1
+        del known[same:]
+        del self._states[same - base + 1 :]
+        state = self._states[-1]
+        for message in messages[same:]:
+            state = state.copy()
+            state.update(message_digest(message).encode())
+            known.append(message)
+            self._states.append(state)
+        return state.hexdigest()
 
 
 _MessageKey = tuple[int, ...]

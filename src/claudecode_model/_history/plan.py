@@ -11,7 +11,7 @@ moment.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart
 
@@ -76,12 +76,15 @@ class TurnPlan:
     ``replay_entries``."""
     digested_history: DigestedHistory | None = None
     """``history`` as digested to find ``point`` (the digest of the conversation after the turn extends it)."""
+    _conversation: DigestedHistory = field(
+        default_factory=lambda: DigestedHistory(()), init=False, repr=False, compare=False
+    )
+    """The turn's conversation digested from its start, without a digested ``history``."""
 
     def conversation_digest(self, messages: Sequence[ModelMessage]) -> str:
-        """The history digest of ``messages``, the turn's conversation (``history`` followed by more)."""
-        if self.digested_history is None:
-            return DigestedHistory(messages).digest
-        return self.digested_history.extended(messages)
+        """The history digest of ``messages``, the turn's conversation (``history`` followed by more): each request
+        of the turn digests only the messages added since the previous one (see :meth:`DigestedHistory.extended`)."""
+        return (self.digested_history or self._conversation).extended(messages)
 
     def replay(self) -> list[TranscriptEntry]:
         """``history`` as the Anthropic messages to replay into a new session."""
