@@ -103,8 +103,8 @@ class ClaudeCodeModels(AbstractCapability[Any]):
     env: dict[str, str] | None = None
     """Extra environment variables for every CLI process."""
     keep_sessions: int | None = None
-    """How many idle CLI processes each model keeps for fast follow-up turns (0 disables); by default 4, and more
-    for 60 s while no new process needs their slot."""
+    """The most idle CLI processes each model holds (kept for follow-up turns, and spares; 0: none); by default the
+    models share the program's budget of 2."""
     session_idle_timeout: float = 300.0
     """Seconds after which an idle CLI process is stopped."""
     tool_transport: TransportType = "auto"
