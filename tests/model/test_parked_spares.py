@@ -240,3 +240,27 @@ async def test_a_claim_sets_the_model_when_it_differs_from_the_launch(cli: Scrip
             await session.claim(claim, signature="again")  # a claimed CLI is no spare any more
     finally:
         await session.close()
+
+
+async def test_a_brand_new_model_claims_the_cli_another_model_parked_when_their_launch_is_the_same(
+    model: ClaudeCodeModel, cli: ScriptedCLI
+) -> None:
+    await _agent(model, "Be brief.", "one").run("x")
+    await _agent(model, "Be verbose.", "two").run("x")
+    assert await wait_for(lambda: len(_parked(cli)) == 1)
+    other_env = ClaudeCodeModel(cli_transports=cli, env={"SOME_SETTING": "1"})
+    brand_new = ClaudeCodeModel(cli_transports=cli)
+    try:
+        assert source_of(await _agent(other_env, "Be exact.", "x").run("x")) == "fresh"  # launched otherwise
+        opened = len(cli.opened)
+
+        result = await _agent(brand_new, "Be exact.", "three").run("x")
+
+        assert source_of(result) == "spare"
+        assert result.output == "tool said three"
+        assert len(cli.opened) == opened  # no CLI started for it
+        follow_up = await _agent(brand_new, "Be exact.", "three").run("y", message_history=result.all_messages())
+        assert source_of(follow_up) == "live"  # kept by the model that claimed it
+    finally:
+        await other_env.aclose()
+        await brand_new.aclose()

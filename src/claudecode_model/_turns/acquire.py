@@ -214,10 +214,17 @@ async def acquire_session(
 
 async def _claim_parked(request: SessionRequest) -> CLISession | None:
     """A parked spare with the request's launch signature, claimed for its session (its tool servers served with
-    the spare's tool router); ``None`` when there is none, or when the CLI refuses the claim (the spare is stopped)."""
-    if request.launch_signature is None:
+    the spare's tool router): the model's own, else one another model of the program parked (a brand-new model's
+    first conversation, say); ``None`` when there is none, or when the CLI refuses the claim (the spare is stopped).
+    """
+    launch = request.launch_signature
+    if launch is None:
         return None
-    spare = await request.runner.pool.claim_spare(request.launch_signature)
+    spare = await request.runner.pool.claim_spare(launch)
+    for other in request.runner.neighbours() if spare is None else []:
+        if (spare := await other.pool.claim_spare(launch)) is not None:
+            logger.debug("claiming a CLI another model parked: the same launch")
+            break
     if spare is None:
         return None
     served: list[ServedTools] = []

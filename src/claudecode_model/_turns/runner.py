@@ -4,6 +4,7 @@ from (:class:`SessionRequest`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,25 @@ class TurnRunner:
     """How the sessions reach their CLI (``None``: a child process each)."""
     launches: LaunchMemory = field(default_factory=LaunchMemory)
     """Which launch signatures the model's new conversations have shared between signatures."""
+
+    def __post_init__(self) -> None:
+        _RUNNERS[id(self)] = self
+
+    def neighbours(self) -> list[TurnRunner]:
+        """The other models' runners of the program whose parked spares can serve this one's sessions: the same
+        CLI, transports and session store (the launch signature compares the rest, the model included)."""
+        return [
+            other
+            for other in list(_RUNNERS.values())
+            if other is not self
+            and other.cli_path == self.cli_path
+            and other.cli_transports is self.cli_transports
+            and other.session_store is self.session_store
+        ]
+
+
+_RUNNERS: weakref.WeakValueDictionary[int, TurnRunner] = weakref.WeakValueDictionary()
+"""Every live model's runner, by identity."""
 
 
 @dataclass(frozen=True)
