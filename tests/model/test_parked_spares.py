@@ -182,7 +182,7 @@ async def test_a_model_parks_its_spare_once_two_agents_share_a_launch_and_a_thir
     assert source_of(follow_up) == "live"  # the claimed session is kept with the third agent's signature
 
 
-async def test_a_claim_allows_the_server_tools_a_launch_without_tools_did_not(
+async def test_a_parked_cli_is_launched_with_the_server_rules_of_its_launchs_agents(
     model: ClaudeCodeModel, cli: ScriptedCLI
 ) -> None:
     await _agent(model, "Be brief.", "one").run("x")
@@ -193,13 +193,29 @@ async def test_a_claim_allows_the_server_tools_a_launch_without_tools_did_not(
 
     assert source_of(third) == "spare"
     assert third.output == "tool said three"
-    subtypes = [request["subtype"] for request in cli.controls]
-    allow = cli.controls[subtypes.index("claim_session") - 1]  # just ahead of the claim
     server_rules = [rule for rule in cli.opened[0].allowed_tools if rule.startswith("mcp__")]
     assert server_rules
-    assert not [rule for rule in _parked(cli)[0].allowed_tools if rule.startswith("mcp__")]
-    assert allow == {"subtype": "apply_flag_settings", "settings": {"permissions": {"allow": server_rules}}}
-    assert _claims(cli)[0]["sdk_mcp_servers"] == sorted(_servers(cli.opened[0]))
+    assert set(server_rules) <= set(_parked(cli)[0].allowed_tools)  # the tool agent's, though a text agent parked it
+    assert "apply_flag_settings" not in [request["subtype"] for request in cli.controls]
+
+
+async def test_a_claim_allows_the_server_tools_a_launch_without_tools_did_not(
+    model: ClaudeCodeModel, cli: ScriptedCLI
+) -> None:
+    await Agent(model, instructions="Be brief.").run("x")
+    await Agent(model, instructions="Be verbose.").run("x")  # two text agents: one launch, no server rules
+    assert await wait_for(lambda: len(_parked(cli)) == 1)
+
+    third = await _agent(model, "Be exact.", "three").run("x")
+
+    assert source_of(third) == "spare"
+    assert third.output == "tool said three"
+    subtypes = [request["subtype"] for request in cli.controls]
+    allow = cli.controls[subtypes.index("claim_session") - 1]  # just ahead of the claim
+    assert allow["subtype"] == "apply_flag_settings"
+    rules = allow["settings"]["permissions"]["allow"]
+    assert any(rule.startswith("mcp__pydantic_tools") for rule in rules)
+    assert not set(rules) & set(_parked(cli)[0].allowed_tools)
 
 
 async def test_a_refused_claim_stops_the_parked_cli_and_starts_the_session_anew(

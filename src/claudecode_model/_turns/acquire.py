@@ -513,9 +513,16 @@ def start_spare(request: SessionRequest, *, parked: bool | None = None) -> bool:
     have had two signatures with this launch signature.
     """
     launch = request.launch_signature
+    launches = request.runner.launches
     if parked is None:
-        parked = launch is not None and request.runner.launches.note(launch, request.signature)
+        parked = launch is not None and launches.note(launch, request.signature, request.needs.allowed_tools)
     park = parked and launch is not None
+    if park and launch is not None:
+        # Allowed at the launch, the tools of every agent of the launch need no rules at the claim (a claim with
+        # them costs an extra request); harmless to a session without those servers.
+        family = [rule for rule in launches.allowed(launch) if rule not in request.options.allowed_tools]
+        options = replace(request.options, allowed_tools=[*request.options.allowed_tools, *family])
+        request = replace(request, options=options)
 
     async def spawn() -> CLISession | None:
         try:

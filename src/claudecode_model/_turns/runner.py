@@ -38,18 +38,27 @@ class LaunchMemory:
     def __init__(self) -> None:
         self._last: dict[str, str] = {}
         self._varied: set[str] = set()
+        self._allowed: dict[str, set[str]] = {}
 
-    def note(self, launch_signature: str, signature: str) -> bool:
-        """Remember a new conversation; whether its launch signature is varied."""
+    def note(self, launch_signature: str, signature: str, allowed: Sequence[str] = ()) -> bool:
+        """Remember a new conversation and the allow rules of its in-process servers; whether its launch signature
+        is varied."""
         last = self._last.pop(launch_signature, None)
         self._last[launch_signature] = signature  # the most recent last
+        self._allowed.setdefault(launch_signature, set()).update(allowed)
         if last is not None and last != signature:
             self._varied.add(launch_signature)
         while len(self._last) > self.SIZE:
             oldest = next(iter(self._last))
             del self._last[oldest]
             self._varied.discard(oldest)
+            self._allowed.pop(oldest, None)
         return launch_signature in self._varied
+
+    def allowed(self, launch_signature: str) -> list[str]:
+        """The allow rules of the in-process servers of the conversations noted with this launch signature (a
+        parked CLI launched with them needs none at its claim)."""
+        return sorted(self._allowed.get(launch_signature, ()))
 
 
 @dataclass(frozen=True)
