@@ -21,6 +21,7 @@ from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, PostgresSessionStore, SQLiteSessionStore
 from tests._support.agents import converse, run_and_close
+from tests._support.polling import wait_for
 from tests._support.stores import counting_echo_brain, delete_sqlite_file, store_key, worker_env
 
 if TYPE_CHECKING:
@@ -202,6 +203,11 @@ async def test_a_locked_sqlite_file_does_not_hold_the_answer_and_the_next_turn_w
             lock.close()
         assert two.output == "echo: two (prompts seen: 2)"
         assert details(two)["session_store"] == "incomplete"
+        # The write that timed out ends once the lock is gone (SQLite's busy handler polls); on a loaded machine that
+        # may take longer than the grace the next turn gives it, so the test waits for it, as time would.
+        guarded = worker_a._resources._runner().session_store
+        assert guarded is not None
+        assert await wait_for(lambda: guarded._stuck is None or guarded._stuck.done(), within=30)
         three = await agent.run("three", message_history=two.all_messages())
         assert "session_store" not in details(three)
     finally:
