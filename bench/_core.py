@@ -236,6 +236,20 @@ def live_descendants(pid: int | None = None) -> set[int]:
     return found
 
 
+def status_kib(pids: set[int], field: str = "VmRSS") -> int:
+    """Summed ``field`` (``VmRSS``, ``RssAnon``, ...) of the ``/proc/<pid>/status`` of ``pids``, in KiB (a process
+    gone meanwhile counts 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith(f"{field}:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
 async def settle(within: float = 10.0) -> None:
     """Wait until every child process of ours has ended, so one measurement never overlaps another's teardown."""
     deadline = time.monotonic() + within

@@ -7,7 +7,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import ClaudeSDKClient
@@ -18,24 +17,23 @@ from pydantic_ai.models import ModelRequestParameters
 from bench import _raw
 from bench._agents import deps_agent, first_details, last_details, probe_agent
 from bench._brain import expected_answer, prompt
-from bench._core import BenchContext, Metrics, Row, Suite, Target, Variant, check, compared, live_descendants
+from bench._core import (
+    BenchContext,
+    Metrics,
+    Row,
+    Suite,
+    Target,
+    Variant,
+    check,
+    compared,
+    live_descendants,
+    status_kib,
+)
 from bench._sampler import own_cpu
 from claudecode_model.model import ClaudeCodeModel
 
 MANY = 16
 """Conversations at once in the concurrency rows."""
-
-
-def _rss_mb(pids: set[int]) -> float:
-    total_kb = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-        except OSError:
-            continue
-    return total_kb / 1024
 
 
 async def _timed_run(agent: Agent[None, str], source: str, history: Any = None) -> tuple[float, float, Any]:
@@ -72,7 +70,7 @@ async def ours_prewarmed(bench: BenchContext) -> Metrics:
     agent = probe_agent(model)
     try:
         check(await model.prewarm(agent), "prewarm started no spare")
-        rss = _rss_mb(live_descendants())
+        rss = status_kib(live_descendants()) / 1024
         wall, _, _ = await _timed_run(agent, "spare")
     finally:
         await model.aclose()

@@ -1,4 +1,4 @@
-"""Smoke test of ``scripts/cli-memory.py``: one sample of a ready spare and of the parked CLI, end to end, in a
+"""Smoke test of ``python -m bench.cli_memory``: one sample of a ready spare and of the parked CLI, end to end, in a
 subprocess (the figures are checked for their shape and plausibility, not against the documented medians)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_memory_script_prints_a_row_per_variant() -> None:
     completed = run_python(
-        str(ROOT / "scripts" / "cli-memory.py"), "--samples", "1", "--only", "spare", "parked", cwd=ROOT, timeout=110
+        "-m", "bench.cli_memory", "--samples", "1", "--only", "spare", "parked", cwd=ROOT, timeout=110
     )
 
     assert completed.returncode == 0, completed.stderr

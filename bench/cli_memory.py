@@ -2,7 +2,7 @@
 
 Run it under ``scripts/loopback-only`` (the CLI talks to an offline backend on 127.0.0.1 only)::
 
-    scripts/loopback-only .venv/bin/python scripts/cli-memory.py --samples 5
+    scripts/loopback-only .venv/bin/python -m bench.cli_memory --samples 5
 
 Each sample starts a fresh model, brings one CLI to the state measured (idle after one turn, or a ready spare),
 waits until its memory settles, and sums the ``VmRSS`` of the CLI's process tree (read from ``/proc``; shared pages
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic_ai import Agent
 
+from bench._core import live_descendants, status_kib
 from claudecode_model import ClaudeCodeModel
 from claudecode_model.testing import OfflineBackend
 
@@ -49,27 +50,6 @@ class Variant:
     """New conversations run (each leaves its CLI idle: the model keeps that many)."""
 
 
-def tree(root: int) -> set[int]:
-    """``root`` and its live descendants."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z":
-            parents[int(entry.name)] = int(fields[1])
-    found = {root}
-    frontier = {root}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
 @dataclass(frozen=True)
 class Memory:
     """What a CLI's process tree holds, in KiB, and how long its start (and turn) took."""
@@ -84,19 +64,6 @@ class Memory:
     several CLIs of one program count once)."""
     processes: int
     seconds: float
-
-
-def rss_kib(pids: set[int], field: str = "VmRSS") -> int:
-    """Summed ``field`` (``VmRSS``, ``RssAnon``, ...) of the ``/proc/<pid>/status`` of ``pids``, in KiB."""
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith(f"{field}:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total
 
 
 def pss_kib(pids: set[int]) -> int:
@@ -115,7 +82,7 @@ def pss_kib(pids: set[int]) -> int:
 def cli_roots() -> list[int]:
     """This process's children that run the CLI."""
     roots = []
-    for pid in tree(os.getpid()) - {os.getpid()}:
+    for pid in live_descendants():
         try:
             ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -132,8 +99,8 @@ def settled(seconds: float) -> Memory:
     roots = cli_roots()
     pids: set[int] = set()
     for root in roots:
-        pids |= tree(root)
-    return Memory(rss_kib(pids), rss_kib(pids, "RssAnon"), pss_kib(pids), len(roots), seconds)
+        pids |= {root} | live_descendants(root)
+    return Memory(status_kib(pids), status_kib(pids, "RssAnon"), pss_kib(pids), len(roots), seconds)
 
 
 def add(a: int, b: int) -> int:
@@ -199,8 +166,8 @@ async def parked(backend: OfflineBackend, await_claim: bool) -> Memory:
                 raise RuntimeError("the CLI ended before it answered initialize")
         seconds = time.perf_counter() - started
         await asyncio.sleep(SETTLE_SECONDS)
-        pids = await asyncio.to_thread(tree, process.pid)
-        return Memory(rss_kib(pids), rss_kib(pids, "RssAnon"), pss_kib(pids), 1, seconds)
+        pids = {process.pid} | await asyncio.to_thread(live_descendants, process.pid)
+        return Memory(status_kib(pids), status_kib(pids, "RssAnon"), pss_kib(pids), 1, seconds)
     finally:
         process.kill()
         await process.wait()
