@@ -215,7 +215,8 @@ def close_process_pipes(process: Process) -> None:
     The SDK's ``close()`` never closes the process's stdout; asyncio closes it when it reads its end, which never
     comes when reading stopped early (a message over the read limit): the CLI blocks writing to the full pipe, is
     killed and reaped outside asyncio, and the pipe stays open until the process object is collected (after its
-    event loop closed, with a warning).
+    event loop closed, with a warning). Called once asyncio has reported the exit of a process that ended: this
+    polls a process with no exit code yet, which may reap it before asyncio's child watcher does.
     """
     asyncio_process = getattr(process, "_process", None)
     transport = getattr(asyncio_process, "_transport", None)

@@ -50,7 +50,7 @@ from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._history.plan import system_prompt_of
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
 from claudecode_model._process.launcher import guarded_cli_path
-from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options
+from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options, signal_group
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
 from claudecode_model._sessions.setting_table import PREDICTED, SESSION_STATE_ENV, SETTINGS, direct_options, request_env
@@ -290,9 +290,8 @@ class EarlyCLI:
         if self.outcome is None:
             self.outcome = why
             logger.debug("stopping the CLI started early (pid %s): %s", self.process.pid, why)
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
+        if self.process.returncode is None:  # a signal of our own: the process's kill() polls it, racing the watcher
+            signal_group(self.process.pid, force=True)
 
     async def settle(self) -> None:
         """The request's start is over: stop the process unless a session adopted it, remove its temp folder

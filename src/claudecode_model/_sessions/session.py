@@ -45,6 +45,7 @@ from claudecode_model._process.oscalls import (
     process_exiting,
     reaped,
     signal_group,
+    signal_process,
     signal_tagged,
     stop_child,
     stop_tagged,
@@ -68,6 +69,8 @@ _STOP_GRACE_SECONDS = 2.0
 _COMMANDS_GRACE_SECONDS = 0.5
 """How long the commands a CLI left running get between SIGTERM and SIGKILL once the CLI is gone."""
 _SPAWN_POLL_SECONDS = 0.005
+_EXIT_REPORT_SECONDS = 2.0
+"""How long a close waits for asyncio to report the exit of a CLI that ended before it closes its pipes."""
 
 
 @dataclass
@@ -437,7 +440,10 @@ class CLISession:
                 with anyio.CancelScope(shield=True):
                     await remove_resumed()
                 if self._process is not None:
-                    close_process_pipes(self._process)
+                    try:
+                        await _ended_and_reported(self._process)
+                    finally:
+                        close_process_pipes(self._process)
                 # The CLI is gone: the commands it left running (a background command, one that outlived it) go too.
                 await self._stop_leftovers()
 
@@ -698,6 +704,18 @@ class CLISession:
         if stopped:
             logger.debug("stopped %d process(es) the CLI (pid %s) left running", stopped, self._pid)
         self._release()
+
+
+async def _ended_and_reported(process: Process) -> None:
+    """Kill ``process`` if it still runs, then wait until asyncio's child watcher has reported its exit (at most
+    :data:`_EXIT_REPORT_SECONDS`). Its pipes are closed after that: closing them polls (and may kill) a process with
+    no exit code yet, and a poll that reaps it first leaves the watcher's own wait with nothing to wait for, which
+    then prints "Unknown child process pid N, will report returncode 255" (CPython's threaded child watcher)."""
+    if process.returncode is None and not (process_exited(process.pid) or process_exiting(process.pid)):
+        signal_process(process.pid, force=True)  # our own signal: the process's kill() would poll it
+    deadline = time.monotonic() + _EXIT_REPORT_SECONDS
+    while process.returncode is None and time.monotonic() < deadline:  # noqa: ASYNC110  # a report has no event
+        await asyncio.sleep(_SPAWN_POLL_SECONDS)
 
 
 async def _disconnect(client: ClaudeSDKClient) -> None:
