@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from claudecode_model import ClaudeCodeModel
-from claudecode_model._process.binary import TESTED_CLI_VERSIONS, bundled_cli_path, cli_version, support_note
+from claudecode_model._process.binary import (
+    TESTED_CLI_VERSIONS,
+    bundled_cli_path,
+    cli_version,
+    cli_version_async,
+    support_note,
+)
+from tests._support.polling import wait_for
 
 
 def test_the_bundled_cli_is_in_the_tested_range() -> None:
@@ -50,3 +60,28 @@ def test_a_model_on_a_users_own_cli_says_at_debug_that_its_version_is_untested(
 
     [record] = [r for r in caplog.records if "Claude Code CLI" in r.getMessage()]
     assert f"Claude Code CLI {own_cli}, version 9.9.9: Claude Code 9.9.9 is newer than tested" in record.getMessage()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for the CLI")
+async def test_asking_a_version_that_is_given_up_kills_the_asked_binary_and_leaves_its_reaping_to_asyncio(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request cancelled while a user's own CLI is asked for its version: the binary is killed and reaped, and
+    asyncio's child watcher (which the kill must not race) has nothing to say."""
+    caplog.set_level(logging.WARNING, logger="asyncio")
+    pid_file = tmp_path / "pid"
+    silent = tmp_path / "claude"
+    silent.write_text(f'#!/bin/sh\necho $$ > "{pid_file}"\nexec sleep 30\n')
+    silent.chmod(0o755)
+
+    asking = asyncio.ensure_future(cli_version_async(silent))
+    assert await wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    pid = int(pid_file.read_text())
+    asking.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asking
+
+    with pytest.raises(ProcessLookupError):  # killed and reaped (waited for by the cancelled ask)
+        os.kill(pid, 0)
+    await asyncio.sleep(0.1)  # what the watcher's thread would log comes after its wait
+    assert [record.getMessage() for record in caplog.records] == []

@@ -7,7 +7,6 @@ On Windows the CLI is ``claude.exe`` (bundled, on ``PATH`` or where the native i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import re
@@ -213,9 +212,8 @@ async def cli_version_async(cli_path: Path) -> tuple[int, ...] | None:
     else:
         version = parse_version(stdout.decode(errors="replace"))
     finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+        if process.returncode is None:  # our own signal: the process's kill() polls it, racing asyncio's watcher
+            platform.signal_process(process.pid, force=True)
             await asyncio.shield(process.wait())
     _ASKED_VERSIONS[key] = version
     return version
