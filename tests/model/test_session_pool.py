@@ -310,16 +310,23 @@ def test_a_session_pushed_out_by_another_thread_is_stopped_while_its_loop_does_n
 
         assert idle.terminated_from == "other-program-thread"
 
-        async def next_call() -> Any:
-            await asyncio.sleep(0.05)  # the tidy-up the eviction scheduled runs first
-            return pool.take("idle", signature="sig", digest="digest")
-
-        assert loop.run_until_complete(next_call()) is None  # a stopped session is never handed out
+        assert taken_by_the_next_call(loop, pool, "idle") is None  # a stopped session is never handed out
         assert idle.closed
         assert len(pool) == 0
         loop.run_until_complete(pool.close_all())
     finally:
         loop.close()
+
+
+def taken_by_the_next_call(loop: asyncio.AbstractEventLoop, pool: SessionPool[FakeSession], session_id: str) -> Any:
+    """What a next call on ``loop`` (a ``run_sync`` program's) takes for ``session_id``, once the tidy-up that was
+    scheduled on the loop while it did not run has run."""
+
+    async def next_call() -> Any:
+        await asyncio.sleep(0.05)
+        return pool.take(session_id, signature="sig", digest="digest")
+
+    return loop.run_until_complete(next_call())
 
 
 async def test_an_idle_session_is_closed_by_time() -> None:
@@ -357,11 +364,7 @@ def test_a_loop_that_does_not_run_gets_its_overdue_processes_stopped_from_the_cl
         assert older.terminated_from == "claudecode-model-clock"
         assert newer.terminated_from is None
 
-        async def next_call() -> Any:
-            await asyncio.sleep(0.05)  # the tidy-up the clock scheduled runs first
-            return pool.take("older", signature="sig", digest="digest")
-
-        assert loop.run_until_complete(next_call()) is None  # a stopped session is never handed out
+        assert taken_by_the_next_call(loop, pool, "older") is None  # a stopped session is never handed out
         assert older.closed
         assert len(pool) == 1
         loop.run_until_complete(pool.close_all())
