@@ -203,6 +203,7 @@ class CLISession:
             tool_router.attach(stop_turn=self.interrupt_soon, on_wait=self._tools_waiting, relist=self.relist_tools)
         self._current: _TurnRequest | None = None
         self._on_closed: list[Callable[[], None]] = []
+        self._on_spawned: list[Callable[[], None]] = []
         self.stderr = stderr
         """The CLI's last stderr lines, when the creator collects them (errors of its turns report them)."""
         self._commands: asyncio.Queue[_TurnRequest | None] = asyncio.Queue()
@@ -241,6 +242,16 @@ class CLISession:
     def when_closed(self, *callbacks: Callable[[], None]) -> None:
         """Call ``callbacks`` once the CLI process is gone (after :meth:`close`, or by :meth:`kill`)."""
         self._on_closed.extend(callbacks)
+
+    def when_spawned(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once :meth:`start` has spawned the CLI's process (a CLI that is no process: once it is
+        connected); never if the start fails before."""
+        self._on_spawned.append(callback)
+
+    def _spawned(self) -> None:
+        callbacks, self._on_spawned = self._on_spawned, []
+        for callback in callbacks:
+            callback()
 
     def deliver_with(self, delivery: Callable[[Message], Delivery] | None) -> None:
         """How the turn in progress takes each message (``None``: every message at once, as a stream does)."""
@@ -390,8 +401,10 @@ class CLISession:
                 options, remove_resumed = await options_resumed_from_store(self.options)
                 with sdk_advice_silenced(self.options.can_use_tool is not None):
                     transport = self._transport = self._transports.open(options)
+                    transport.when_spawned(self._spawned)
                     client = ClaudeSDKClient(options, transport=transport)
                     await client.connect()
+                    self._spawned()  # a CLI that is no process
             finally:
                 self._connecting = False
                 gate.release()

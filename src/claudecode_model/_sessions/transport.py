@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -51,6 +51,11 @@ class CLITransport(Transport):
         """Whether a CLI that is no process has ended (a process's end is read from the operating system)."""
         return False
 
+    def when_spawned(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` during ``connect()``, once the CLI's process exists (a CLI that is no process: never;
+        its session counts it spawned once connected)."""
+        return None
+
 
 class CLITransports:
     """Opens the transport of each new CLI session (for the options it starts with)."""
@@ -72,6 +77,7 @@ class _SubprocessTransport(CLITransport):
         self._sdk = subprocess_transport(options, self._spawn, inline_schema_limit=INLINE_OUTPUT_SCHEMA_CHARACTERS)
         self._tag = options.env.get(CLI_TAG_VARIABLE) if isinstance(options.env, dict) else None
         """The tag the session registered with the lifeline (see ``CLISession.start()``)."""
+        self._spawned: Callable[[], None] | None = None
 
     @property
     def process(self) -> Process | None:
@@ -79,6 +85,9 @@ class _SubprocessTransport(CLITransport):
 
     def stopped(self, *, force: bool) -> None:
         return None  # the signal reached the process
+
+    def when_spawned(self, callback: Callable[[], None]) -> None:
+        self._spawned = callback
 
     async def connect(self) -> None:
         await self._sdk.connect()
@@ -112,4 +121,6 @@ class _SubprocessTransport(CLITransport):
             process = await anyio.open_process(list(command), **keywords, **own_session_options())
         if self._tag is not None:
             lifeline.started(self._tag, process.pid, process_stdin_fd(process) if lifeline.HOLDS_INPUT else None)
+        if self._spawned is not None:
+            self._spawned()
         return process
