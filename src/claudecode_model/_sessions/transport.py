@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import Process
-from claude_agent_sdk import ClaudeAgentOptions, Transport
+from claude_agent_sdk import ClaudeAgentOptions, CLIConnectionError, Transport
 
 from claudecode_model._compat import process_stdin_fd, subprocess_transport, transport_process
 from claudecode_model._process import lifeline
@@ -78,13 +78,15 @@ class _SubprocessTransport(CLITransport):
         self._tag = options.env.get(CLI_TAG_VARIABLE) if isinstance(options.env, dict) else None
         """The tag the session registered with the lifeline (see ``CLISession.start()``)."""
         self._spawned: Callable[[], None] | None = None
+        self._stopped = False
+        """The session sent the CLI a signal: it ends, on purpose."""
 
     @property
     def process(self) -> Process | None:
         return transport_process(self._sdk)
 
     def stopped(self, *, force: bool) -> None:
-        return None  # the signal reached the process
+        self._stopped = True  # the signal reached the process
 
     def when_spawned(self, callback: Callable[[], None]) -> None:
         self._spawned = callback
@@ -93,7 +95,15 @@ class _SubprocessTransport(CLITransport):
         await self._sdk.connect()
 
     async def write(self, data: str) -> None:
-        await self._sdk.write(data)
+        try:
+            await self._sdk.write(data)
+        except CLIConnectionError as error:
+            if not self._stopped:
+                raise
+            # Nothing reads it any more. The SDK answers the requests the CLI sent before it was stopped (those of
+            # a spare stopped while its paused loop let nothing read them, say) in tasks nobody awaits: a write
+            # that raised there would be reported as "Task exception was never retrieved".
+            logger.debug("a write to a CLI stopped on purpose was dropped (%s)", error)
 
     def read_messages(self) -> AsyncIterator[dict[str, Any]]:
         return self._sdk.read_messages()
