@@ -229,7 +229,7 @@ async def test_a_budget_of_zero_keeps_nothing() -> None:
 
     assert session.closed
     assert len(pool) == 0
-    assert not pool.start_spare("sig", lambda: asyncio.sleep(0, result=fake("spare", release)))
+    assert not pool.start_spare("sig", lambda _: asyncio.sleep(0, result=fake("spare", release)))
 
 
 async def test_a_spare_that_pushes_a_session_out_starts_once_that_session_is_gone() -> None:
@@ -242,7 +242,7 @@ async def test_a_spare_that_pushes_a_session_out_starts_once_that_session_is_gon
     await pool.put(kept)
     started: list[bool] = []
 
-    async def spawn() -> FakeSession:
+    async def spawn(_: object) -> FakeSession:
         started.append(kept.closed)
         return fake("spare", release)
 
@@ -265,7 +265,7 @@ async def test_a_spare_asked_for_before_the_budgets_idle_clis_were_used_does_not
     )
     started: list[str] = []
 
-    async def spawn() -> FakeSession:
+    async def spawn(_: object) -> FakeSession:
         started.append("spare")
         return fake("spare", release)
 

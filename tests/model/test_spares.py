@@ -4,6 +4,7 @@ part, a spare that dies or leaves nothing behind, stays in ``test_spares_cli.py`
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -11,9 +12,11 @@ import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
+from claudecode_model._process.clock import call_at
 from claudecode_model._process.slots import ProcessSlots
 from claudecode_model._sessions import pool as pool_module
 from claudecode_model._sessions import session as session_module
+from claudecode_model._sessions.loop_pauses import pauses
 from claudecode_model.exceptions import CLITimeoutError
 from claudecode_model.testing import ScriptedCLI
 from tests._support.agents import agent_with_probe
@@ -42,6 +45,39 @@ async def test_a_spare_starts_after_its_delay_not_during_the_turn(
     await agent.run("one")
     assert cli.live == 1  # the run returned before its spare started
     assert await wait_for(lambda: cli.live == 2)  # then it starts by itself
+
+
+async def test_an_async_programs_loop_never_pauses_and_its_spares_keep_their_delay(
+    cli: ScriptedCLI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool_module, "SPARE_START_DELAY", 0.3)  # the default: the clock looks at the loop then
+    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1)
+    agent, _ = agent_with_probe(model, lambda: cli.live)
+    try:
+        await agent.run("one")
+        assert await wait_for(lambda: cli.live == 2)  # its spare, once the delay ended
+        await clock_passed(time.monotonic())  # the clock has looked at the loop: running
+        assert not pauses(asyncio.get_running_loop())
+
+        model._resources.pool.spare_delay = 600.0  # the replacement's delay does not end within the test
+        second = await agent.run("two")
+
+        assert source_of(second) == "spare"
+        assert cli.live == 2  # the run returned without starting its replacement spare, nor waiting for it
+    finally:
+        await model.aclose()
+
+
+async def clock_passed(when: float) -> None:
+    """Once the pools' clock has run every callback due at or before ``when`` (it runs them in order)."""
+    loop = asyncio.get_running_loop()
+    passed = loop.create_future()
+
+    def tell() -> None:
+        loop.call_soon_threadsafe(passed.set_result, None)
+
+    call_at(when, tell)
+    await passed
 
 
 async def test_prewarm_starts_a_delayed_spare_at_once_and_closing_cancels_one(

@@ -11,11 +11,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+import anyio
+
 from claudecode_model._process.clock import ClockHandle, call_at, running_loop
 from claudecode_model._process.exit import kill_at_exit
+from claudecode_model._sessions import loop_pauses
 from claudecode_model._sessions.idle_budget import IdleBudget
 
-__all__ = ["SPARE_START_DELAY", "PooledSession", "SessionPool", "SpareFactory"]
+__all__ = ["HEAD_START_SECONDS", "SPARE_START_DELAY", "PooledSession", "SessionPool", "SpareFactory"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,15 +50,28 @@ class PooledSession(Protocol):
 
 S = TypeVar("S", bound=PooledSession)
 
-SpareFactory = Callable[[], Awaitable[S | None]]
-"""Starts a spare session (``None``: no process slot was free, nothing started)."""
+SpareFactory = Callable[[Callable[[S], None]], Awaitable[S | None]]
+"""Starts a spare session (``None``: no process slot was free, nothing started), telling the callback it is given
+the session once its CLI's process exists."""
 
 
 SPARE_START_DELAY = 0.3
 """Seconds a spare waits after the turn that asked for it before its CLI starts (unless claimed or awaited first).
 
 A CLI start costs about a second of CPU; started at once, it competes with what the caller does right after the
-turn (pydantic-ai ending the run, the next request of the same conversation). Measured in the benchmarks."""
+turn (pydantic-ai ending the run, the next request of the same conversation). Measured in the benchmarks.
+
+On an event loop that pauses between calls (a ``run_sync`` program's, :mod:`claudecode_model._sessions.loop_pauses`)
+a spare starts at once instead, and the turn that asked for it waits until its CLI's process exists
+(:meth:`SessionPool.head_start`): the CLI boots while the loop is paused."""
+
+HEAD_START_SECONDS = 0.25
+"""The longest a turn on a loop that pauses between calls waits for its spare's CLI process to be spawned.
+
+The spawn usually comes once the idle CLI the spare pushed out of the budget has exited (0.1-0.2 s); a spawn that
+takes longer (a loaded machine, a hanging start) is not waited for: the spare then starts with the next call, as
+it would without the head start. Against a new CLI's 0.45-0.65 s to its first answer here, at most a quarter
+second keeps the wait well below what it gains."""
 
 
 @dataclass(eq=False)
@@ -91,6 +107,10 @@ class _Spare(Generic[S]):
     factory: SpareFactory[S]
     task: asyncio.Task[S | None]
     start: _SpareStart
+    starting: S | None = None
+    """The session once its CLI's process exists (it may still be connecting)."""
+    spawned: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once its CLI's process exists, or its start is over (without a process, maybe)."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -101,6 +121,12 @@ class _Spare(Generic[S]):
         if not self.task.done() or self.task.cancelled() or self.task.exception() is not None:
             return None
         return self.task.result()
+
+    def running(self) -> S | None:
+        """The session whose CLI process this spare holds: the started one, or one still connecting."""
+        if self.task.done():
+            return self.ready()
+        return self.starting
 
 
 class SessionPool(Generic[S]):
@@ -194,10 +220,18 @@ class SessionPool(Generic[S]):
         ]
 
     def _spare_deadlines(self, loop: asyncio.AbstractEventLoop) -> list[tuple[float, _Spare[S]]]:
+        """When each spare of ``loop`` whose CLI process exists falls out of the bounds: ``idle_timeout`` after its
+        start. On a loop that pauses between calls, one still connecting too, and by :data:`_PAUSED_CONNECT_SECONDS`
+        at the latest (elsewhere its loop runs: it connects)."""
+        pauses = loop_pauses.pauses(loop)
         found = []
         for spare in list(self._spares):
-            if spare.loop is loop and (session := spare.ready()) is not None and session not in self._stopped:
+            if spare.loop is not loop or (session := spare.running()) is None or session in self._stopped:
+                continue
+            if spare.task.done():
                 found.append((session.last_used + self.idle_timeout, spare))
+            elif pauses:
+                found.append((session.last_used + min(self.idle_timeout, _PAUSED_CONNECT_SECONDS), spare))
         return found
 
     def _loops(self) -> set[asyncio.AbstractEventLoop]:
@@ -276,8 +310,12 @@ class SessionPool(Generic[S]):
                     self._stopped.add(session)
                     session.terminate()
             for spare in spares:
-                if spare in self._spares and (unused := spare.ready()) is not None:
-                    logger.debug("stopping a spare CLI process unused for %.0f s", self.idle_timeout)
+                if spare in self._spares and (unused := spare.running()) is not None:
+                    logger.debug(
+                        "stopping a spare CLI process unused for %.0f s%s",
+                        time.monotonic() - unused.last_used,
+                        "" if spare.task.done() else " (still connecting: its event loop did not run)",
+                    )
                     self._stopped.add(unused)
                     unused.terminate()
 
@@ -320,18 +358,54 @@ class SessionPool(Generic[S]):
         loop = asyncio.get_running_loop()
 
         requested = time.monotonic()
+        delay = 0.0 if loop_pauses.pauses(loop) else self.spare_delay
+        if delay > 0:
+            loop_pauses.look_at(loop, requested + delay)
 
         def admit() -> bool:
             if spare not in self._spares:
                 return True  # claimed: busy, not idle
             return self.budget.admit(spare, lambda: self._evict_spare(spare), since=requested)
 
-        start = _SpareStart(self.spare_delay, admit, self.budget.settled)
-        task = loop.create_task(_start_spare(factory, start), name="claude-code-spare-start")
+        def spawned(session: S) -> None:
+            spare.starting = session
+            spare.spawned.set()
+            self._schedule()  # its idle deadline holds while it connects, too
+
+        start = _SpareStart(delay, admit, self.budget.settled)
+        task = loop.create_task(_start_spare(factory, start, spawned), name="claude-code-spare-start")
         spare = _Spare(signature, factory, task, start)
         self._spares.append(spare)
-        task.add_done_callback(lambda _: self._schedule())  # its idle deadline
+        task.add_done_callback(lambda _: self._start_over(spare))
         return True
+
+    def _start_over(self, spare: _Spare[S]) -> None:
+        spare.spawned.set()
+        if spare.ready() is None and spare.starting is not None:
+            with self._lock:
+                self._stopped.discard(spare.starting)  # a start the clock stopped failed: nothing to tidy up
+        self._schedule()  # its idle deadline
+
+    async def head_start(self) -> None:
+        """On a loop that pauses between calls, wait (at most :data:`HEAD_START_SECONDS`) until the spares starting
+        on it have spawned their CLI process, which then boots while the loop is paused. Elsewhere: at once."""
+        loop = running_loop()
+        if loop is None or not loop_pauses.pauses(loop):
+            return
+        waiting = [s.spawned for s in self._spares if s.loop is loop and not s.spawned.is_set()]
+        if not waiting:
+            return
+        asked = time.monotonic()
+        with anyio.move_on_after(HEAD_START_SECONDS) as scope:
+            for spawned in waiting:
+                await spawned.wait()
+        logger.debug(
+            "%s after %.0f ms (the event loop pauses between calls)",
+            "a spare's CLI is not spawned yet: it starts with the next call"
+            if scope.cancelled_caught
+            else "a spare's CLI was spawned",
+            (time.monotonic() - asked) * 1000,
+        )
 
     async def wait_spare(self, signature: str) -> bool:
         """Wait until the spares for ``signature`` have started; whether one is ready."""
@@ -361,6 +435,10 @@ class SessionPool(Generic[S]):
             return None
         with self._lock:  # not while the clock's thread stops it
             self._drop_spare(spare)
+            stopped = not spare.task.done() and spare.starting in self._stopped
+        if stopped:  # stopped while it connected on a paused loop: its start fails by itself, not waited for
+            spare.task.add_done_callback(self._retire_started)
+            return None
         spare.start.go.set()
         try:
             session = await asyncio.shield(spare.task)
@@ -449,8 +527,8 @@ class SessionPool(Generic[S]):
         """Stop a spare the budget let go (one still waiting to start is cancelled; one starting is stopped once
         up)."""
         if spare.loop is not running_loop():
-            if (ready := spare.ready()) is not None:
-                self._stop_elsewhere(ready, lambda: self._evict_spare(spare))
+            if (running := spare.running()) is not None:
+                self._stop_elsewhere(running, lambda: self._evict_spare(spare))
             else:
                 self._on_loop(spare.loop, lambda: self._evict_spare(spare))
             return None
@@ -519,8 +597,8 @@ class SessionPool(Generic[S]):
         for spare in spares:
             ready = spare.ready()
             if spare.loop is not loop:
-                if ready is not None:
-                    ready.kill()
+                if (running := spare.running()) is not None:
+                    running.kill()
                 continue
             if ready is not None:
                 sessions.append(ready)
@@ -550,13 +628,13 @@ class SessionPool(Generic[S]):
 
     def terminate_all(self) -> None:
         """Stop the processes of every idle session and spare now, from synchronous code (their loops tidy up)."""
-        spares = [session for spare in list(self._spares) if (session := spare.ready()) is not None]
+        spares = [session for spare in list(self._spares) if (session := spare.running()) is not None]
         for session in [*list(self._sessions.values()), *spares, *list(self._closing)]:
             session.terminate()
 
     def kill_all(self) -> None:
         """Synchronous cleanup (interpreter exit)."""
-        spares = [session for spare in self._spares if (session := spare.ready()) is not None]
+        spares = [session for spare in self._spares if (session := spare.running()) is not None]
         for session in [*self._sessions.values(), *spares, *self._closing]:
             session.kill()
         for session in list(self._sessions.values()):
@@ -574,6 +652,10 @@ _CLOCK_RECHECK_SECONDS = 1.0
 _CLOCK_MIN_INTERVAL_SECONDS = 0.2
 """After asking a running loop to trim the pool, the clock checks again this much later (the loop may have stopped
 before it got to it)."""
+_PAUSED_CONNECT_SECONDS = 50.0
+"""The longest a spare may be connecting while its loop is paused before the clock stops it. The SDK gives a CLI's
+connect at least 60 s (its ``initialize`` request), on the loop's clock, which goes on while the loop is paused: a
+spare still connecting when its loop runs again after that fails its start anyway."""
 _SPARE_START_GRACE_SECONDS = 10.0
 """How long closing waits for a spare still starting before it cancels the start."""
 
@@ -582,12 +664,12 @@ def _started(task: asyncio.Task[S | None]) -> S | None:
     return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
 
 
-async def _start_spare(factory: SpareFactory[S], start: _SpareStart) -> S | None:
+async def _start_spare(factory: SpareFactory[S], start: _SpareStart, spawned: Callable[[S], None]) -> S | None:
     if not await start.wait():
         logger.debug("a spare CLI is not started: the idle budget holds more recently used CLIs")
         return None
     try:
-        return await factory()
+        return await factory(spawned)
     except asyncio.CancelledError:
         raise
     except Exception as error:

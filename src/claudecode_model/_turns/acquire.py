@@ -409,6 +409,7 @@ async def spawn_session(
     traced: bool = True,
     warm_up: bool = False,
     parked: bool = False,
+    on_spawned: Callable[[CLISession], None] | None = None,
 ) -> CLISession:
     """Start a new CLI process for ``request``: its tool servers with a new tool router, then the process.
 
@@ -418,7 +419,7 @@ async def spawn_session(
 
     Without ``slot_taken`` the process takes a free slot of the model's process cap, or none is started
     (:class:`NoSlotError`); the slot is given back once the process is gone, and ``on_closed`` is called then
-    (also if the start fails).
+    (also if the start fails). ``on_spawned`` is told the session once its CLI's process exists.
     """
     runner = request.runner
     await runner.pool.budget.settled()  # idle CLIs just pushed out of the budget go first
@@ -500,6 +501,8 @@ async def spawn_session(
     session.when_closed(
         release, on_closed, remove_prompt_file, remove_mcp_config, remove_temp, router.reader.clear, remove_logs
     )
+    if on_spawned is not None:
+        session.when_spawned(lambda: on_spawned(session))
     await session.start(warm_up=warm_up)
     return session
 
@@ -524,9 +527,11 @@ def start_spare(request: SessionRequest, *, parked: bool | None = None) -> bool:
         options = replace(request.options, allowed_tools=[*request.options.allowed_tools, *family])
         request = replace(request, options=options)
 
-    async def spawn() -> CLISession | None:
+    async def spawn(spawned: Callable[[CLISession], None]) -> CLISession | None:
         try:
-            return await spawn_session(request, deque(maxlen=STDERR_LINES), traced=False, warm_up=not park, parked=park)
+            return await spawn_session(
+                request, deque(maxlen=STDERR_LINES), traced=False, warm_up=not park, parked=park, on_spawned=spawned
+            )
         except NoSlotError:
             return None
 

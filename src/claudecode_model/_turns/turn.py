@@ -422,6 +422,8 @@ class CLITurn:
         if spare_request is not None and self.completed and not self.failed:
             # Started once the turn is over, so that it does not compete with the turn for CPU.
             start_spare(spare_request)
+            # In a run_sync program, the call returns once the spare's CLI exists: it boots between the calls.
+            await self.runner.pool.head_start()
 
 
 def _is_token(message: Message) -> bool:
