@@ -68,7 +68,7 @@ a spare starts at once instead, and the turn that asked for it waits until its C
 HEAD_START_SECONDS = 0.25
 """The longest a turn on a loop that pauses between calls waits for its spare's CLI process to be spawned.
 
-The spawn usually comes once the idle CLI the spare pushed out of the budget has exited (0.1-0.2 s); a spawn that
+The spawn comes once the idle CLI the spare pushed out of the budget has exited (26-61 ms measured); a spawn that
 takes longer (a loaded machine, a hanging start) is not waited for: the spare then starts with the next call, as
 it would without the head start. Against a new CLI's 0.45-0.65 s to its first answer here, at most a quarter
 second keeps the wait well below what it gains."""
