@@ -26,6 +26,7 @@ from bench._process_suites import NewProcessSuite
 from bench._sampler import TreeSampler
 from bench._spare_suites import ManySuite, ModelCPUSuite, SpareSuite
 from bench._store_suites import StoreSuite
+from bench._sync_suites import SyncSuite
 from bench._temporal_suites import TemporalSuite
 from claudecode_model.testing import OfflineBackend
 
@@ -43,6 +44,7 @@ SUITES: tuple[Suite, ...] = (
     NewProcessSuite(),
     MixSuite(),
     LeanSuite(),
+    SyncSuite(),
 )
 
 
