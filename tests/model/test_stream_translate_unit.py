@@ -305,6 +305,69 @@ def test_finish_reason(fields: dict[str, Any], streamed_stop: str | None, expect
     assert t.finish_reason() == expected
 
 
+AGENT_TOOL = f"{PREFIX}probe"
+
+
+def agent_tools_translator() -> TurnTranslator:
+    """A translator whose ``probe`` tool pydantic-ai runs: a reply calling it ends the response."""
+    parts = ModelResponsePartsManager(model_request_parameters=ModelRequestParameters())
+    return TurnTranslator(parts, tool_prefixes=(PREFIX,), output_tool_names=frozenset({AGENT_TOOL}))
+
+
+def streamed_call(call_id: str, message_id: str = "msg_1") -> list[StreamEvent]:
+    """The stream events of a reply that calls ``probe``, up to its block's end."""
+    block = {"type": "tool_use", "id": call_id, "name": AGENT_TOOL, "input": {}}
+    return [
+        start(message_id),
+        stream({"type": "content_block_start", "index": 0, "content_block": block}),
+        delta(0, type="input_json_delta", partial_json='{"n": 1}'),
+        stream({"type": "content_block_stop", "index": 0}),
+    ]
+
+
+TOOL_USE_DELTA = stream({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}})
+
+
+def test_a_reply_calling_agent_tools_ends_the_response_at_its_message_delta():
+    t = agent_tools_translator()
+    feed(t, *streamed_call("toolu_1"), assistant(ToolUseBlock("toolu_1", AGENT_TOOL, {"n": 1})))
+    assert t.parked_calls == []
+
+    feed(t, TOOL_USE_DELTA)
+    assert t.parked_calls == ["toolu_1"]
+    assert not t.in_stream
+    assert t.outcome.last_stop_reason == "tool_use"
+    assert t.outcome.stream_usage.output_tokens == 3
+    [call] = parts_of(t)
+    assert (call.tool_name, call.args_as_dict(), call.tool_call_id) == ("probe", {"n": 1}, "toolu_1")
+
+    # The reply's message_stop is read with the next response, which it leaves as it is.
+    t.next_response(ModelResponsePartsManager(model_request_parameters=ModelRequestParameters()))
+    feed(t, stream({"type": "message_stop"}))
+    assert (t.parked_calls, t.in_stream) == ([], False)
+    feed(
+        t,
+        start("msg_2"),
+        delta(0, type="text_delta", text="done"),
+        assistant(TextBlock("done"), message_id="msg_2"),
+        stream({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}),
+        stream({"type": "message_stop"}),
+    )
+    assert parts_of(t) == [TextPart("done")]
+    assert t.kept(parts_of(t)) == [TextPart("done")]
+    assert t.parked_calls == []
+
+
+def test_a_reply_whose_call_the_cli_did_not_report_whole_yet_ends_at_its_message_stop():
+    t = agent_tools_translator()
+    feed(t, *streamed_call("toolu_1"), TOOL_USE_DELTA)
+    assert t.parked_calls == []
+    assert t.in_stream
+
+    feed(t, assistant(ToolUseBlock("toolu_1", AGENT_TOOL, {"n": 1})), stream({"type": "message_stop"}))
+    assert t.parked_calls == ["toolu_1"]
+
+
 def test_finish_reason_without_a_result_uses_the_stream():
     t = translator()
     feed(t, start(), stream({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}}))
@@ -411,10 +474,11 @@ async def test_no_event_after_close_stream_even_when_called_by_a_wrapper():
         (stream({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use"}}), Delivery.HOLD),
         (delta(1, type="input_json_delta", partial_json="{"), Delivery.HOLD),
         (start(), Delivery.HOLD),
-        (stream({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}), Delivery.HOLD),
+        (stream({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}), Delivery.HOLD),
         (SystemMessage(subtype="init", data={}), Delivery.HOLD),
         (assistant(TextBlock("a")), Delivery.HOLD),
         (stream({"type": "message_stop"}), Delivery.WAKE),
+        (stream({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}), Delivery.WAKE),
         (assistant(ToolUseBlock("c1", "mcp__pydantic_tools__probe", {}), parent_tool_use_id="agent_1"), Delivery.WAKE),
         (result(), Delivery.WAKE),
         (SystemMessage(subtype="api_retry", data={"attempt": 1}), Delivery.WAKE),  # its WARNING comes at once

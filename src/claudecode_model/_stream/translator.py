@@ -120,9 +120,10 @@ class TurnTranslator:
     names them) becomes a plain ``ToolCallPart`` instead, for the agent to run or validate; its result inside the
     CLI is not reported.
 
-    When a reply of Claude's ends (``message_stop``) having called such tools, :attr:`parked_calls` holds their ids:
-    the response ends there and the CLI turn waits for pydantic-ai's results. :meth:`next_response` then starts the
-    next response of the same turn.
+    When a reply of Claude's ends (its ``message_delta``, once the CLI reported every call's complete block, else its
+    ``message_stop``) having called such tools, :attr:`parked_calls` holds their ids: the response ends there and
+    the CLI turn waits for pydantic-ai's results. :meth:`next_response` then starts the next response of the same
+    turn.
 
     Parts of an aborted attempt (a response whose stream was cut, see :mod:`claudecode_model._stream.attempts`) stay in
     the parts manager, whose events were already sent, but :meth:`kept` leaves them out of the response.
@@ -164,6 +165,8 @@ class TurnTranslator:
         self.attempts = AttemptTracker()
         self._reply_calls: list[str] = []
         """Ids of this reply's calls of tools pydantic-ai runs, in order."""
+        self._settled_calls: set[str] = set()
+        """Ids of the tool calls whose complete block the CLI reported (its assistant message)."""
         self.parked_calls: list[str] = []
         """Set when a reply ended with calls of tools pydantic-ai runs: the response is complete, the turn waits."""
         self._responses = 0
@@ -285,6 +288,11 @@ class TurnTranslator:
             if delta.get("stop_reason"):
                 self.outcome.last_stop_reason = delta["stop_reason"]
             self._add_usage(event.get("usage") or {}, output_only=True)
+            if self._reply_calls and self._settled_calls.issuperset(self._reply_calls):
+                # The reply is complete but for its message_stop: its calls go to pydantic-ai now, a few
+                # milliseconds sooner, and the message_stop is read with the next response.
+                self._in_stream = False
+                self.parked_calls, self._reply_calls = self._reply_calls, []
             return
         index = event.get("index")
         if self._message_id is None or not isinstance(index, int):
@@ -373,6 +381,8 @@ class TurnTranslator:
             index = self._block_counts.get(message_id, 0)
             self._block_counts[message_id] = index + 1
             key = (message_id, index)
+            if type(block) is ToolUseBlock:
+                self._settled_calls.add(block.id)
             if key in self._streamed:
                 yield from self._complete_streamed(key, block)
                 continue
@@ -549,9 +559,10 @@ def delivery_unless_streaming(message: Message) -> Delivery:
     Dropped: the stream events of text and thinking blocks (the assistant messages carry the same content) and the
     CLI's progress notices. A tool call's events are kept, so that its arguments are the text Claude wrote, as when
     the request streams. Of what is kept, only what can end the response wakes the request at once: the end of a
-    reply (``message_stop``: a reply that called tools pydantic-ai runs ends the response) and a subagent's reply
-    (its calls of such tools are not streamed); the rest waits for it (the result, an error, the tool calls
-    waiting for pydantic-ai and the CLI's retry notices always wake it).
+    reply (``message_stop``, or the ``message_delta`` of a reply that called tools: a reply that called tools
+    pydantic-ai runs ends the response) and a subagent's reply (its calls of such tools are not streamed); the rest
+    waits for it (the result, an error, the tool calls waiting for pydantic-ai and the CLI's retry notices always
+    wake it).
     """
     if type(message) is SystemMessage:
         if message.subtype == "api_retry":
@@ -567,6 +578,10 @@ def delivery_unless_streaming(message: Message) -> Delivery:
     match event.get("type"):
         case "message_stop":
             return Delivery.WAKE
+        case "message_delta":
+            # A reply that called tools may end the response here, before its message_stop.
+            tool_use = (event.get("delta") or {}).get("stop_reason") == "tool_use"
+            return Delivery.WAKE if tool_use else Delivery.HOLD
         case "content_block_start":
             tool_use = (event.get("content_block") or {}).get("type") == "tool_use"
             return Delivery.HOLD if tool_use else Delivery.DROP
