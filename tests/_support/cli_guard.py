@@ -1,11 +1,11 @@
 """A pytest plugin: a test that starts the Claude Code CLI without the ``cli`` marker fails, naming the marker.
 
-A Python audit hook on ``subprocess.Popen`` (which ``anyio.open_process`` and asyncio's subprocesses go through)
-sees every start of an executable named ``claude`` (the SDK's bundled binary, an npm install, a ``cli_path=`` copy)
-or ``claude-<hash>`` (the launcher the package starts the CLI through, ``_process/launcher.py``): exactly, however
-short the CLI lives, at the cost of a name check per child process. A version query (``claude -v``) is not a CLI
-start. It sees the CLIs this process starts (the package's, the raw SDK's, a test's own); a CLI started by a child
-interpreter (a script the test runs) is that child's, and not seen here.
+A Python audit hook on ``subprocess.Popen`` (which ``anyio.open_process`` and asyncio's subprocesses go through) sees
+every start of an executable named ``claude`` (the SDK's bundled binary, an npm install, a ``cli_path=`` copy) or
+``claude-<hash>`` (the launcher the package starts the CLI through on Linux, ``_process/platform/linux_launcher.py``):
+exactly, however short the CLI lives, at the cost of a name check per child process. A version query (``claude -v``) is
+not a CLI start. It sees the CLIs this process starts (the package's, the raw SDK's, a test's own); a CLI started by a
+child interpreter (a script the test runs) is that child's, and not seen here.
 
 ``tests/conftest.py`` loads it; a ``pytester`` run loads it with ``-p tests._support.cli_guard``.
 """
@@ -25,7 +25,8 @@ MARKER = "cli"
 CLI_NAME = "claude"
 """The CLI's executable name (the SDK's bundled binary, an npm install, a ``cli_path=`` copy)."""
 LAUNCHER_PREFIX = f"{CLI_NAME}-"
-"""The name of the launcher the package starts the CLI through (``claude-<hash>``, see ``_process/launcher.py``)."""
+"""The name of the launcher the package starts the CLI through on Linux (``claude-<hash>``, see
+``_process/platform/linux_launcher.py``)."""
 
 VERSION_QUERIES = (["-v"], ["--version"])
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from claudecode_model._process import launcher as _launcher
+from claudecode_model._process.platform import linux_launcher as _launcher
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from claudecode_model._process import launcher as _launcher
+from claudecode_model._process.platform import linux_launcher as _launcher
 from claudecode_model.ipc import IPCSession
 from claudecode_model.testing import OfflineBackend, ScriptedTurn
 

@@ -76,7 +76,7 @@ def test_the_macos_branch_keeps_socket_paths_within_103_bytes_and_starts_no_deat
         import json, os, sys, tempfile
         from pathlib import Path
         tempfile.tempdir = sys.argv[1]  # too deep for a 103-byte socket path: /tmp is taken instead
-        from claudecode_model._process import launcher, slots
+        from claudecode_model._process import platform, slots
         from claudecode_model._process.platform import darwin
         from claudecode_model.ipc._session import _MAX_SOCKET_PATH, _socket_base_directory
         darwin.physical_memory_bytes = lambda: 4 * 1024**3
@@ -84,7 +84,7 @@ def test_the_macos_branch_keeps_socket_paths_within_103_bytes_and_starts_no_deat
             "limit": _MAX_SOCKET_PATH,
             "base": _socket_base_directory(40),
             "cap": slots.default_max_processes(),
-            "cli": str(launcher.guarded_cli_path(Path("/opt/claude"))),
+            "cli": str(platform.guarded_cli_path(Path("/opt/claude"))),
         }))
         """
     )

@@ -49,8 +49,8 @@ from claudecode_model._compat import load_sdk, request_instructions, sdk_version
 from claudecode_model._history.cut_results import RESULT_READER_SERVER
 from claudecode_model._history.plan import system_prompt_of
 from claudecode_model._process.binary import SDK_SERVER_MINIMUM_CLI, cli_version
-from claudecode_model._process.launcher import guarded_cli_path
 from claudecode_model._process.oscalls import CLI_TAG_VARIABLE, own_session_options, signal_group
+from claudecode_model._process.platform import guarded_cli_path
 from claudecode_model._process.prompt_file import INLINE_SYSTEM_PROMPT_BYTES
 from claudecode_model._process.temp import ReservedTemp, end_reservation, reserve_cli_temp
 from claudecode_model._sessions.setting_table import PREDICTED, SESSION_STATE_ENV, SETTINGS, direct_options, request_env

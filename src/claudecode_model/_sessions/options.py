@@ -16,7 +16,7 @@ from pydantic_ai.settings import ThinkingLevel
 
 from claudecode_model._history.digest import canonical_digest
 from claudecode_model._process.binary import cli_version_async
-from claudecode_model._process.launcher import guarded_cli_path
+from claudecode_model._process.platform import guarded_cli_path
 from claudecode_model._sessions.claim import parked_options
 from claudecode_model._sessions.setting_table import (
     CLAIM_OPTIONS,

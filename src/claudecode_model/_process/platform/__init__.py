@@ -1,11 +1,12 @@
 """The platform layer: every call that differs between Linux, macOS and Windows, and the only place the package
 sends a signal, waits for a child, reads ``/proc`` or asks the uid (``tests/test_platform_layer.py`` checks it).
 
-One module per platform, each with the same names: :mod:`.linux` and :mod:`.darwin` (both on :mod:`.posix`, which
-also runs as the lifeline watcher) and :mod:`.windows` (its Windows API behind a seam that tests fake). The module is
-chosen by ``sys.platform`` when this package is first imported, and its names are re-exported here; the rest of the
-package imports them from here (or from :mod:`claudecode_model._process.oscalls`). It imports nothing of the package
-outside this folder, so the foundation (``ipc/``) may use it too.
+One module per platform, each with the same names: :mod:`.linux` and :mod:`.darwin` (both on :mod:`.posix`, which also
+runs as the lifeline watcher; Linux's CLI launcher is :mod:`.linux_launcher`, which only :mod:`.linux` imports) and
+:mod:`.windows` (its Windows API behind a seam that tests fake). The module is chosen by ``sys.platform`` when this
+package is first imported, and its names are re-exported here; the rest of the package imports them from here (or from
+:mod:`claudecode_model._process.oscalls`). It imports nothing of the package outside this folder, so the foundation
+(``ipc/``) may use it too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "available_memory_mb",
     "current",
     "event_loop_problem",
+    "guarded_cli_path",
     "is_locked",
     "lock_exclusive",
     "own_session_options",
@@ -62,6 +64,7 @@ UNIX_SOCKETS = current.UNIX_SOCKETS
 
 available_memory_mb = current.available_memory_mb
 event_loop_problem = current.event_loop_problem
+guarded_cli_path = current.guarded_cli_path
 is_locked = current.is_locked
 lock_exclusive = current.lock_exclusive
 own_session_options = current.own_session_options

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from claudecode_model._process.platform.posix import (
@@ -34,6 +35,7 @@ __all__ = [
     "UNIX_SOCKETS",
     "available_memory_mb",
     "event_loop_problem",
+    "guarded_cli_path",
     "is_locked",
     "lock_exclusive",
     "own_session_options",
@@ -81,6 +83,11 @@ _XUCRED_VERSION = 0
 def event_loop_problem(loop: object) -> str | None:
     """Why ``loop`` cannot start the CLI (``None``: it can; every asyncio loop here spawns processes)."""
     return None
+
+
+def guarded_cli_path(cli_path: Path) -> Path:
+    """``cli_path`` itself: macOS has no ``PR_SET_PDEATHSIG``, the lifeline alone stops a killed program's CLIs."""
+    return cli_path
 
 
 def tie_to_program(tag: str, pid: int) -> None:

@@ -1,5 +1,5 @@
 """Linux: the POSIX calls with ``/proc`` (tagged processes, memory, process start), pidfds, ``PR_SET_PDEATHSIG``
-(the CLI launcher) and ``SO_PEERCRED``."""
+(the CLI launcher of :mod:`.linux_launcher`) and ``SO_PEERCRED``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import time
 from typing import Any
 
+from claudecode_model._process.platform.linux_launcher import guarded_cli_path
 from claudecode_model._process.platform.posix import (
     CLI_TAG_VARIABLE,
     is_locked,
@@ -36,6 +37,7 @@ __all__ = [
     "UNIX_SOCKETS",
     "available_memory_mb",
     "event_loop_problem",
+    "guarded_cli_path",
     "is_locked",
     "lock_exclusive",
     "own_session_options",

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from claudecode_model._process.platform.posix import CLI_TAG_VARIABLE
@@ -35,6 +36,7 @@ __all__ = [
     "api",
     "available_memory_mb",
     "event_loop_problem",
+    "guarded_cli_path",
     "is_locked",
     "lock_exclusive",
     "own_session_options",
@@ -137,6 +139,11 @@ def event_loop_problem(loop: object) -> str | None:
         f"the event loop ({type(loop).__name__}) cannot start subprocesses on Windows, and Claude Code runs as one: "
         "use asyncio's default Proactor loop (do not set WindowsSelectorEventLoopPolicy)"
     )
+
+
+def guarded_cli_path(cli_path: Path) -> Path:
+    """``cli_path`` itself: no death signal on Windows, each CLI ends with its Job Object (:func:`tie_to_program`)."""
+    return cli_path
 
 
 def tie_to_program(tag: str, pid: int) -> None:

@@ -13,6 +13,9 @@ lives in the user's cache directory (``$XDG_CACHE_HOME/claudecode-model/launcher
 per CLI path, written once and reused; the temp dir is used only where no cache directory can be created. Whether
 ``setpriv`` supports ``--pdeathsig`` is asked by running it once per ``setpriv`` binary (5-25 ms that would delay
 every new process's first CLI start) and remembered in the same directory.
+
+Linux only: a module of the platform layer imported by :mod:`.linux` alone, which exports :func:`guarded_cli_path`
+(the other platforms' ``guarded_cli_path`` returns the CLI's own path).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from claudecode_model._process import platform
+from claudecode_model._process.platform.posix import owned_by_user, user_id
 
 __all__ = ["guarded_cli_path"]
 
@@ -46,10 +49,8 @@ os.execv({cli!r}, [{cli!r}, *sys.argv[1:]])
 
 
 def guarded_cli_path(cli_path: Path) -> Path:
-    """A launcher for ``cli_path`` that stops the CLI when this process dies; ``cli_path`` itself where there is
-    no such mechanism (not Linux) or the launcher cannot be written."""
-    if not platform.DEATH_SIGNAL_LAUNCHER:
-        return cli_path
+    """A launcher for ``cli_path`` that stops the CLI when this process dies; ``cli_path`` itself where the
+    launcher cannot be written."""
     try:
         return _launcher_for(str(cli_path), _setpriv())
     except OSError as error:
@@ -130,9 +131,9 @@ def _private_dir() -> Path:
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:
-        directory = Path(tempfile.gettempdir()) / f"claudecode-launch-{platform.user_id()}"
+        directory = Path(tempfile.gettempdir()) / f"claudecode-launch-{user_id()}"
         directory.mkdir(mode=0o700, exist_ok=True)
     info = directory.lstat()
-    if not stat.S_ISDIR(info.st_mode) or not platform.owned_by_user(info) or info.st_mode & 0o077:
+    if not stat.S_ISDIR(info.st_mode) or not owned_by_user(info) or info.st_mode & 0o077:
         raise OSError(f"{directory} is not a private directory of this user")
     return directory
