@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import struct
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_the_default_cap_counts_half_the_physical_memory(monkeypatch: pytest.Mon
 
 def test_without_proc_nothing_is_found_by_tag_and_the_group_is_what_stops():
     assert darwin.LIFELINE == "groups"
-    assert not darwin.DEATH_SIGNAL_LAUNCHER
+    assert darwin.guarded_cli_path(Path("/opt/claude")) == Path("/opt/claude")  # no death-signal launcher
     assert darwin.stop_tagged(["any"]) == 0
     assert darwin.signal_tagged(["any"], force=True) == 0
     assert not darwin.process_exiting(1)

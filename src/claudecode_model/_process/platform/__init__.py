@@ -23,7 +23,6 @@ else:
 __all__ = [
     "CLI_BINARY",
     "CLI_TAG_VARIABLE",
-    "DEATH_SIGNAL_LAUNCHER",
     "LIFELINE",
     "LOGIN_IN_KEYCHAIN",
     "MAX_SOCKET_PATH",
@@ -56,7 +55,6 @@ NAME = current.NAME
 """The platform whose branch runs: ``"linux"`` (also any other POSIX system), ``"darwin"`` or ``"win32"``."""
 CLI_BINARY = current.CLI_BINARY
 CLI_TAG_VARIABLE = current.CLI_TAG_VARIABLE
-DEATH_SIGNAL_LAUNCHER = current.DEATH_SIGNAL_LAUNCHER
 LIFELINE = current.LIFELINE
 LOGIN_IN_KEYCHAIN = current.LOGIN_IN_KEYCHAIN
 MAX_SOCKET_PATH = current.MAX_SOCKET_PATH

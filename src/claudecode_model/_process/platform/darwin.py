@@ -27,7 +27,6 @@ from claudecode_model._process.platform.posix import (
 __all__ = [
     "CLI_BINARY",
     "CLI_TAG_VARIABLE",
-    "DEATH_SIGNAL_LAUNCHER",
     "LIFELINE",
     "LOGIN_IN_KEYCHAIN",
     "MAX_SOCKET_PATH",
@@ -60,8 +59,6 @@ NAME = "darwin"
 CLI_BINARY = "claude"
 LIFELINE = "groups"
 """A killed program's CLIs are stopped by their process groups: the watcher is told each CLI's pid once it runs."""
-DEATH_SIGNAL_LAUNCHER = False
-"""No ``PR_SET_PDEATHSIG`` on macOS: the lifeline alone stops a killed program's CLIs."""
 LOGIN_IN_KEYCHAIN = True
 """Claude Code keeps the subscription login in the macOS Keychain, not in ``.credentials.json``."""
 UNIX_SOCKETS = True

@@ -29,7 +29,6 @@ from claudecode_model._process.platform.posix import (
 __all__ = [
     "CLI_BINARY",
     "CLI_TAG_VARIABLE",
-    "DEATH_SIGNAL_LAUNCHER",
     "LIFELINE",
     "LOGIN_IN_KEYCHAIN",
     "MAX_SOCKET_PATH",
@@ -62,8 +61,6 @@ CLI_BINARY = "claude"
 """The CLI's file name in the SDK wheel's ``_bundled`` folder."""
 LIFELINE = "tags"
 """How a killed program's CLIs are stopped: its watcher finds their processes by tag in ``/proc``."""
-DEATH_SIGNAL_LAUNCHER = True
-"""The CLI is started through a launcher that has the kernel kill it with its parent (``PR_SET_PDEATHSIG``)."""
 LOGIN_IN_KEYCHAIN = False
 """Whether Claude Code keeps the subscription login in the system's keychain rather than ``.credentials.json``."""
 UNIX_SOCKETS = True

@@ -26,7 +26,6 @@ from claudecode_model._process.platform.posix import CLI_TAG_VARIABLE
 __all__ = [
     "CLI_BINARY",
     "CLI_TAG_VARIABLE",
-    "DEATH_SIGNAL_LAUNCHER",
     "LIFELINE",
     "LOGIN_IN_KEYCHAIN",
     "MAX_SOCKET_PATH",
@@ -61,7 +60,6 @@ NAME = "win32"
 CLI_BINARY = "claude.exe"
 LIFELINE = "job"
 """A killed program's CLIs end with their Job Objects (kill-on-close): no watcher process."""
-DEATH_SIGNAL_LAUNCHER = False
 LOGIN_IN_KEYCHAIN = False
 UNIX_SOCKETS = False
 """CPython on Windows has no ``AF_UNIX``: the stdio transport's IPC cannot run (the ``sdk`` transport needs none)."""
