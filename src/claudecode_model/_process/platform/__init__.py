@@ -1,5 +1,6 @@
 """The platform layer: every call that differs between Linux, macOS and Windows, and the only place the package
-sends a signal, waits for a child, reads ``/proc`` or asks the uid (``tests/test_platform_layer.py`` checks it).
+sends a signal, waits for a child, reads ``/proc`` or asks the uid (``tests/platforms/test_platform_layer.py`` checks
+it).
 
 One module per platform, each with the same names: :mod:`.linux` and :mod:`.darwin` (both on :mod:`.posix`, which also
 runs as the lifeline watcher; Linux's CLI launcher is :mod:`.linux_launcher`, which only :mod:`.linux` imports) and
