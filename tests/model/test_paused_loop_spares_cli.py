@@ -27,7 +27,7 @@ from claudecode_model._sessions.loop_pauses import pauses
 from claudecode_model.testing import OfflineBackend
 from tests._support.agents import agent_with_probe
 from tests._support.polling import until
-from tests._support.processes import cli_children, environment, process_table
+from tests._support.processes import cli_children, environment, live_children, process_table
 from tests._support.responses import source_of
 from tests.model.test_spares_cli import tool_then_text
 
@@ -69,10 +69,16 @@ def test_a_run_sync_programs_new_conversation_runs_on_a_spare_spawned_before_the
         before = set(cli_children())
 
         second = agent.run_sync("two")
+        at_return = {process.pid for process in live_children()}  # the loop does not run now: nothing starts after
 
         assert source_of(second) == "spare"  # the first call's spare, started when claimed
-        spawned = set(cli_children())  # the loop does not run now
-        assert len(spawned - before) == 2  # the second conversation's CLI, and the spare its call started
+        # A CLI starts through its launcher (a shell script, then setpriv), and shows as `claude` once that has
+        # exec'ed it: a loaded machine may not have got that far when the call returns.
+        until(
+            lambda: len(at_return & set(cli_children()) - before) == 2,
+            "the second conversation's CLI and the spare its call started were both spawned before it returned",
+        )
+        spawned = at_return & set(cli_children())
 
         third = agent.run_sync("three")
 
