@@ -77,6 +77,26 @@ def test_a_point_whose_chain_of_parents_has_a_gap_is_broken():
     assert entries_position(compacted, "u3") == "end"
 
 
+def test_a_point_a_rewind_cut_off_is_missing():
+    # The CLI's rewind_conversation to u2 writes a row naming it; the conversation goes on from a1 (a new u3).
+    rewound_to_u2 = [
+        *TRANSCRIPT,
+        {"type": "last-prompt", "cutUuid": "u2"},
+        {"type": "user", "uuid": "u3", "parentUuid": "x1"},
+    ]
+    assert entries_position(rewound_to_u2, "a2") == "missing"  # the CLI no longer resumes at it
+    assert entries_position(rewound_to_u2, "a1") == "inside"  # before the cut: kept
+    assert entries_position(rewound_to_u2, "u3") == "end"
+    # Rewound to its first message, the conversation is gone whole; the next one starts a chain of its own.
+    rewound_to_empty = [*TRANSCRIPT, {"type": "last-prompt", "cutUuid": "u1"}, {"type": "user", "uuid": "n1"}]
+    assert [entries_position(rewound_to_empty, uuid) for uuid in ("u1", "a1", "a2", "n1")] == [
+        "missing",
+        "missing",
+        "missing",
+        "end",
+    ]
+
+
 async def test_the_store_answers_for_a_session_the_disk_lacks(files: TranscriptFiles):
     store = await stored(files, TRANSCRIPT)
     found = await find_transcript(files, store, point("a1"))

@@ -7,8 +7,10 @@ backend received (what Claude would see), not only the run's output.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -21,8 +23,10 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel
+from claudecode_model._compat import send_control_request
 from claudecode_model.testing import OfflineBackend, RecordedRequest
 from tests._support.brains import echo_brain
+from tests._support.responses import source_of
 
 pytestmark = pytest.mark.cli
 
@@ -186,6 +190,39 @@ async def test_stored_history_resumed_on_a_new_model_after_both_branches_ran(
         "assistant: echo: branch A",
         "user: from A",
     ]
+
+
+async def test_a_history_a_rewind_cut_off_is_replayed_not_resumed(
+    model: ClaudeCodeModel, claude_backend: OfflineBackend
+):
+    """Claude Code's ``rewind_conversation`` (what its ``/rewind`` does, from any client of the session) cuts the
+    conversation out of its transcript, and the CLI then finds no entry to resume at: the history is replayed."""
+    root = await Agent(model).run("root")
+    await model.aclose()  # only the transcript remains
+    session = session_of(root.all_messages())
+    [transcript] = (claude_backend.config_dir / "projects").rglob(f"{session}.jsonl")
+    rows = [json.loads(line) for line in transcript.read_text().splitlines()]
+    first_prompt = next(row["uuid"] for row in rows if row.get("type") == "user")
+    rewinding = ClaudeSDKClient(ClaudeAgentOptions(env=claude_backend.cli_env(), resume=session, setting_sources=[]))
+    await rewinding.connect()
+    try:
+        cut = await send_control_request(
+            rewinding, {"subtype": "rewind_conversation", "target_message_uuid": first_prompt}, seconds=30
+        )
+    finally:
+        await rewinding.disconnect()
+    assert cut["rewound"] is True
+
+    fresh = ClaudeCodeModel(env=claude_backend.cli_env(), spare_sessions=0)
+    try:
+        after = await Agent(fresh).run("after the rewind", message_history=root.all_messages())
+    finally:
+        await fresh.aclose()
+
+    assert after.output == "echo: after the rewind"
+    assert source_of(after) == "replay"
+    (seen,) = requests_with(claude_backend, "after the rewind")
+    assert conversation(seen) == ["user: root", "assistant: echo: root", "user: after the rewind"]
 
 
 async def test_a_plain_follow_up_still_continues_the_live_session(

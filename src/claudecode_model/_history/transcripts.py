@@ -24,7 +24,8 @@ logger = logging.getLogger(__name__)
 
 PointPosition = Literal["end", "inside", "broken", "missing"]
 """Where a message lies in a transcript: its last conversation message, followed by more, in it but with entries
-before it missing (the chain of parent links from it to the start is broken), or not in it at all."""
+before it missing (the chain of parent links from it to the start is broken), or not in it at all (also: cut off by
+a rewind of the conversation, which the CLI no longer resumes at)."""
 
 _CONVERSATION_TYPES = frozenset({"user", "assistant"})
 
@@ -54,40 +55,48 @@ def entries_position(entries: Sequence[Any], message_uuid: str) -> PointPosition
 
     A transcript the CLI resumes is the chain of ``parentUuid`` links from the entry back to the first one (or to a
     compaction boundary, whose ``parentUuid`` is null): if an entry of that chain is absent (a write of the
-    transcript failed), the point is ``"broken"``.
+    transcript failed), the point is ``"broken"``. A rewind of the conversation (the CLI's ``rewind_conversation``)
+    cuts it at a user message, the ``cutUuid`` of the row it writes: the CLI finds no entry whose chain holds that
+    message any more, so such a point is ``"missing"``.
     """
     found = False
     after = False
     parents: dict[str, Any] = {}
+    cut: set[str] = set()
     for entry in entries:
         if not isinstance(entry, dict):
             continue
         uuid = entry.get("uuid")
         if isinstance(uuid, str):
             parents[uuid] = entry.get("parentUuid")
+        if isinstance(cut_at := entry.get("cutUuid"), str):
+            cut.add(cut_at)
         if found and entry.get("type") in _CONVERSATION_TYPES:
             after = True
         if uuid == message_uuid:
             found = True
     if not found:
         return "missing"
-    if not _chain_whole(parents, message_uuid):
+    chain = _chain(parents, message_uuid)
+    if chain is None:
         return "broken"
+    if not cut.isdisjoint(chain):
+        return "missing"
     return "inside" if after else "end"
 
 
-def _chain_whole(parents: Mapping[str, Any], message_uuid: str) -> bool:
-    """Whether every entry on the ``parentUuid`` chain from ``message_uuid`` to the start is present."""
+def _chain(parents: Mapping[str, Any], message_uuid: str) -> set[str] | None:
+    """The entries on the ``parentUuid`` chain from ``message_uuid`` to the start; ``None`` if one is absent."""
     seen: set[str] = set()
     current: Any = message_uuid
     while isinstance(current, str):
         if current in seen:
-            return False  # a cycle: not a transcript the CLI wrote
+            return None  # a cycle: not a transcript the CLI wrote
         seen.add(current)
         if current not in parents:
-            return False
+            return None
         current = parents[current]
-    return current is None
+    return seen if current is None else None
 
 
 def _json_lines(text: str) -> list[Any]:
