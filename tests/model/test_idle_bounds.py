@@ -59,7 +59,7 @@ async def test_after_a_burst_of_concurrent_runs_the_program_is_back_within_its_b
     assert cli.live == 0
 
 
-async def test_models_share_the_programs_budget_and_the_most_recently_used_cli_stays():
+async def test_models_share_the_programs_budget_and_kept_sessions_outlast_spares():
     cli = answering()
     first, second = ClaudeCodeModel(cli_transports=cli), ClaudeCodeModel(cli_transports=cli)
     try:
@@ -71,8 +71,15 @@ async def test_models_share_the_programs_budget_and_the_most_recently_used_cli_s
         assert cli.live == DEFAULT_IDLE_CLIS
         later = await Agent(second, instructions="Second agent.").run("and?", message_history=new.all_messages())
         earlier = await Agent(first, instructions="First agent.").run("and?", message_history=old.all_messages())
+        # The two conversations' CLIs fill the budget: the spares they asked for were the first to go.
         assert (later.all_messages()[-1].provider_details or {})["session_source"] == "live"  # type: ignore[union-attr]
-        assert (earlier.all_messages()[-1].provider_details or {})["session_source"] != "live"  # type: ignore[union-attr]
+        assert (earlier.all_messages()[-1].provider_details or {})["session_source"] == "live"  # type: ignore[union-attr]
+        third = await Agent(second, instructions="Third agent.").run("hello")
+        await asyncio.sleep(0.5)
+        assert cli.live == DEFAULT_IDLE_CLIS  # its CLI pushed the least recently used conversation's out
+        again = await Agent(second, instructions="Second agent.").run("or?", message_history=later.all_messages())
+        assert (again.all_messages()[-1].provider_details or {})["session_source"] != "live"  # type: ignore[union-attr]
+        assert (third.all_messages()[-1].provider_details or {})["session_source"] == "fresh"  # type: ignore[union-attr]
     finally:
         await first.aclose()
         await second.aclose()

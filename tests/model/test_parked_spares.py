@@ -127,7 +127,8 @@ def cli() -> _RecordingCLI:
 
 @pytest.fixture
 async def model(cli: ScriptedCLI) -> AsyncIterator[ClaudeCodeModel]:
-    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1)
+    # Room for the kept sessions of two agents and a spare: a spare is the first to leave a full budget.
+    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1, keep_sessions=3)
     yield model
     await model.aclose()
 

@@ -23,6 +23,7 @@ class FakeSession:
         self.session_id: str | None = session_id
         self.signature = "sig"
         self.seen_digest: str | None = "digest"
+        self.opening_uuid: str | None = None
         self.loop = asyncio.get_running_loop()
         self.busy = False
         self.closed = False
@@ -232,28 +233,63 @@ async def test_a_budget_of_zero_keeps_nothing() -> None:
     assert not pool.start_spare("sig", lambda _: asyncio.sleep(0, result=fake("spare", release)))
 
 
-async def test_a_spare_that_pushes_a_session_out_starts_once_that_session_is_gone() -> None:
+async def test_a_spare_that_pushes_another_out_starts_once_that_one_is_gone() -> None:
     release = asyncio.Event()
     budget = IdleBudget(1)
     pool: SessionPool[FakeSession] = SessionPool(
-        budget=budget, idle_timeout=300, max_spares=1, max_spares_total=1, spare_delay=0
+        budget=budget, idle_timeout=300, max_spares=1, max_spares_total=2, spare_delay=0
     )
-    kept = fake("kept", release)
-    await pool.put(kept)
+    older = fake("older", release)
+
+    async def spawn_older(_: object) -> FakeSession:
+        return older
+
+    assert pool.start_spare("older-sig", spawn_older)
+    assert await pool.wait_spare("older-sig")
     started: list[bool] = []
 
     async def spawn(_: object) -> FakeSession:
-        started.append(kept.closed)
+        started.append(older.closed)
         return fake("spare", release)
 
     assert pool.start_spare("sig", spawn)
     await asyncio.sleep(0.05)
-    assert kept.close_started
+    assert older.close_started
     assert started == []
 
     release.set()
     assert await pool.claim_spare("sig") is not None
     assert started == [True]
+    await pool.close_all()
+
+
+async def test_a_spare_never_pushes_a_kept_session_out_and_a_kept_session_pushes_a_spare_out() -> None:
+    release = asyncio.Event()
+    release.set()
+    pool: SessionPool[FakeSession] = SessionPool(
+        budget=IdleBudget(1), idle_timeout=300, max_spares=1, max_spares_total=1, spare_delay=0
+    )
+    kept = fake("kept", release)
+    await pool.put(kept)
+    started: list[FakeSession] = []
+
+    async def spawn(_: object) -> FakeSession:
+        started.append(fake("spare", release))
+        return started[-1]
+
+    assert pool.start_spare("sig", spawn)
+    assert not await pool.wait_spare("sig")  # the budget holds a kept session: no spare starts
+    assert started == []
+    assert not kept.close_started
+
+    assert pool.take("kept", signature="sig", digest="digest") is kept
+    await pool.prune()  # forgets the spare that did not start
+    assert pool.start_spare("sig", spawn)
+    assert await pool.wait_spare("sig")  # room: it starts
+    await pool.put(kept)  # used since: the spare leaves
+    assert await wait_for(lambda: started[0].close_started)
+    assert not kept.close_started
+    assert len(pool) == 1
     await pool.close_all()
 
 

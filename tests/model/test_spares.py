@@ -140,9 +140,12 @@ async def test_without_spares_nothing_is_pre_started(cli: ScriptedCLI) -> None:
         await asyncio.sleep(0.5)
         assert cli.live == 1  # only the kept session of the conversation
         assert source_of(first) == "fresh"
-        assert source_of(await agent.run("two")) == "fresh"
-        follow_up = await agent.run("three", message_history=first.all_messages())
-        assert source_of(follow_up) == "live"
+        second = await agent.run("two")
+        assert source_of(second) == "rewound"  # the kept CLI serves it: no process was started for it
+        assert len(cli.opened) == 1
+        assert source_of(await agent.run("three", message_history=second.all_messages())) == "live"
+        # The first conversation's CLI serves the second now: its follow-up replays its history in a new CLI.
+        assert source_of(await agent.run("four", message_history=first.all_messages())) == "replay"
     finally:
         await model.aclose()
 
@@ -241,9 +244,10 @@ async def test_a_turn_parked_for_an_approval_holds_its_slot_and_is_never_a_spare
         )
         assert second.output == "tool said deleted"
         assert session_of(second) == session_of(first)  # the parked turn went on
-        third = await agent.run("again")  # the idle session is stopped to make room
+        third = await agent.run("again")  # the idle session serves it, its conversation rewound to empty
         assert isinstance(third.output, DeferredToolRequests)
-        assert source_of(third) == "fresh"
-        assert session_of(third) != session_of(first)
+        assert source_of(third) == "rewound"
+        assert session_of(third) == session_of(first)
+        assert len(cli.opened) == 1
     finally:
         await model.aclose()

@@ -83,18 +83,23 @@ def choose_source(
     take_live: Callable[[SessionPoint], S | None],
     in_use: Callable[[str], bool],
     files: Transcripts,
+    was_cut: Callable[[str, str], bool] = lambda session_id, entry: False,
 ) -> SessionSource[S]:
     """Where the turn of ``plan`` goes on from.
 
     ``take_live`` claims a kept process that has seen exactly the history of the point (or returns None);
-    ``in_use`` tells whether a process of this model uses a session id.
+    ``in_use`` tells whether a process of this model uses a session id; ``was_cut`` whether a rewind here cut an
+    entry off a session's transcript (``files`` may have been read before the cut).
     """
     point = plan.point
     if point is not None:
         live = take_live(point)
         if live is not None:
             return LiveSession(live)
-        match files.position(point.session_id, point.message_uuid):
+        position = files.position(point.session_id, point.message_uuid)
+        if was_cut(point.session_id, point.message_uuid):
+            position = "missing"
+        match position:
             case "end" if not in_use(point.session_id):
                 return ResumeSession(point.session_id)
             case "end" | "inside":

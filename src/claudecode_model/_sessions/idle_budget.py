@@ -2,9 +2,10 @@
 
 Every model with the default ``keep_sessions`` counts its idle CLIs (sessions kept for a follow-up, spares started
 for the next new conversation) against :data:`PROGRAM_IDLE_BUDGET`; a model with an explicit ``keep_sessions=k`` gets
-a budget of its own, of ``k``. When an idle CLI joins a full budget, the least recently useful one leaves: a kept
-session last used the longest ago, or the oldest spare. Busy CLIs (a turn running or waiting for tool results) are not
-counted.
+a budget of its own, of ``k``. When an idle CLI joins a full budget, the least useful one leaves: a spare before any
+kept session (a kept session serves its conversation's follow-up, and a new conversation of its kind too, rewound to
+empty), the oldest spare first, then the kept session last used the longest ago. Busy CLIs (a turn running or waiting
+for tool results) are not counted.
 """
 
 from __future__ import annotations
@@ -30,9 +31,16 @@ that runs on the caller's event loop."""
 
 @dataclass(frozen=True)
 class _Idle:
+    spare: bool
+    """A spare leaves before any kept session."""
     since: float
     """When it was last useful: a kept session's last turn, a spare's request."""
     evict: Eviction
+
+    @property
+    def worth(self) -> tuple[bool, float]:
+        """Orders idle CLIs from the least useful: spares, then kept sessions, each by when last useful."""
+        return not self.spare, self.since
 
 
 class IdleBudget:
@@ -49,27 +57,25 @@ class IdleBudget:
         """The closes of the idle CLIs it stopped, until done."""
         self._lock = threading.Lock()
 
-    def admit(self, key: object, evict: Eviction, *, since: float | None = None) -> bool:
-        """Count ``key`` as idle, last useful at ``since`` (default: now); stop the least recently useful beyond the
-        limit (a new CLI starts once they are gone: :meth:`settled`).
+    def admit(self, key: object, evict: Eviction, *, since: float | None = None, spare: bool = False) -> bool:
+        """Count ``key`` (a kept session, or a ``spare``) as idle, last useful at ``since`` (default: now); stop the
+        least useful beyond the limit (a new CLI starts once they are gone: :meth:`settled`).
 
-        ``False`` if ``key`` itself is the least recently useful of a full budget (it is not counted: the caller
-        does not keep it, nor anything under a limit of 0).
+        ``False`` if ``key`` itself is the least useful of a full budget (it is not counted: the caller does not keep
+        it, nor anything under a limit of 0).
         """
         if self.limit <= 0:
             return False
-        useful = _Idle(time.monotonic() if since is None else since, evict)
+        useful = _Idle(spare, time.monotonic() if since is None else since, evict)
         with self._lock:
             self._idle.pop(key, None)
-            if len(self._idle) >= self.limit and all(idle.since > useful.since for idle in self._idle.values()):
+            if len(self._idle) >= self.limit and all(idle.worth > useful.worth for idle in self._idle.values()):
                 return False
             self._idle[key] = useful
-            by_age = sorted(self._idle, key=lambda each: self._idle[each].since)
+            by_age = sorted(self._idle, key=lambda each: self._idle[each].worth)
             victims = [self._idle.pop(oldest).evict for oldest in by_age[: max(len(by_age) - self.limit, 0)]]
         if victims:
-            logger.debug(
-                "%d idle CLI(s) over the budget of %d: stopping the least recently used", len(victims), self.limit
-            )
+            logger.debug("%d idle CLI(s) over the budget of %d: stopping the least useful", len(victims), self.limit)
         for victim in victims:
             if (closing := victim()) is not None and not closing.done():
                 with self._lock:

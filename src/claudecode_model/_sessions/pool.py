@@ -29,6 +29,7 @@ class PooledSession(Protocol):
     session_id: str | None
     signature: str
     seen_digest: str | None
+    opening_uuid: str | None
     last_used: float
     busy: bool
 
@@ -188,6 +189,34 @@ class SessionPool(Generic[S]):
             del self._sessions[session_id]
         self.budget.release(session)
         return session
+
+    def take_rewindable(self, signature: str) -> S | None:
+        """Remove and return the least recently used idle session with ``signature`` whose process opened its
+        conversation (it can be rewound to serve a new one, :meth:`CLISession.rewind`)."""
+        loop = running_loop()
+        candidates = sorted(
+            (s for s in self._sessions.values() if s.loop is loop and self._rewindable(s, signature)),
+            key=lambda s: s.last_used,
+        )
+        for session in candidates:
+            if session.closed:
+                continue
+            with self._lock:
+                if session in self._stopped or self._sessions.get(session.session_id or "") is not session:
+                    continue
+                del self._sessions[session.session_id or ""]
+            self.budget.release(session)
+            return session
+        return None
+
+    def _rewindable(self, session: S, signature: str) -> bool:
+        return (
+            session.signature == signature
+            and session.opening_uuid is not None
+            and not session.busy
+            and not session.known_closed
+            and session not in self._stopped
+        )
 
     async def put(self, session: S) -> None:
         """Keep ``session`` for a later turn, stopping what falls out of the bounds."""
@@ -365,7 +394,7 @@ class SessionPool(Generic[S]):
         def admit() -> bool:
             if spare not in self._spares:
                 return True  # claimed: busy, not idle
-            return self.budget.admit(spare, lambda: self._evict_spare(spare), since=requested)
+            return self.budget.admit(spare, lambda: self._evict_spare(spare), since=requested, spare=True)
 
         def spawned(session: S) -> None:
             spare.starting = session

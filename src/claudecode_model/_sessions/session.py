@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from claudecode_model._tools.router import RunToolRouter
     from claudecode_model._tools.servers import ServedTools
 
-__all__ = ["WARM_UP_TIMEOUT", "CLISession", "Delivery", "ToolsWaiting", "warm_up_client"]
+__all__ = ["WARM_UP_TIMEOUT", "CLISession", "Delivery", "RewindRefusedError", "ToolsWaiting", "warm_up_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +101,10 @@ def _quiet_deliberate_stops() -> None:
     """Install the filter on the SDK's logger (at the first session start, not at import; a filter already there is
     not added again)."""
     logging.getLogger("claude_agent_sdk._internal.query").addFilter(_QUIET_DELIBERATE_STOPS)
+
+
+class RewindRefusedError(RuntimeError):
+    """The CLI did not rewind its conversation (see :meth:`CLISession.rewind`): the session is not used."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,11 @@ class CLISession:
         """Every Claude Code session id this process has reported (a resumed one may fork into another)."""
         self.seen_digest: str | None = None
         """Digest of the conversation the CLI's transcript holds after the last turn."""
+        self.opening_uuid: str | None = None
+        """The uuid of the user message that opened the conversation this process holds, when the process started
+        that conversation empty: a rewind to it (:meth:`rewind`) empties the conversation again."""
+        self.conversation_points: set[str] = set()
+        """The transcript entries the turns of that conversation ended at (a rewind cuts them off)."""
         self.reported_cost_usd = 0.0
         """The cumulative cost this CLI process reported at the end of its last turn."""
         self.last_used = time.monotonic()
@@ -553,6 +562,29 @@ class CLISession:
         logger.debug("claimed a parked CLI (pid %s) after %s ms parked", self._pid, answer.get("parked_ms"))
         self.signature = signature
         self.tool_servers.extend(tool_servers)
+
+    async def rewind(self) -> None:
+        """Empty the conversation of this idle CLI (the ``rewind_conversation`` request, back to the message that
+        opened it, :attr:`opening_uuid`), so that it serves a new conversation as a new CLI would, without the cost of
+        a CLI's first turn. The session keeps its id; the transcript entries of the conversation are cut off (a
+        resume at one of :attr:`conversation_points` fails).
+
+        Raises :class:`RewindRefusedError` when the CLI refuses or fails the rewind, or is gone: it cannot be used.
+        """
+        client, target = self._client, self.opening_uuid
+        if client is None or target is None or self.closed or self.busy:
+            raise RewindRefusedError("the CLI holds no conversation it opened, or is gone")
+        try:
+            request = {"subtype": "rewind_conversation", "target_message_uuid": target}
+            answer = await send_control_request(client, request, seconds=CLAIM_TIMEOUT)
+        except Exception as error:
+            raise RewindRefusedError(str(error) or type(error).__name__) from error
+        if answer.get("rewound") is not True:
+            raise RewindRefusedError(str(answer.get("error") or answer.get("reason") or answer))
+        self.conversation_points = set()
+        self.opening_uuid = None
+        self.seen_digest = None
+        logger.debug("rewound the conversation of CLI %s (session %s): it serves a new one", self._pid, self.session_id)
 
     async def say_during_turn(self, message: dict[str, Any]) -> None:
         """Send a user message while a turn runs: the CLI gives it to Claude with its next API request of the turn

@@ -22,9 +22,10 @@ from claudecode_model._sessions.subagents import AGENT_TOOL_NAMES
 
 __all__ = ["SESSION_SOURCE_KEY", "SessionSource", "record_turn", "turn_attributes"]
 
-SessionSource = Literal["spare", "live", "resume", "fork", "replay", "fresh"]
-"""How a turn reached its CLI session: a spare process started ahead for a new conversation, a kept process
-continued, a session resumed by id, a session branched at an earlier point, a replayed history, or a fresh session."""
+SessionSource = Literal["spare", "rewound", "live", "resume", "fork", "replay", "fresh"]
+"""How a turn reached its CLI session: a spare process started ahead for a new conversation, a kept process whose
+conversation was rewound to empty for a new one, a kept process continued, a session resumed by id, a session branched
+at an earlier point, a replayed history, or a fresh session."""
 
 SESSION_SOURCE_KEY = "session_source"
 """``provider_details`` key: how the turn reached its CLI session (see :data:`SessionSource`)."""

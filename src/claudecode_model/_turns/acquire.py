@@ -47,7 +47,7 @@ from claudecode_model._process.prompt_file import with_prompt_file
 from claudecode_model._process.temp import private_cli_temp
 from claudecode_model._sessions.claim import ClaimRefusedError, SessionClaim, parked_options
 from claudecode_model._sessions.options import RequestNeeds, build_options, launch_signature
-from claudecode_model._sessions.session import CLISession
+from claudecode_model._sessions.session import CLISession, RewindRefusedError
 from claudecode_model._sessions.trace_context import traceparent_env
 from claudecode_model._stream.telemetry import SessionSource
 from claudecode_model._tools.builtin_approvals import ApprovalPlan, BuiltinGate
@@ -191,7 +191,9 @@ async def acquire_session(
         return _continued(live, continue_input)
     transcripts = await find_transcript(files, runner.session_store, plan.point)
     # Everything up to the uses below is synchronous: no other turn can claim the same session meanwhile.
-    source = choose_source(plan, take_live=take_live, in_use=runner.ledger.in_use, files=transcripts)
+    source = choose_source(
+        plan, take_live=take_live, in_use=runner.ledger.in_use, files=transcripts, was_cut=runner.ledger.was_cut
+    )
     staged = transcripts.entries if isinstance(transcripts, SessionCopy) and runner.session_store is not None else None
     match source:
         case LiveSession(session=live):
@@ -208,6 +210,9 @@ async def acquire_session(
             spare = await runner.pool.claim_spare(request.signature) or await _claim_parked(request)
             if spare is not None:
                 return AcquiredSession(spare, plan.new_input, nothing, "spare")
+            rewound = await _rewind_kept(request) if keep else None
+            if rewound is not None:
+                return AcquiredSession(rewound, plan.new_input, nothing, "rewound")
             how = NewProcess("fresh", plan.new_input)
     return await _start_new(request, how, files, errors, slot_wait)
 
@@ -265,6 +270,33 @@ async def _claim_parked(request: SessionRequest) -> CLISession | None:
 
         spare.when_closed(remove_claimed_logs)
     return spare
+
+
+async def _rewind_kept(request: SessionRequest) -> CLISession | None:
+    """An idle kept session with the request's signature whose conversation its CLI opened, rewound to empty (the
+    model's own least recently used one, else another model's of the program); ``None`` when there is none. A CLI
+    that refuses the rewind is stopped, and the next one is tried.
+
+    Its conversation's follow-ups replay their history from then on: the transcript entries are marked cut in the
+    ledger before the rewind, so that a turn that read the transcript just before does not resume at one of them.
+    """
+    runner = request.runner
+    for pool in [runner.pool, *(other.pool for other in runner.neighbours())]:
+        while (kept := pool.take_rewindable(request.signature)) is not None:
+            if kept.session_id is not None:
+                runner.ledger.cut(kept.session_id, kept.conversation_points)
+            try:
+                await kept.rewind()
+            except BaseException as error:
+                await kept.abort()
+                if not isinstance(error, RewindRefusedError):
+                    raise
+                logger.debug("a kept CLI refused to rewind its conversation (%s): it is stopped", error)
+                continue
+            if pool is not runner.pool:
+                logger.debug("rewinding a CLI another model kept: the same session signature")
+            return kept
+    return None
 
 
 def _continued(live: CLISession, new_input: list[ContentBlock]) -> AcquiredSession:

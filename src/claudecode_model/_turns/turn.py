@@ -9,6 +9,7 @@ import contextlib
 import json
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -235,11 +236,17 @@ class CLITurn:
     def _user_message(self) -> dict[str, Any] | None:
         if self.plan.deferred_call is not None:
             return None  # the resumed session takes up the call its transcript deferred by itself
-        return {
+        message: dict[str, Any] = {
             "type": "user",
             "message": {"role": "user", "content": self.new_input},
             "parent_tool_use_id": None,
         }
+        if self.lease.source in _OPENS_CONVERSATION:
+            # The CLI names the message's transcript entry with this uuid: a rewind to it empties the conversation
+            # (a later new conversation of the same kind is served by this process, see CLISession.rewind).
+            message["uuid"] = self.session.opening_uuid = str(uuid.uuid4())
+            self.session.conversation_points = set()
+        return message
 
     async def messages(self) -> AsyncGenerator[Message | ToolsWaiting, None]:
         """The SDK messages of this turn, with the timeout and error mapping applied.
@@ -365,6 +372,7 @@ class CLITurn:
             self.session.note_seen(digest if self.end.exact else None)
             if self.end.exact and translator.outcome.last_entry_uuid is not None:
                 details[RESUME_AT_KEY] = translator.outcome.last_entry_uuid
+                self.session.conversation_points.add(translator.outcome.last_entry_uuid)
             self._note_session(session_id)
         details[SESSION_SOURCE_KEY] = self.lease.source
         if self.lease.store_fault is not None:
@@ -424,6 +432,10 @@ class CLITurn:
             start_spare(spare_request)
             # In a run_sync program, the call returns once the spare's CLI exists: it boots between the calls.
             await self.runner.pool.head_start()
+
+
+_OPENS_CONVERSATION: frozenset[SessionSource] = frozenset({"fresh", "spare", "rewound"})
+"""The sessions whose turn opens their CLI's conversation (a process that holds no conversation yet)."""
 
 
 def _is_token(message: Message) -> bool:

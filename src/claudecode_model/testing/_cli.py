@@ -2,7 +2,7 @@
 
 ``ClaudeCodeModel(cli_transports=ScriptedCLI([...]))`` runs every session of the model on a :class:`ScriptedCLI`:
 it answers the SDK's control requests (``initialize``, ``interrupt``, ``claim_session`` to a CLI started with
-``--await-claim``, the rest with an empty success) and plays one
+``--await-claim``, ``rewind_conversation`` to a user message it received, the rest with an empty success) and plays one
 turn of the script per user message, with the stream-json messages the real CLI sends (stream events, assistant
 messages, tool results, a result). A tool call of a reply whose name is ``mcp__<server>__<tool>`` goes to that
 in-process MCP server (``mcp_message``), and its result is the next user message, as the CLI does. It is what
@@ -71,6 +71,9 @@ class ScriptedCLI(CLITransports):
     refuse_claims: str | None = None
     """The reason every ``claim_session`` is refused with (as the CLI's error), or ``None``: a parked CLI takes the
     first claim."""
+    refuse_rewinds: str | None = None
+    """The reason every ``rewind_conversation`` is refused with (``rewound: false``), or ``None``: a CLI rewinds to
+    any user message it received (and refuses an unknown one, as the CLI does)."""
     most_live: int = field(default=0, init=False)
     """The most scripted CLIs that ran at once."""
     _next: int = field(default=0, init=False)
@@ -118,6 +121,8 @@ class ScriptedTransport(CLITransport):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._parked = "await-claim" in options.extra_args
         """Started as a parked spare: it takes one claim."""
+        self._user_uuids: list[str] = []
+        """The uuids of the user messages of the conversation (a rewind goes back to one)."""
 
     @property
     def process(self) -> Process | None:
@@ -158,6 +163,8 @@ class ScriptedTransport(CLITransport):
                 if future is not None and not future.done():
                     future.set_result(response)
             case "user":
+                if isinstance(message.get("uuid"), str):
+                    self._user_uuids.append(message["uuid"])
                 self._inbox.put_nowait(message)
             case _:
                 pass
@@ -205,9 +212,21 @@ class ScriptedTransport(CLITransport):
                     return
                 self._parked = False
                 response = {"status": "ok", "cwd": request.get("cwd"), "session_id": self.session_id}
+            case "rewind_conversation":
+                response = self._rewind(request.get("target_message_uuid"))
             case _:
                 pass
         self._send_raw({"subtype": "success", "request_id": request_id, "response": response})
+
+    def _rewind(self, target: object) -> dict[str, Any]:
+        refusal = self._script.refuse_rewinds
+        if refusal is None and target not in self._user_uuids:
+            refusal = "target not found"
+        if refusal is not None:
+            return {"rewound": False, "error": refusal, "reason": "target_not_found"}
+        assert isinstance(target, str)
+        del self._user_uuids[self._user_uuids.index(target) :]
+        return {"rewound": True, "targetMessageUuid": target, "precedingAssistantUuid": None}
 
     def _send_raw(self, response: dict[str, Any]) -> None:
         if not self._ended:

@@ -1,0 +1,194 @@
+"""A new conversation served by a kept CLI whose conversation is rewound to empty, through the real CLI and the
+offline backend: Claude gets what a new CLI would send, the old conversation's follow-ups replay it, the new one's
+resume, on the same model, another model, and after the CLI is gone (the pool's choice of a session is tested on the
+in-memory CLI, ``test_rewound_sessions.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
+from claudecode_model.testing import OfflineBackend, RecordedRequest
+from tests._support.agents import agent_with_probe
+from tests._support.processes import process_table
+from tests._support.responses import details, session_of, source_of
+
+pytestmark = pytest.mark.cli
+
+
+def tool_then_text(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Call the first offered tool once, then answer with what it returned."""
+    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
+    if returns:
+        return ModelResponse(parts=[TextPart(f"tool said {returns[0].content}")])
+    if info.function_tools:
+        return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {})])
+    return ModelResponse(parts=[TextPart("no tools")])
+
+
+@pytest.fixture
+def backend(claude_backend: OfflineBackend) -> OfflineBackend:
+    claude_backend.set_brain(FunctionModel(tool_then_text))
+    return claude_backend
+
+
+def cli_children() -> set[int]:
+    me = os.getpid()
+    return {p.pid for p in process_table() if p.alive and p.ppid == me}
+
+
+_IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|toolu_[0-9a-f]+")
+
+
+def comparable(requests: list[RecordedRequest]) -> list[str]:
+    """The request bodies with their session, message and tool call ids blanked."""
+    return [_IDS.sub("<id>", json.dumps(request.raw, sort_keys=True)) for request in requests]
+
+
+def prompts(request: RecordedRequest) -> list[str]:
+    """The user prompts (text blocks of user messages) a request carries, in order."""
+    found: list[str] = []
+    for message in request.raw["messages"]:
+        if message["role"] != "user":
+            continue
+        content: Any = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        found += [block["text"] for block in blocks if block.get("type") == "text" and block["text"] in PROMPTS]
+    return found
+
+
+PROMPTS = ("first conversation", "second conversation", "first again", "second again", "second once more")
+
+
+async def test_a_kept_cli_serves_a_new_conversation_as_a_new_cli_would(backend: OfflineBackend) -> None:
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
+    # Launched otherwise (one more variable): it never takes the other model's CLI.
+    reference = ClaudeCodeModel(env={**backend.cli_env(), "REFERENCE_RUN": "1"}, spare_sessions=0)
+    try:
+        agent, _ = agent_with_probe(model, cli_children)
+        first = await agent.run("first conversation")
+        clis = cli_children()
+        sent = len(backend.requests)
+
+        second = await agent.run("second conversation")
+
+        assert source_of(second) == "rewound"
+        assert second.output == "tool said p"
+        assert cli_children() == clis  # no process was started for it
+        assert session_of(second) == session_of(first)  # the CLI keeps its session id
+        rewound = backend.requests[sent:]
+        assert [prompts(request) for request in rewound] == [["second conversation"]] * 2
+
+        # What a new CLI sends for the same conversation: the same requests, byte for byte but for the ids.
+        fresh_agent, _ = agent_with_probe(reference, cli_children)
+        sent = len(backend.requests)
+        fresh = await fresh_agent.run("second conversation")
+        assert source_of(fresh) == "fresh"
+        assert comparable(rewound) == comparable(backend.requests[sent:])
+        assert second.usage == fresh.usage  # tokens and cost: the CLI's cumulative cost goes on across the rewind
+        assert second.usage.cost is not None
+        assert second.usage.cost > 0
+    finally:
+        await model.aclose()
+        await reference.aclose()
+
+
+async def test_the_old_conversation_replays_and_the_new_one_goes_on_on_every_path(backend: OfflineBackend) -> None:
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
+    other = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
+    try:
+        agent, _ = agent_with_probe(model, cli_children)
+        first = await agent.run("first conversation")
+        second = await agent.run("second conversation")
+        assert source_of(second) == "rewound"
+
+        # The same model: the old conversation replays its history into a new CLI, the new one goes on live.
+        sent = len(backend.requests)
+        first_again = await agent.run("first again", message_history=first.all_messages())
+        assert source_of(first_again) == "replay"
+        assert prompts(backend.requests[sent]) == ["first conversation", "first again"]
+        sent = len(backend.requests)
+        second_again = await agent.run("second again", message_history=second.all_messages())
+        assert source_of(second_again) == "live"
+        assert prompts(backend.requests[sent]) == ["second conversation", "second again"]
+
+        # Another model while the CLI still holds the session (in use): a branch of its transcript.
+        other_agent, _ = agent_with_probe(other, cli_children)
+        sent = len(backend.requests)
+        branched = await other_agent.run("second once more", message_history=second.all_messages())
+        assert source_of(branched) == "fork"
+        assert prompts(backend.requests[sent]) == ["second conversation", "second once more"]
+
+        # Once the CLI is gone, the transcript itself: the new conversation resumes, the old one still replays.
+        await model.aclose()
+        sent = len(backend.requests)
+        resumed = await other_agent.run("second once more", message_history=second_again.all_messages())
+        assert source_of(resumed) == "resume"
+        assert prompts(backend.requests[sent]) == ["second conversation", "second again", "second once more"]
+        sent = len(backend.requests)
+        replayed = await other_agent.run("first again", message_history=first.all_messages())
+        assert source_of(replayed) == "replay"
+        assert prompts(backend.requests[sent]) == ["first conversation", "first again"]
+    finally:
+        await model.aclose()
+        await other.aclose()
+
+
+async def test_another_worker_replays_the_old_conversation_from_the_session_store(
+    backend: OfflineBackend, tmp_path: Any
+) -> None:
+    store_path = tmp_path / "sessions.db"
+    worker = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0, session_store=SQLiteSessionStore(store_path))
+    try:
+        agent, _ = agent_with_probe(worker, cli_children)
+        first = await agent.run("first conversation")
+        second = await agent.run("second conversation")
+        assert source_of(second) == "rewound"
+    finally:
+        await worker.aclose()
+    # Another worker: its own CLI configuration (no transcript files of the first), the same store.
+    elsewhere = {**backend.cli_env(), "CLAUDE_CONFIG_DIR": str(tmp_path / "elsewhere")}
+    another = ClaudeCodeModel(env=elsewhere, spare_sessions=0, session_store=SQLiteSessionStore(store_path))
+    try:
+        agent, _ = agent_with_probe(another, cli_children)
+        sent = len(backend.requests)
+        replayed = await agent.run("first again", message_history=first.all_messages())
+        assert source_of(replayed) == "replay"
+        assert prompts(backend.requests[sent]) == ["first conversation", "first again"]
+        sent = len(backend.requests)
+        resumed = await agent.run("second again", message_history=second.all_messages())
+        assert source_of(resumed) == "resume"
+        assert prompts(backend.requests[sent]) == ["second conversation", "second again"]
+    finally:
+        await another.aclose()
+
+
+async def test_a_brand_new_model_is_served_by_the_cli_another_model_kept(backend: OfflineBackend) -> None:
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
+    brand_new = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0)
+    try:
+        agent, _ = agent_with_probe(model, cli_children)
+        await agent.run("first conversation")
+        clis = cli_children()
+
+        new_agent, _ = agent_with_probe(brand_new, cli_children)
+        second = await new_agent.run("second conversation")
+
+        assert source_of(second) == "rewound"
+        assert cli_children() == clis
+        follow_up = await new_agent.run("second again", message_history=second.all_messages())
+        assert source_of(follow_up) == "live"  # kept by the model it served
+        assert details(follow_up.all_messages()[-1])["session_id"] == session_of(second)
+        other_tools = Agent(brand_new, instructions="Another agent.")
+        assert source_of(await other_tools.run("no tools here")) == "fresh"  # another signature: not rewound
+    finally:
+        await model.aclose()
+        await brand_new.aclose()
