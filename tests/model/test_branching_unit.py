@@ -87,6 +87,22 @@ def test_a_transcript_in_use_is_branched_not_resumed(files: TranscriptFiles):
     assert source == ForkSession("s-1", "a-1")
 
 
+def test_a_point_a_rewind_here_cut_off_is_replayed_though_the_transcript_was_read_before_the_cut(
+    files: TranscriptFiles,
+):
+    write_transcript(files, "s-1", [("user", "u-1"), ("assistant", "a-1")])  # as read just before the cut
+    ledger = SessionLedger()
+    ledger.cut("s-1", ["a-1"])
+
+    source: SessionSource[str] = choose_source(
+        continued_plan(), take_live=lambda _: None, in_use=lambda _: True, files=files, was_cut=ledger.was_cut
+    )
+
+    assert isinstance(source, ReplayHistory)
+    assert not ledger.was_cut("s-1", "a-2")
+    assert not ledger.was_cut("s-2", "a-1")
+
+
 def test_a_transcript_that_grew_past_the_point_is_branched(files: TranscriptFiles):
     write_transcript(files, "s-1", [("user", "u-1"), ("assistant", "a-1"), ("user", "u-2"), ("assistant", "a-2")])
 

@@ -34,6 +34,9 @@ from tests.model.test_spares_cli import tool_then_text
 pytestmark = pytest.mark.cli
 
 IDLE_TIMEOUT = 3.0
+KEEP = 3
+"""Room for two conversations' kept CLIs and a spare: a spare is admitted only where no kept session has to leave for
+it (with the default budget of 2, the third new conversation takes a kept CLI, rewound)."""
 
 
 @pytest.fixture
@@ -62,7 +65,7 @@ def first_call_then_pause(agent: Agent[None, str]) -> None:
 def test_a_run_sync_programs_new_conversation_runs_on_a_spare_spawned_before_the_last_call_returned(
     backend: OfflineBackend,
 ) -> None:
-    model = ClaudeCodeModel(env=backend.cli_env())
+    model = ClaudeCodeModel(env=backend.cli_env(), keep_sessions=KEEP)
     try:
         agent, seen = agent_with_probe(model, cli_children)
         first_call_then_pause(agent)
@@ -95,7 +98,7 @@ def test_an_idle_timeout_while_the_loop_is_paused_stops_a_spare_still_connecting
     backend: OfflineBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    model = ClaudeCodeModel(env=backend.cli_env(), session_idle_timeout=IDLE_TIMEOUT)
+    model = ClaudeCodeModel(env=backend.cli_env(), session_idle_timeout=IDLE_TIMEOUT, keep_sessions=KEEP)
     try:
         agent, _ = agent_with_probe(model, cli_children)
         first_call_then_pause(agent)
@@ -128,7 +131,7 @@ def test_program_exit_with_a_spare_still_connecting_leaves_no_process(backend: O
             from claudecode_model._sessions.loop_pauses import pauses
 
             pool_module.HEAD_START_SECONDS = 60.0  # the spawn ends the call's wait, however loaded the machine
-            model = ClaudeCodeModel(env=json.loads(sys.argv[1]))
+            model = ClaudeCodeModel(env=json.loads(sys.argv[1]), keep_sessions=3)
             agent = Agent(model, instructions="x")
             agent.run_sync("one")
             with warnings.catch_warnings():

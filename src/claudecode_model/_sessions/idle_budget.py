@@ -44,7 +44,7 @@ class _Idle:
 
 
 class IdleBudget:
-    """A bound on idle CLIs, shared by the pools that count against it; the least recently useful one goes first.
+    """A bound on idle CLIs, shared by the pools that count against it; the least useful one goes first.
 
     Thread-safe: pools of models used from several threads (or event loops) may share one budget. The budget only
     orders and counts; stopping a process is the owning pool's :data:`Eviction`, called without the budget's lock held.

@@ -88,7 +88,7 @@ class _SpareStart:
     spawning: bool = False
 
     async def wait(self) -> bool:
-        """Whether the spare may start (``False``: the budget holds more recently useful CLIs)."""
+        """Whether the spare may start (``False``: the budget holds more useful CLIs)."""
         if self.delay > 0:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.delay):
@@ -134,10 +134,11 @@ class SessionPool(Generic[S]):
     """Idle CLI sessions kept for continuation, and spare sessions started ahead of new conversations.
 
     The one place sessions are kept between turns: a turn takes the session it continues from here, and gives it
-    back when it ends cleanly; a new conversation claims a spare with its session signature from here.
+    back when it ends cleanly; a new conversation claims a spare with its session signature from here, else takes a
+    kept session of that signature to rewind (:meth:`take_rewindable`).
 
     Bounds: kept sessions and spares count against ``budget`` (:mod:`claudecode_model._sessions.idle_budget`,
-    shared with other models' pools or the model's own), which stops the least recently useful idle CLI when a new
+    shared with other models' pools or the model's own), which stops the least useful idle CLI when a new
     one would exceed it; each is stopped after ``idle_timeout`` seconds unused; at most ``max_spares`` spares per
     signature and ``max_spares_total`` in all; the oldest idle session is the first stopped when a new process
     needs one of the model's process slots.
