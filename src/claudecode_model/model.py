@@ -111,9 +111,7 @@ class ClaudeCodeModel(Model):
             env: Extra environment variables for every CLI process.
             keep_sessions: The most idle CLI processes the model holds (kept for follow-up turns, and spares; 0:
                 none). By default it shares the program's budget of 2 idle CLIs with the other models that use the
-                default, spares going first, then the least recently used kept session; a number is the model's own
-                hard bound. A kept CLI also serves a new conversation of the same agent, its conversation rewound to
-                empty, when no spare is ready for it.
+                default, spares going first, then the least recently used; a number is the model's own hard bound.
             session_idle_timeout: Seconds after which an idle CLI process is stopped.
             tool_transport: How the agent's tools reach the CLI: ``"sdk"`` (an in-process MCP server),
                 ``"stdio"`` (the IPC bridge, a separate process) or ``"auto"`` (the best one the installed CLI

@@ -23,16 +23,20 @@ def answering() -> ScriptedCLI:
     return ScriptedCLI(lambda message: "ok")
 
 
-async def test_new_conversations_one_after_another_hold_one_busy_and_two_idle_clis():
+async def test_new_conversations_one_after_another_hold_one_cli_rewound_for_each():
     cli = answering()
     model = ClaudeCodeModel(cli_transports=cli)
     agent = Agent(model, instructions="Answer briefly.")
     try:
+        sources = []
         for index in range(RUNS):
             result = await agent.run(f"one-off {index}")
             assert result.output == "ok"
-        assert cli.most_live <= DEFAULT_IDLE_CLIS + 1
-        assert await wait_for(lambda: cli.live == DEFAULT_IDLE_CLIS, within=5)  # the last session and a spare
+            sources.append((result.all_messages()[-1].provider_details or {})["session_source"])  # type: ignore[union-attr]
+        assert sources == ["fresh"] + ["rewound"] * (RUNS - 1)
+        assert len(cli.opened) == 1  # the first conversation's spare never started: the kept CLI served the rest
+        await asyncio.sleep(0.5)
+        assert cli.live == 1
 
         follow_up = await agent.run("and?", message_history=result.all_messages())
         assert (follow_up.all_messages()[-1].provider_details or {})["session_source"] == "live"  # type: ignore[union-attr]

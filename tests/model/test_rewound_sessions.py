@@ -131,3 +131,24 @@ def test_the_ledger_remembers_a_bounded_number_of_cut_entries(monkeypatch: pytes
     ledger.cut("s", ["c", "d"])
     assert not ledger.was_cut("s", "a")  # the oldest is forgotten (a transcript read now shows the cut itself)
     assert all(ledger.was_cut("s", entry) for entry in "bcd")
+
+
+async def test_a_kept_cli_is_rewound_rather_than_wait_for_a_spare_and_the_spare_is_given_up(cli: ScriptedCLI) -> None:
+    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=1)
+    model._resources.pool.spare_delay = 600.0  # the first conversation's spare waits for its delay all the test
+    agent = Agent(model, instructions="Be brief.")
+    try:
+        await agent.run("one")
+        assert model._resources.pool.spares() == 1
+
+        second = await agent.run("two")
+
+        assert source_of(second) == "rewound"
+        assert len(cli.opened) == 1  # the spare was not made to start for it
+        assert model._resources.pool.spares() == 0  # nor will it start: the kept CLI serves such conversations
+        assert source_of(await agent.run("three")) == "rewound"
+        assert model._resources.pool.spares() == 0  # a rewound conversation asks for no spare
+        assert len(cli.opened) == 1
+    finally:
+        await model.aclose()
+    assert cli.live == 0

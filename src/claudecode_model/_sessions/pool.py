@@ -416,6 +416,16 @@ class SessionPool(Generic[S]):
                 self._stopped.discard(spare.starting)  # a start the clock stopped failed: nothing to tidy up
         self._schedule()  # its idle deadline
 
+    def drop_waiting_spares(self, signature: str) -> None:
+        """Forget the spares for ``signature`` still waiting for their delay (nothing was started for them): a kept
+        CLI rewound for a new conversation showed that the kept CLIs serve the next ones."""
+        loop = running_loop()
+        for spare in [s for s in self._spares if s.loop is loop and s.signature == signature]:
+            if not spare.start.spawning and not spare.task.done():
+                self._drop_spare(spare)
+                spare.task.cancel()
+                logger.debug("a spare waiting for its start is given up: a kept CLI was rewound for its kind")
+
     async def head_start(self) -> None:
         """On a loop that pauses between calls, wait (at most :data:`HEAD_START_SECONDS`) until the spares starting
         on it have spawned their CLI process, which then boots while the loop is paused. Elsewhere: at once."""
@@ -452,8 +462,9 @@ class SessionPool(Generic[S]):
             if s.loop is loop and s.signature == signature
         )
 
-    async def claim_spare(self, signature: str) -> S | None:
-        """Remove and return a live spare started with ``signature`` (waiting for one still starting).
+    async def claim_spare(self, signature: str, *, wait: bool = True) -> S | None:
+        """Remove and return a live spare started with ``signature`` (waiting for one still starting, unless not
+        ``wait``: such a spare is then left to start).
 
         ``None`` if there is none, or if it failed to start or died: a dead spare is stopped and replaced, never
         used. The removal is synchronous, so of two concurrent claims of one spare one wins, the other gets
@@ -461,7 +472,7 @@ class SessionPool(Generic[S]):
         """
         loop = running_loop()
         spare = next((s for s in self._spares if s.loop is loop and s.signature == signature), None)
-        if spare is None:
+        if spare is None or (not wait and spare.ready() is None):
             return None
         with self._lock:  # not while the clock's thread stops it
             self._drop_spare(spare)

@@ -71,6 +71,8 @@ _COMMANDS_GRACE_SECONDS = 0.5
 _SPAWN_POLL_SECONDS = 0.005
 _EXIT_REPORT_SECONDS = 2.0
 """How long a close waits for asyncio to report the exit of a CLI that ended before it closes its pipes."""
+_REWIND_TIMEOUT_SECONDS = 10.0
+"""The longest an idle CLI may take to answer a rewind (it takes 5-9 ms; no API call)."""
 
 
 @dataclass
@@ -576,7 +578,7 @@ class CLISession:
             raise RewindRefusedError("the CLI holds no conversation it opened, or is gone")
         try:
             request = {"subtype": "rewind_conversation", "target_message_uuid": target}
-            answer = await send_control_request(client, request, seconds=CLAIM_TIMEOUT)
+            answer = await send_control_request(client, request, seconds=_REWIND_TIMEOUT_SECONDS)
         except Exception as error:
             raise RewindRefusedError(str(error) or type(error).__name__) from error
         if answer.get("rewound") is not True:

@@ -207,27 +207,33 @@ async def acquire_session(
         case ReplayHistory(entries=entries):
             how = await _replay(runner.session_store, plan, files, entries)
         case FreshSession():
-            spare = await runner.pool.claim_spare(request.signature) or await _claim_parked(request)
-            if spare is not None:
-                return AcquiredSession(spare, plan.new_input, nothing, "spare")
-            rewound = await _rewind_kept(request) if keep else None
-            if rewound is not None:
-                return AcquiredSession(rewound, plan.new_input, nothing, "rewound")
+            # A ready spare first (no conversation loses its CLI), then a kept CLI rewound (faster than a spare
+            # still starting), then a spare still starting (sooner than a new CLI).
+            for wait in (False, True):
+                spare = await runner.pool.claim_spare(request.signature, wait=wait) or await _claim_parked(
+                    request, wait=wait
+                )
+                if spare is not None:
+                    return AcquiredSession(spare, plan.new_input, nothing, "spare")
+                rewound = await _rewind_kept(request) if keep and not wait else None
+                if rewound is not None:
+                    return AcquiredSession(rewound, plan.new_input, nothing, "rewound")
             how = NewProcess("fresh", plan.new_input)
     return await _start_new(request, how, files, errors, slot_wait)
 
 
-async def _claim_parked(request: SessionRequest) -> CLISession | None:
+async def _claim_parked(request: SessionRequest, *, wait: bool = True) -> CLISession | None:
     """A parked spare with the request's launch signature, claimed for its session (its tool servers served with
     the spare's tool router): the model's own, else one another model of the program parked (a brand-new model's
-    first conversation, say); ``None`` when there is none, or when the CLI refuses the claim (the spare is stopped).
+    first conversation, say); ``None`` when there is none (without ``wait``: none is ready), or when the CLI refuses
+    the claim (the spare is stopped).
     """
     launch = request.launch_signature
     if launch is None:
         return None
-    spare = await request.runner.pool.claim_spare(launch)
+    spare = await request.runner.pool.claim_spare(launch, wait=wait)
     for other in request.runner.neighbours() if spare is None else []:
-        if (spare := await other.pool.claim_spare(launch)) is not None:
+        if (spare := await other.pool.claim_spare(launch, wait=wait)) is not None:
             logger.debug("claiming a CLI another model parked: the same launch")
             break
     if spare is None:
@@ -278,7 +284,8 @@ async def _rewind_kept(request: SessionRequest) -> CLISession | None:
     that refuses the rewind is stopped, and the next one is tried.
 
     Its conversation's follow-ups replay their history from then on: the transcript entries are marked cut in the
-    ledger before the rewind, so that a turn that read the transcript just before does not resume at one of them.
+    ledger before the rewind, so that a turn that read the transcript just before does not resume at one of them. A
+    spare of the signature still waiting for its delay is given up: the kept CLIs serve such conversations.
     """
     runner = request.runner
     for pool in [runner.pool, *(other.pool for other in runner.neighbours())]:
@@ -295,6 +302,7 @@ async def _rewind_kept(request: SessionRequest) -> CLISession | None:
                 continue
             if pool is not runner.pool:
                 logger.debug("rewinding a CLI another model kept: the same session signature")
+            runner.pool.drop_waiting_spares(request.signature)
             return kept
     return None
 

@@ -192,8 +192,9 @@ async def _lease(
         keep,
         acquired.release_source,
         acquired.store_fault,
-        # claude_code_session="new" asks for no process to outlive the turn: no spare either.
-        prepared.request if keep and acquired.source in ("fresh", "spare", "rewound") else None,
+        # claude_code_session="new" asks for no process to outlive the turn: no spare either. Nor does a conversation
+        # a kept CLI served, rewound: the kept CLIs serve the next ones too.
+        prepared.request if keep and acquired.source in ("fresh", "spare") else None,
     )
     await _ready(lease, messages, run_context, replace(errors, deadline=asyncio.timeout_at(clock.deadline)))
     return lease, acquired.new_input
