@@ -119,6 +119,7 @@ SCRIPT = textwrap.dedent(
                 await asyncio.sleep(0.1)
         answered = list(spawns)
         if MODE == "spare":  # the next new conversation takes the spare started after the first
+            await model.prewarm(agent)  # up (else a conversation right after takes the kept CLI, rewound)
             second = await agent.run("Call probe, then answer.")
             report["second"] = [second.output, second.all_messages()[-1].provider_details["session_source"]]
         await model.aclose()

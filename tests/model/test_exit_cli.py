@@ -160,7 +160,7 @@ def test_closing_after_run_sync_is_quiet_from_any_context(claude_backend: Offlin
         model = ClaudeCodeModel()
         first = Agent(model).run_sync("hello")
         Agent(model).run_sync("again", message_history=first.all_messages())
-        Agent(model).run_sync("another conversation")
+        Agent(model, instructions="Another agent.").run_sync("another conversation")  # a CLI of its own
 
         async def close_in_a_coroutine():
             model.close()  # cannot block the loop: stops the CLIs now, tidies up in a task
@@ -176,7 +176,7 @@ def test_closing_after_run_sync_is_quiet_from_any_context(claude_backend: Offlin
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == ""
     assert [line for line in completed.stdout.splitlines() if line.startswith("after")] == ["after 0"]
-    assert int(completed.stdout.split("before ")[1].split()[0]) >= 2  # kept conversations and a spare
+    assert int(completed.stdout.split("before ")[1].split()[0]) >= 2  # the two agents' kept CLIs
     assert processes_with(marker) == []
 
 

@@ -59,7 +59,7 @@ def sync_model(claude_backend: OfflineBackend, run_sync_loop: None) -> Iterator[
     model.close()
 
 
-def test_a_sync_program_holds_one_busy_and_two_idle_clis_and_stops_them_when_idle(
+def test_a_sync_program_of_new_conversations_holds_one_cli_and_stops_it_when_idle(
     sync_model: ClaudeCodeModel, caplog: pytest.LogCaptureFixture
 ):
     caplog.set_level(logging.WARNING)
@@ -70,7 +70,8 @@ def test_a_sync_program_holds_one_busy_and_two_idle_clis_and_stops_them_when_idl
     print(f"{RUNS} runs: at most {counter.most} CLIs, RSS {min(counter.sizes):.0f}-{max(counter.sizes):.0f} MB each")
     assert counter.most <= DEFAULT_IDLE_CLIS + 1
     assert all(size < IDLE_CLI_MB for size in counter.sizes), max(counter.sizes)
-    assert wait_until(lambda: len(cli_children()) == DEFAULT_IDLE_CLIS, timeout=10)  # the last session, a spare
+    # The conversations after the first ran on its CLI, rewound (or on the first one's spare, had it started first).
+    assert 1 <= len(cli_children()) <= DEFAULT_IDLE_CLIS
 
     # Other work without the event loop: only the pool's clock can stop them now.
     assert wait_until(lambda: not cli_children(), timeout=IDLE_TIMEOUT + 20)

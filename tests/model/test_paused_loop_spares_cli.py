@@ -15,13 +15,15 @@ import textwrap
 import time
 import uuid
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from claudecode_model import ClaudeCodeModel
+from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model._sessions import pool as pool_module
 from claudecode_model._sessions.loop_pauses import pauses
 from claudecode_model.testing import OfflineBackend
@@ -36,12 +38,20 @@ pytestmark = pytest.mark.cli
 IDLE_TIMEOUT = 3.0
 KEEP = 3
 """Room for two conversations' kept CLIs and a spare: a spare is admitted only where no kept session has to leave for
-it (with the default budget of 2, the third new conversation takes a kept CLI, rewound)."""
+it."""
+NOT_REWOUND = ClaudeCodeModelSettings(claude_code_builtin_tools=["Read"])
+"""A CLI with built-in tools is never rewound for a new conversation: the spares serve them."""
+
+
+def probe_then_text(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Call the agent's probe tool once (not the built-in Read tool offered too), then answer with what it returned."""
+    probes = [tool for tool in info.function_tools if tool.name.endswith("probe")]
+    return tool_then_text(messages, replace(info, function_tools=probes))
 
 
 @pytest.fixture
 def backend(claude_backend: OfflineBackend) -> OfflineBackend:
-    claude_backend.set_brain(FunctionModel(tool_then_text))
+    claude_backend.set_brain(FunctionModel(probe_then_text))
     return claude_backend
 
 
@@ -65,7 +75,7 @@ def first_call_then_pause(agent: Agent[None, str]) -> None:
 def test_a_run_sync_programs_new_conversation_runs_on_a_spare_spawned_before_the_last_call_returned(
     backend: OfflineBackend,
 ) -> None:
-    model = ClaudeCodeModel(env=backend.cli_env(), keep_sessions=KEEP)
+    model = ClaudeCodeModel(env=backend.cli_env(), keep_sessions=KEEP, settings=NOT_REWOUND)
     try:
         agent, seen = agent_with_probe(model, cli_children)
         first_call_then_pause(agent)
@@ -98,7 +108,9 @@ def test_an_idle_timeout_while_the_loop_is_paused_stops_a_spare_still_connecting
     backend: OfflineBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    model = ClaudeCodeModel(env=backend.cli_env(), session_idle_timeout=IDLE_TIMEOUT, keep_sessions=KEEP)
+    model = ClaudeCodeModel(
+        env=backend.cli_env(), session_idle_timeout=IDLE_TIMEOUT, keep_sessions=KEEP, settings=NOT_REWOUND
+    )
     try:
         agent, _ = agent_with_probe(model, cli_children)
         first_call_then_pause(agent)
@@ -131,7 +143,11 @@ def test_program_exit_with_a_spare_still_connecting_leaves_no_process(backend: O
             from claudecode_model._sessions.loop_pauses import pauses
 
             pool_module.HEAD_START_SECONDS = 60.0  # the spawn ends the call's wait, however loaded the machine
-            model = ClaudeCodeModel(env=json.loads(sys.argv[1]), keep_sessions=3)
+            model = ClaudeCodeModel(
+                env=json.loads(sys.argv[1]),
+                keep_sessions=3,
+                settings={"claude_code_builtin_tools": ["Read"]},  # never rewound: the spares serve it
+            )
             agent = Agent(model, instructions="x")
             agent.run_sync("one")
             with warnings.catch_warnings():

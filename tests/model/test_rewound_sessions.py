@@ -152,3 +152,16 @@ async def test_a_kept_cli_is_rewound_rather_than_wait_for_a_spare_and_the_spare_
     finally:
         await model.aclose()
     assert cli.live == 0
+
+
+async def test_a_kept_cli_with_built_in_tools_is_never_rewound(cli: ScriptedCLI) -> None:
+    settings = ClaudeCodeModelSettings(claude_code_builtin_tools=["Read"])
+    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=0, settings=settings)
+    agent = Agent(model, instructions="Be brief.")
+    try:
+        first = await agent.run("one")
+        assert source_of(await agent.run("two")) == "fresh"  # what it read or left running stays with it
+        assert source_of(await agent.run("and?", message_history=first.all_messages())) == "live"
+        assert not [request for request in cli.controls if request["subtype"] == "rewind_conversation"]
+    finally:
+        await model.aclose()

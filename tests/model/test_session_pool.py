@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from claude_agent_sdk import SystemMessage
@@ -433,3 +434,33 @@ def test_sessions_of_a_closed_loop_do_not_keep_the_clock_busy() -> None:
     time.sleep(1.0)
 
     assert len(ticks) <= 6, f"the clock called back {len(ticks)} times in 1 s"
+
+
+async def test_a_spare_pushed_out_while_it_starts_is_still_stopped_and_closed_with_the_pool() -> None:
+    release = asyncio.Event()
+    release.set()
+    pool: SessionPool[FakeSession] = SessionPool(
+        budget=IdleBudget(1), idle_timeout=300, max_spares=1, max_spares_total=1, spare_delay=0
+    )
+    connected = asyncio.Event()
+    spare = fake("spare", release)
+
+    async def spawn(spawned: Callable[[FakeSession], None]) -> FakeSession:
+        spawned(spare)  # its process exists; it connects until let
+        await connected.wait()
+        return spare
+
+    assert pool.start_spare("sig", spawn)
+    assert await wait_for(lambda: pool.spares() == 1 and spare.terminated_from is None and not spare.closed)
+    await asyncio.sleep(0.05)  # spawning
+    await pool.put(fake("kept", release))  # pushes the spare out while it starts: it is closed once started
+    assert pool.spares() == 0
+
+    pool.terminate_all()  # a close from synchronous code stops its process too
+    assert spare.terminated_from is not None
+    closing = asyncio.ensure_future(pool.close_all())
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # waits for its start, then closes it
+    connected.set()
+    await closing
+    assert spare.closed

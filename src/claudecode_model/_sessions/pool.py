@@ -167,6 +167,8 @@ class SessionPool(Generic[S]):
         self.spare_delay = SPARE_START_DELAY if spare_delay is None else spare_delay
         self._sessions: dict[str, S] = {}
         self._spares: list[_Spare[S]] = []
+        self._unwanted: set[_Spare[S]] = set()
+        """Spares stopped while they started: closed once started (:meth:`_retire_when_started`)."""
         self._closing: dict[S, asyncio.Task[None]] = {}
         self._lock = threading.Lock()
         """Guards who gets an idle session: a turn taking it, or the clock's thread stopping it."""
@@ -478,7 +480,7 @@ class SessionPool(Generic[S]):
             self._drop_spare(spare)
             stopped = not spare.task.done() and spare.starting in self._stopped
         if stopped:  # stopped while it connected on a paused loop: its start fails by itself, not waited for
-            spare.task.add_done_callback(self._retire_started)
+            self._retire_when_started(spare)
             return None
         spare.start.go.set()
         try:
@@ -487,7 +489,7 @@ class SessionPool(Generic[S]):
             if spare.task.cancelled():
                 return None
             # The claimer was cancelled while the spare started: stop it once it is up.
-            spare.task.add_done_callback(self._retire_started)
+            self._retire_when_started(spare)
             raise
         except Exception:  # the factory logs and swallows start failures; this is a last resort
             return None
@@ -499,9 +501,17 @@ class SessionPool(Generic[S]):
             return None
         return session
 
-    def _retire_started(self, task: asyncio.Task[S | None]) -> None:
-        if not task.cancelled() and task.exception() is None and (session := task.result()) is not None:
-            self._retire(session)
+    def _retire_when_started(self, spare: _Spare[S]) -> None:
+        """Close a spare no longer wanted once its start is over (killed mid-start, the CLI makes the SDK log a
+        fatal error); until then a close of the pool still finds it."""
+        self._unwanted.add(spare)
+
+        def started(task: asyncio.Task[S | None]) -> None:
+            self._unwanted.discard(spare)
+            if (session := _started(task)) is not None:
+                self._retire(session)
+
+        spare.task.add_done_callback(started)
 
     def evict_idle(self) -> bool:
         """Stop one process that is not in use, to free its slot: a spare, else the least recently used idle
@@ -582,7 +592,7 @@ class SessionPool(Generic[S]):
         if spare.task.done():
             return None
         if spare.start.spawning:
-            spare.task.add_done_callback(self._retire_started)
+            self._retire_when_started(spare)
         else:
             spare.task.cancel()  # still waiting for its delay: nothing was started
         return None
@@ -648,17 +658,22 @@ class SessionPool(Generic[S]):
                 waiting.append(spare.task)
             elif not spare.task.done():
                 starting.append(spare.task)
+        # Spares stopped while they started: their own callback closes them once started (into _closing).
+        unwanted = [spare.task for spare in list(self._unwanted) if spare.loop is loop and not spare.task.done()]
+        for spare in list(self._unwanted):
+            if spare.loop.is_closed() and (running := spare.running()) is not None:
+                running.kill()
         if waiting:
             await asyncio.wait(waiting)
-        if starting:
+        if starting or unwanted:
             # A spare still starting is let finish and then closed like the others: killed mid-start, the CLI
             # makes the SDK log a fatal error; a start that hangs is cancelled after a while.
-            _, hanging = await asyncio.wait(starting, timeout=_SPARE_START_GRACE_SECONDS)
+            _, hanging = await asyncio.wait([*starting, *unwanted], timeout=_SPARE_START_GRACE_SECONDS)
             for task in hanging:
                 task.cancel()
             if hanging:
                 await asyncio.wait(hanging)
-            sessions += [s for task in starting if not task.cancelled() and (s := _started(task)) is not None]
+            sessions += [s for task in starting if (s := _started(task)) is not None]
         for session in list(self._closing):
             if session.loop.is_closed():
                 session.kill()
@@ -669,13 +684,13 @@ class SessionPool(Generic[S]):
 
     def terminate_all(self) -> None:
         """Stop the processes of every idle session and spare now, from synchronous code (their loops tidy up)."""
-        spares = [session for spare in list(self._spares) if (session := spare.running()) is not None]
+        spares = [session for spare in [*self._spares, *self._unwanted] if (session := spare.running()) is not None]
         for session in [*list(self._sessions.values()), *spares, *list(self._closing)]:
             session.terminate()
 
     def kill_all(self) -> None:
         """Synchronous cleanup (interpreter exit)."""
-        spares = [session for spare in self._spares if (session := spare.running()) is not None]
+        spares = [session for spare in [*self._spares, *self._unwanted] if (session := spare.running()) is not None]
         for session in [*self._sessions.values(), *spares, *self._closing]:
             session.kill()
         for session in list(self._sessions.values()):
