@@ -419,14 +419,15 @@ class SessionPool(Generic[S]):
         self._schedule()  # its idle deadline
 
     def drop_waiting_spares(self, signature: str) -> None:
-        """Forget the spares for ``signature`` still waiting for their delay (nothing was started for them): a kept
-        CLI rewound for a new conversation showed that the kept CLIs serve the next ones."""
+        """Give up the spares for ``signature`` whose CLI process does not exist yet (waiting for their delay, or
+        preparing its start): a kept CLI rewound for a new conversation showed that the kept CLIs serve the next
+        ones. A spare whose process exists is left to start."""
         loop = running_loop()
         for spare in [s for s in self._spares if s.loop is loop and s.signature == signature]:
-            if not spare.start.spawning and not spare.task.done():
+            if spare.starting is None and not spare.task.done():
                 self._drop_spare(spare)
                 spare.task.cancel()
-                logger.debug("a spare waiting for its start is given up: a kept CLI was rewound for its kind")
+                logger.debug("a spare not spawned yet is given up: a kept CLI was rewound for its kind")
 
     async def head_start(self) -> None:
         """On a loop that pauses between calls, wait (at most :data:`HEAD_START_SECONDS`) until the spares starting
