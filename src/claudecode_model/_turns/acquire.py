@@ -285,7 +285,7 @@ async def _rewind_kept(request: SessionRequest) -> CLISession | None:
 
     Its conversation's follow-ups replay their history from then on: the transcript entries are marked cut in the
     ledger before the rewind, so that a turn that read the transcript just before does not resume at one of them. A
-    spare of the signature still waiting for its delay is given up: the kept CLIs serve such conversations.
+    spare of the signature whose CLI is not spawned yet is given up: the kept CLIs serve such conversations.
 
     A CLI with built-in tools is never rewound: its conversation may have left work running (a background command,
     a subagent) or state behind (the files it read) that a new CLI would not have.
