@@ -12,7 +12,9 @@ from pydantic_ai import Agent
 from claudecode_model import ClaudeCodeModel, ClaudeCodeModelSettings
 from claudecode_model._history import ledger as ledger_module
 from claudecode_model._history.ledger import SessionLedger
+from claudecode_model._sessions.session import CLISession
 from claudecode_model.testing import ScriptedCLI
+from tests._support.polling import wait_for
 from tests._support.responses import session_of, source_of
 
 
@@ -165,3 +167,31 @@ async def test_a_kept_cli_with_built_in_tools_is_never_rewound(cli: ScriptedCLI)
         assert not [request for request in cli.controls if request["subtype"] == "rewind_conversation"]
     finally:
         await model.aclose()
+
+
+async def test_a_run_cancelled_during_the_rewind_stops_that_cli(
+    cli: ScriptedCLI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ClaudeCodeModel(cli_transports=cli, spare_sessions=0)
+    agent = Agent(model, instructions="Be brief.")
+    rewinding = asyncio.Event()
+
+    async def hangs(self: CLISession) -> None:
+        rewinding.set()
+        await asyncio.Event().wait()
+
+    try:
+        first = await agent.run("one")
+        monkeypatch.setattr(CLISession, "rewind", hangs)
+        run = asyncio.ensure_future(agent.run("two"))
+        await rewinding.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert await wait_for(lambda: cli.live == 0)  # the CLI it was rewinding is stopped: its state is unknown
+        monkeypatch.undo()
+        again = await agent.run("and?", message_history=first.all_messages())
+        assert source_of(again) == "replay"  # its conversation was marked cut before the rewind was sent
+    finally:
+        await model.aclose()
+    assert cli.live == 0
