@@ -8,16 +8,18 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
 from claudecode_model.testing import OfflineBackend, RecordedRequest
 from tests._support.agents import agent_with_probe
+from tests._support.polling import wait_for
 from tests._support.processes import process_table
 from tests._support.responses import details, session_of, source_of
 
@@ -192,3 +194,64 @@ async def test_a_brand_new_model_is_served_by_the_cli_another_model_kept(backend
     finally:
         await model.aclose()
         await brand_new.aclose()
+
+
+async def test_an_approval_in_a_rewound_conversation_holds_after_its_turn_is_gone(
+    backend: OfflineBackend, tmp_path: Any
+) -> None:
+    """The rewound conversation asks for an approval; its waiting turn is gone (the model closed, as on a restarted
+    worker); another model takes up the call from a branch of the transcript, which also holds the old conversation's
+    cut entries. Claude gets the person's decision and the new conversation alone."""
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    model = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0, session_store=store)
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        model, instructions="Be brief.", output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def probe() -> str:
+        """Report."""
+        return "p"
+
+    try:
+        first = await agent.run("first conversation")
+        assert isinstance(first.output, DeferredToolRequests)
+        [call] = first.output.approvals
+        first = await agent.run(
+            message_history=first.all_messages(),
+            deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}),
+        )
+        assert first.output == "tool said p"
+        second = await agent.run("second conversation")
+        assert source_of(second) == "rewound"
+        assert isinstance(second.output, DeferredToolRequests)
+        [call] = second.output.approvals
+        reply = details(second.all_messages()[-1])
+        config = Path(backend.cli_env()["CLAUDE_CONFIG_DIR"])
+        assert await wait_for(  # the reply is in the transcript (a turn cut off before that is replayed)
+            lambda: any(
+                reply["resume_session_at"] in path.read_text()
+                for path in config.glob(f"projects/*/{reply['session_id']}.jsonl")
+            )
+        )
+    finally:
+        await model.aclose()  # the waiting turn is gone
+    other = ClaudeCodeModel(env=backend.cli_env(), spare_sessions=0, session_store=store)
+    try:
+        sent = len(backend.requests)
+        decided = await Agent(
+            other, instructions="Be brief.", output_type=[str, DeferredToolRequests], tools=[probe]
+        ).run(
+            message_history=second.all_messages(),
+            deferred_tool_results=DeferredToolResults(
+                approvals={call.tool_call_id: ToolDenied("No, said the person.")}
+            ),
+        )
+        assert decided.output == "tool said No, said the person."
+        assert source_of(decided) == "fork"  # branched at the deferred call from the recorded transcript
+        [request] = backend.requests[sent:]
+        assert prompts(request) == ["second conversation"]
+        [result] = request.tool_results()
+        assert (result.text, result.is_error) == ("No, said the person.", False)  # as pydantic-ai sends a denial
+    finally:
+        await other.aclose()
