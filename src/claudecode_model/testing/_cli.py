@@ -219,11 +219,10 @@ class ScriptedTransport(CLITransport):
         self._send_raw({"subtype": "success", "request_id": request_id, "response": response})
 
     def _rewind(self, target: object) -> dict[str, Any]:
-        refusal = self._script.refuse_rewinds
-        if refusal is None and target not in self._user_uuids:
-            refusal = "target not found"
-        if refusal is not None:
-            return {"rewound": False, "error": refusal, "reason": "target_not_found"}
+        if (refusal := self._script.refuse_rewinds) is not None:
+            return {"rewound": False, "error": refusal, "reason": refusal}
+        if target not in self._user_uuids:
+            return {"rewound": False, "error": "target not found", "reason": "target_not_found"}
         assert isinstance(target, str)
         del self._user_uuids[self._user_uuids.index(target) :]
         return {"rewound": True, "targetMessageUuid": target, "precedingAssistantUuid": None}
