@@ -6,45 +6,29 @@ in-memory CLI, ``test_rewound_sessions.py``)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.models.function import FunctionModel
 
 from claudecode_model import ClaudeCodeModel, SQLiteSessionStore
 from claudecode_model.testing import OfflineBackend, RecordedRequest
 from tests._support.agents import agent_with_probe
 from tests._support.polling import wait_for
-from tests._support.processes import process_table
+from tests._support.processes import cli_children
 from tests._support.responses import details, session_of, source_of
+from tests.model.test_spares_cli import tool_then_text
 
 pytestmark = pytest.mark.cli
-
-
-def tool_then_text(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Call the first offered tool once, then answer with what it returned."""
-    returns = [part for part in messages[-1].parts if isinstance(part, ToolReturnPart)]
-    if returns:
-        return ModelResponse(parts=[TextPart(f"tool said {returns[0].content}")])
-    if info.function_tools:
-        return ModelResponse(parts=[ToolCallPart(info.function_tools[0].name, {})])
-    return ModelResponse(parts=[TextPart("no tools")])
 
 
 @pytest.fixture
 def backend(claude_backend: OfflineBackend) -> OfflineBackend:
     claude_backend.set_brain(FunctionModel(tool_then_text))
     return claude_backend
-
-
-def cli_children() -> set[int]:
-    me = os.getpid()
-    return {p.pid for p in process_table() if p.alive and p.ppid == me}
 
 
 _IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|toolu_[0-9a-f]+")
@@ -68,6 +52,15 @@ def prompts(request: RecordedRequest) -> list[str]:
 
 
 PROMPTS = ("first conversation", "second conversation", "first again", "second again", "second once more")
+
+
+async def follow_up(
+    backend: OfflineBackend, agent: Agent[None, str], prompt: str, after: AgentRunResult[str]
+) -> tuple[AgentRunResult[str], list[str]]:
+    """``prompt`` run on the history of ``after``, and the prompts the run's first API request carried."""
+    sent = len(backend.requests)
+    result = await agent.run(prompt, message_history=after.all_messages())
+    return result, prompts(backend.requests[sent])
 
 
 async def test_a_kept_cli_serves_a_new_conversation_as_a_new_cli_would(backend: OfflineBackend) -> None:
@@ -113,32 +106,27 @@ async def test_the_old_conversation_replays_and_the_new_one_goes_on_on_every_pat
         assert source_of(second) == "rewound"
 
         # The same model: the old conversation replays its history into a new CLI, the new one goes on live.
-        sent = len(backend.requests)
-        first_again = await agent.run("first again", message_history=first.all_messages())
+        first_again, sent_prompts = await follow_up(backend, agent, "first again", first)
         assert source_of(first_again) == "replay"
-        assert prompts(backend.requests[sent]) == ["first conversation", "first again"]
-        sent = len(backend.requests)
-        second_again = await agent.run("second again", message_history=second.all_messages())
+        assert sent_prompts == ["first conversation", "first again"]
+        second_again, sent_prompts = await follow_up(backend, agent, "second again", second)
         assert source_of(second_again) == "live"
-        assert prompts(backend.requests[sent]) == ["second conversation", "second again"]
+        assert sent_prompts == ["second conversation", "second again"]
 
         # Another model while the CLI still holds the session (in use): a branch of its transcript.
         other_agent, _ = agent_with_probe(other, cli_children)
-        sent = len(backend.requests)
-        branched = await other_agent.run("second once more", message_history=second.all_messages())
+        branched, sent_prompts = await follow_up(backend, other_agent, "second once more", second)
         assert source_of(branched) == "fork"
-        assert prompts(backend.requests[sent]) == ["second conversation", "second once more"]
+        assert sent_prompts == ["second conversation", "second once more"]
 
         # Once the CLI is gone, the transcript itself: the new conversation resumes, the old one still replays.
         await model.aclose()
-        sent = len(backend.requests)
-        resumed = await other_agent.run("second once more", message_history=second_again.all_messages())
+        resumed, sent_prompts = await follow_up(backend, other_agent, "second once more", second_again)
         assert source_of(resumed) == "resume"
-        assert prompts(backend.requests[sent]) == ["second conversation", "second again", "second once more"]
-        sent = len(backend.requests)
-        replayed = await other_agent.run("first again", message_history=first.all_messages())
+        assert sent_prompts == ["second conversation", "second again", "second once more"]
+        replayed, sent_prompts = await follow_up(backend, other_agent, "first again", first)
         assert source_of(replayed) == "replay"
-        assert prompts(backend.requests[sent]) == ["first conversation", "first again"]
+        assert sent_prompts == ["first conversation", "first again"]
     finally:
         await model.aclose()
         await other.aclose()
@@ -161,14 +149,12 @@ async def test_another_worker_replays_the_old_conversation_from_the_session_stor
     another = ClaudeCodeModel(env=elsewhere, spare_sessions=0, session_store=SQLiteSessionStore(store_path))
     try:
         agent, _ = agent_with_probe(another, cli_children)
-        sent = len(backend.requests)
-        replayed = await agent.run("first again", message_history=first.all_messages())
+        replayed, sent_prompts = await follow_up(backend, agent, "first again", first)
         assert source_of(replayed) == "replay"
-        assert prompts(backend.requests[sent]) == ["first conversation", "first again"]
-        sent = len(backend.requests)
-        resumed = await agent.run("second again", message_history=second.all_messages())
+        assert sent_prompts == ["first conversation", "first again"]
+        resumed, sent_prompts = await follow_up(backend, agent, "second again", second)
         assert source_of(resumed) == "resume"
-        assert prompts(backend.requests[sent]) == ["second conversation", "second again"]
+        assert sent_prompts == ["second conversation", "second again"]
     finally:
         await another.aclose()
 

@@ -245,7 +245,6 @@ class CLITurn:
             # The CLI names the message's transcript entry with this uuid: a rewind to it empties the conversation
             # (a later new conversation of the same kind is served by this process, see CLISession.rewind).
             message["uuid"] = self.session.opening_uuid = str(uuid.uuid4())
-            self.session.conversation_points = set()
         return message
 
     async def messages(self) -> AsyncGenerator[Message | ToolsWaiting, None]:
